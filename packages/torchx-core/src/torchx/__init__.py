@@ -1,0 +1,32 @@
+"""TorchX: PyTorch with every inferable shape argument inferred.
+
+``torchx`` spans several distributions (torchx-core, torchx-layers, ...); this
+file belongs to torchx-core and lets the others' subpackages be found in both
+regular and editable installs.
+"""
+
+from pkgutil import extend_path
+
+__path__ = extend_path(__path__, __name__)
+
+from torchx.core import (  # noqa: E402
+    ShapeError as ShapeError,
+    SpecError as SpecError,
+    TorchXError as TorchXError,
+    build as build,
+    infer_shapes as infer_shapes,
+    load_spec as load_spec,
+    save_spec as save_spec,
+)
+from torchx.core._version import __version__ as __version__  # noqa: E402
+
+__all__ = [
+    "ShapeError",
+    "SpecError",
+    "TorchXError",
+    "__version__",
+    "build",
+    "infer_shapes",
+    "load_spec",
+    "save_spec",
+]

@@ -1,0 +1,101 @@
+"""``torchx.build``: build a model's layers from input shapes, without a real forward."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import torch
+from torch import nn
+
+from torchx.core.errors import ShapeError
+from torchx.core.shapes import (
+    DYNAMIC_PROBES,
+    InputLike,
+    build_target,
+    merge_probes,
+    meta_state,
+    shape_of,
+    to_meta,
+)
+
+__all__ = ["build", "infer_shapes"]
+
+_M = TypeVar("_M", bound=nn.Module)
+
+
+def _is_dynamic(value: InputLike) -> bool:
+    return not isinstance(value, torch.Tensor) and any(dim is None for dim in value)
+
+
+def _target_device(inputs: Sequence[InputLike], device: torch.device | str | int | None) -> torch.device:
+    if device is not None:
+        return torch.device(device)
+    for value in inputs:
+        if isinstance(value, torch.Tensor) and value.device.type != "meta":
+            return value.device
+    return torch.get_default_device()
+
+
+def _meta_forward(model: nn.Module, inputs: Sequence[InputLike], probe: int, dtype: torch.dtype | None) -> Any:
+    metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
+    with meta_state(model), torch.no_grad():
+        return model(*metas)
+
+
+def build(
+    model: _M,
+    *inputs: InputLike,
+    device: torch.device | str | int | None = None,
+    dtype: torch.dtype | None = None,
+) -> _M:
+    """Build every layer in ``model`` for ``inputs``; returns ``model``.
+
+    Each input is a tensor (only its shape and dtype are used) or a shape, in
+    which ``None`` marks a dynamic dim (such as the batch). The forward runs on
+    meta tensors: no FLOPs and no activation memory. New parameters are created
+    on ``device`` (default: the first input tensor's device, else torch's
+    default device) with ``dtype`` (default: the input's floating dtype), so an
+    optimizer can be made before the first batch. ``device="meta"`` builds
+    abstractly, allocating nothing.
+    """
+    target = _target_device(inputs, device)
+    with build_target(target, dtype) as build_in_progress, torch.no_grad():
+        build_in_progress.swap.add(model)
+        metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
+        model(*metas)
+    if any(_is_dynamic(value) for value in inputs):
+        _second_probe(model, inputs, dtype)
+    return model
+
+
+def _second_probe(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None) -> Any:
+    try:
+        return _meta_forward(model, inputs, DYNAMIC_PROBES[1], dtype)
+    except ShapeError as error:
+        error.problem += (
+            " — a size the layer was built with comes from a dynamic (None) dim of the "
+            "model input"
+        )
+        error.fix = "give that input dim a fixed size instead of None"
+        raise
+
+
+def infer_shapes(
+    model: nn.Module,
+    *inputs: InputLike,
+    device: torch.device | str | int | None = None,
+    dtype: torch.dtype | None = None,
+) -> Any:
+    """The output shape(s) of ``model`` for ``inputs``, building it first if needed.
+
+    Dynamic (``None``) input dims are probed with two sizes; output dims that
+    follow them are ``None``. The result mirrors the output's nesting: a tuple
+    of ints/None for a tensor, lists/tuples/dicts of those otherwise.
+    """
+    build(model, *inputs, device=device, dtype=dtype)
+    first = shape_of(_meta_forward(model, inputs, DYNAMIC_PROBES[0], dtype))
+    if not any(_is_dynamic(value) for value in inputs):
+        return first
+    second = shape_of(_second_probe(model, inputs, dtype))
+    return merge_probes(first, second)

@@ -1,0 +1,92 @@
+"""The TorchX error hierarchy: every error TorchX raises derives from TorchXError."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ArgumentError",
+    "MissingPackageError",
+    "PluginError",
+    "PluginWarning",
+    "ShapeError",
+    "SpecError",
+    "TorchXError",
+    "format_shape",
+]
+
+
+def format_shape(shape: Sequence[int | None]) -> str:
+    """Render a shape as ``(8, 3, 32, 32)``; dynamic dims print as ``None``."""
+    inner = ", ".join("None" if dim is None else str(dim) for dim in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+class TorchXError(Exception):
+    """Base class of every error raised by TorchX."""
+
+
+class ShapeError(TorchXError):
+    """An input's shape does not fit a layer.
+
+    The message names the layer by its path inside the model (``Sequential[3]
+    Conv2d``), what it got, what it needed and how to fix it. Containers prepend
+    their part of the path with :meth:`within` as the error travels outwards.
+    """
+
+    def __init__(
+        self, layer: str, problem: str, fix: str | None = None, *, source: object = None
+    ) -> None:
+        self.path: list[str] = [layer]
+        self.problem = problem
+        self.fix = fix
+        self.source = source
+        super().__init__()
+
+    def within(self, container: str, source: object = None) -> ShapeError:
+        """Prepend ``container`` (for example ``Sequential[3]``) to the layer path.
+
+        ``source`` becomes the object the error is attributed to, so that the
+        next container out can find which of its children raised it.
+        """
+        self.path.insert(0, container)
+        self.source = source
+        return self
+
+    @property
+    def layer(self) -> str:
+        """The full path of the failing layer, outermost container first."""
+        return " ".join(self.path)
+
+    def __str__(self) -> str:
+        text = f"{self.layer}: {self.problem}"
+        return f"{text}\n  fix: {self.fix}" if self.fix else text
+
+
+class SpecError(TorchXError):
+    """A spec (a layer or model described as data) is invalid.
+
+    ``where`` is the location inside the spec document, such as
+    ``$.layers[3].args.kernel_size``.
+    """
+
+    def __init__(self, where: str, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
+class ArgumentError(TorchXError, ValueError):
+    """A layer was constructed with an invalid argument (a zero size, say)."""
+
+
+class PluginError(TorchXError):
+    """A plugin failed to load or misbehaved, and strict plugin mode is on."""
+
+
+class MissingPackageError(TorchXError, AttributeError):
+    """A name belongs to a TorchX distribution that is not installed."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin failed to load or misbehaved; the host keeps working without it."""

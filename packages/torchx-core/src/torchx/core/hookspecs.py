@@ -1,0 +1,66 @@
+"""Hook specifications: the extension points a TorchX plugin may implement.
+
+A plugin is a module (or object) with functions decorated by ``hookimpl`` whose
+names match the specs below. Plugins are found through the ``torchx.plugins``
+entry-point group; TorchX's own distributions register that way too.
+
+Hooks run at discovery and build time only, never in a built model's forward.
+Specs only grow: new arguments may be added, none is ever renamed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from torchx.core.registry import LayerRegistry
+
+__all__ = ["hookimpl", "hookspec"]
+
+PROJECT_NAME = "torchx"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+# -- discovery --------------------------------------------------------------
+
+
+@hookspec
+def torchx_register_layers(registry: LayerRegistry) -> None:
+    """Add layer classes, their aliases and façade names to the registry.
+
+    Called once per plugin, the first time the registry is needed (a spec is
+    loaded, or a name missing from ``torchx.layers`` is looked up).
+
+    :param registry: the registry to add to; see
+        :meth:`~torchx.core.registry.LayerRegistry.register` and
+        :meth:`~torchx.core.registry.LayerRegistry.export`.
+    """
+
+
+# -- shape inference --------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def torchx_infer_output(
+    module: nn.Module, inputs: tuple[torch.Tensor, ...]
+) -> Any | None:
+    """Compute ``module``'s output for meta-device ``inputs`` without running it.
+
+    Consulted only when running ``module`` on meta tensors fails because one
+    of its ops has no meta kernel; before TorchX falls back to a real CPU run.
+
+    :param module: the module whose output is wanted (its parameters may live
+        on any device).
+    :param inputs: the positional inputs, as tensors on the meta device.
+    :return: the output as meta tensors (any nesting of tuples, lists and
+        dicts), or ``None`` when this plugin does not handle ``module``.
+
+    Stops at the first non-None result.
+    """

@@ -1,0 +1,422 @@
+"""The Layer protocol: a module that builds its native module from its first input.
+
+A layer subclass declares
+
+- ``native_class``: the ``nn.Module`` it builds (``nn.Linear``);
+- ``inferred_arguments``: which constructor arguments are read off the input
+  (``{"in_features": FromInput(dim=-1)}``), one declaration per family;
+- a typed ``__init__`` with the native signature minus the inferred arguments,
+  passing every argument by keyword to ``Layer.__init__``.
+
+On its first call (or in :func:`torchx.build`) the layer runs the native
+constructor *on itself* and becomes an instance of a subclass of both the
+layer class and ``native_class``, as torch's own lazy modules do. From then on
+``forward`` is the native forward, ``state_dict`` keys are the native keys, and
+the same ``torch.manual_seed`` gives bit-identical weights to constructing the
+native module directly (the native constructor runs its own
+``reset_parameters()``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_leaves
+
+from torchx.core.errors import ArgumentError, ShapeError, TorchXError, format_shape
+from torchx.core.shapes import Shape, current_build_target, run_on_meta
+
+if TYPE_CHECKING:
+    from torchx.core.specs import SpecReader, SpecWriter
+
+__all__ = ["FromInput", "Layer", "shapes_of"]
+
+_NOT_MODULE_STATE = frozenset({"_parameters", "_buffers", "_non_persistent_buffers_set", "_modules"})
+_MODULE_STATE = tuple(key for key in nn.Module().__dict__ if key not in _NOT_MODULE_STATE)
+"""``nn.Module`` bookkeeping (hooks, training flag) that survives a build."""
+
+
+def shapes_of(inputs: tuple[Any, ...]) -> str:
+    """Describe positional inputs for an error message: ``(8, 3, 32, 32)``."""
+    described = [
+        format_shape(tuple(value.shape)) if isinstance(value, torch.Tensor) else type(value).__name__
+        for value in inputs
+    ]
+    return ", ".join(described) if described else "no inputs"
+
+
+@dataclass(frozen=True)
+class FromInput:
+    """A constructor argument read off one dim of one positional input.
+
+    :param dim: the dim whose size is the argument (``-1``: last dim).
+    :param input: which positional input (0 for the first).
+    :param ranks: the input ranks the layer accepts; ``None`` accepts any rank
+        that has ``dim``.
+    """
+
+    dim: int
+    input: int = 0
+    ranks: tuple[int, ...] | None = None
+
+    def read(self, layer: Layer, inputs: tuple[Any, ...]) -> int:
+        """The size of ``dim`` in input ``input``, or a ShapeError naming ``layer``."""
+        if self.input >= len(inputs) or not isinstance(inputs[self.input], torch.Tensor):
+            raise layer.shape_error(
+                f"expects a tensor as positional input {self.input}, got {shapes_of(inputs)}",
+                fix=f"call it as {layer.layer_label()}(x) with x shaped {layer.input_layout}",
+            )
+        shape = tuple(inputs[self.input].shape)
+        fits = -len(shape) <= self.dim < len(shape)
+        if self.ranks is not None:
+            fits = fits and len(shape) in self.ranks
+        if not fits:
+            raise layer.shape_error(
+                f"expected input of shape {layer.input_layout} "
+                f"({self._ranks_text()}), got {format_shape(shape)} ({len(shape)}-d)",
+                fix=self._rank_fix(len(shape)),
+            )
+        return int(shape[self.dim])
+
+    def _ranks_text(self) -> str:
+        if self.ranks is None:
+            return f"at least {self.dim + 1 if self.dim >= 0 else -self.dim}-d"
+        return " or ".join(f"{rank}-d" for rank in self.ranks)
+
+    def _rank_fix(self, rank: int) -> str:
+        if self.ranks is not None and rank + 1 == min(self.ranks):
+            return "add the batch dim: x.unsqueeze(0)"
+        return "reshape the input first (L.Flatten(), L.Reshape(...) or L.Unflatten(...))"
+
+
+@functools.cache
+def _takes_factory_kwargs(native_class: type[nn.Module]) -> bool:
+    parameters = inspect.signature(native_class.__init__).parameters
+    return "device" in parameters and "dtype" in parameters
+
+
+@functools.cache
+def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
+    parameters = inspect.signature(cls.__init__).parameters
+    return {
+        name: parameter.default
+        for name, parameter in parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
+
+
+def _save_module_state(module: nn.Module) -> dict[str, Any]:
+    return {key: module.__dict__[key] for key in _MODULE_STATE if key in module.__dict__}
+
+
+def _restore_module_state(module: nn.Module, saved: dict[str, Any]) -> None:
+    """Put back hooks and the training flag saved before a (re)initialisation.
+
+    Hook dicts are kept as the same objects (handles returned by
+    ``register_forward_hook`` point at them); hooks the native constructor
+    registered itself are merged in.
+    """
+    for key, value in saved.items():
+        current = module.__dict__.get(key)
+        if isinstance(value, dict) and isinstance(current, dict) and current is not value:
+            value.update(current)
+        module.__dict__[key] = value
+    if not module.training:
+        module.train(False)
+
+
+def _new_built_layer(layer_class: type[Layer]) -> Layer:
+    """Unpickling helper: an empty instance of ``layer_class``'s built class."""
+    built = layer_class._torchx_built_class
+    return built.__new__(built)
+
+
+class Layer(nn.Module):
+    """Base class of every TorchX layer: an ``nn.Module`` that infers its input side.
+
+    Until its first input a layer holds only its constructor arguments; after
+    it, it *is* its native module (``isinstance(layer, nn.Linear)``), with the
+    native forward and ``state_dict`` keys.
+    """
+
+    native_class: ClassVar[type[nn.Module] | None] = None
+    """The ``torch.nn`` module this layer builds; ``None`` for containers."""
+
+    inferred_arguments: ClassVar[Mapping[str, FromInput]] = {}
+    """Native constructor arguments read off the input, by argument name."""
+
+    input_layout: ClassVar[str] = "(N, *)"
+    """The expected input layout, for error messages (``"(N, C_in, H, W)"``)."""
+
+    positive_arguments: ClassVar[tuple[str, ...]] = ()
+    """Arguments that must be positive integers (sizes)."""
+
+    same_shape: ClassVar[bool] = False
+    """True when the output shape always equals the input shape (a fast path)."""
+
+    _torchx_built: ClassVar[bool] = False
+    _torchx_layer_class: ClassVar[type[Layer]]
+    _torchx_built_class: ClassVar[type[Layer]]
+
+    def __init__(self, **arguments: Any) -> None:
+        super().__init__()
+        for name in self.positive_arguments:
+            value = arguments.get(name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value <= 0
+            ):
+                raise ArgumentError(
+                    f"{type(self).__name__}: {name} must be a positive int, got {value!r}"
+                )
+        self._torchx_arguments: dict[str, Any] = arguments
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("_torchx_built", False):
+            return
+        cls._torchx_layer_class = cls
+        if cls.native_class is not None:
+            cls._torchx_built_class = _make_built_class(cls, cls.native_class)
+
+    # -- the protocol ---------------------------------------------------------
+
+    @property
+    def arguments(self) -> Mapping[str, Any]:
+        """The constructor arguments as the user gave them (nothing inferred)."""
+        return self._torchx_arguments
+
+    @property
+    def is_built(self) -> bool:
+        """Whether the native module has been built."""
+        return type(self)._torchx_built
+
+    def layer_label(self) -> str:
+        """How errors name this layer: its class name."""
+        return type(self).__name__
+
+    def shape_error(self, problem: str, fix: str | None = None) -> ShapeError:
+        """A ShapeError attributed to this layer."""
+        return ShapeError(self.layer_label(), problem, fix, source=self)
+
+    def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
+        """The native constructor arguments read off ``inputs``.
+
+        The default reads ``inferred_arguments``; override it for arguments that
+        are inferred only sometimes (``LayerNorm``'s ``normalized_shape``).
+        """
+        return {name: rule.read(self, inputs) for name, rule in self.inferred_arguments.items()}
+
+    def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
+        """A closed-form output shape for a built layer, or None to run on meta.
+
+        Only a fast path: a test checks every formula against the meta run.
+        """
+        return input_shapes[0] if self.same_shape and input_shapes else None
+
+    def native_module(self) -> nn.Module:
+        """The built native module, which is this very object after the build."""
+        if not self.is_built:
+            raise TorchXError(
+                f"{self.layer_label()} is not built yet: call it on an input, or "
+                "torchx.build(layer, input_shape) first"
+            )
+        return self
+
+    def to_spec(self) -> dict[str, Any]:
+        """This layer (and its children) as plain JSON-compatible data."""
+        from torchx.core.specs import to_spec
+
+        return to_spec(self)
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> Layer:
+        """Construct an unbuilt layer from ``spec`` (see :func:`torchx.core.specs.from_spec`)."""
+        from torchx.core.specs import from_spec
+
+        return from_spec(spec, expect=cls)
+
+    def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
+        """The spec entries besides ``"type"``; containers override this."""
+        arguments = {name: writer.value(value, f"args.{name}") for name, value in self._given_arguments().items()}
+        return {"args": arguments} if arguments else {}
+
+    def _given_arguments(self) -> dict[str, Any]:
+        """The constructor arguments that differ from their defaults."""
+        defaults = _signature_defaults(type(self)._torchx_layer_class)
+        return {
+            name: value
+            for name, value in self._torchx_arguments.items()
+            if name not in defaults or not _same(value, defaults[name])
+        }
+
+    @classmethod
+    def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
+        """Construct from the spec entries besides ``"type"``; containers override."""
+        arguments = reader.arguments(cls, fields)
+        return reader.construct(cls, arguments)
+
+    # -- building -------------------------------------------------------------
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Build from ``inputs``, then run the native forward on them.
+
+        Inside :func:`torchx.build`, meta inputs build the native module on the
+        build's device and return meta outputs: no FLOPs, no activations.
+        """
+        target = current_build_target()
+        tensors = [leaf for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)]
+        abstract = target is not None and all(t.device.type == "meta" for t in tensors)
+        if target is not None and abstract:
+            self._build(inputs, target.device, target.dtype)
+            with self._shape_errors_named(inputs):
+                output = self._abstract_output(inputs, kwargs)
+            target.swap.add(self)
+            return output
+        device = tensors[0].device if tensors else torch.get_default_device()
+        self._build(inputs, device, None)
+        with self._shape_errors_named(inputs):
+            return self.forward(*inputs, **kwargs)
+
+    @contextmanager
+    def _shape_errors_named(self, inputs: tuple[Any, ...]) -> Iterator[None]:
+        """Report torch's error for the first forward as a ShapeError naming this layer."""
+        try:
+            yield
+        except RuntimeError as error:
+            raise self.shape_error(
+                f"input {shapes_of(inputs)} does not fit: {error}",
+                fix=f"give it input shaped {self.input_layout}",
+            ) from error
+
+    def _build(self, inputs: tuple[Any, ...], device: torch.device, dtype: torch.dtype | None) -> None:
+        native = self.native_class
+        if native is None:
+            raise NotImplementedError(f"{type(self).__name__} must override forward")
+        inferred = self.infer_arguments(*inputs)
+        arguments = {**self._torchx_arguments, **inferred}
+        if _takes_factory_kwargs(native):
+            arguments["device"] = device
+            arguments["dtype"] = dtype or _parameter_dtype(inputs)
+        saved = _save_module_state(self)
+        self.__class__ = type(self)._torchx_built_class
+        try:
+            native.__init__(self, **arguments)
+        except Exception as error:
+            self._unbuild(saved)
+            raise self.shape_error(
+                f"cannot build {native.__name__}({_describe(arguments)}) for input "
+                f"{shapes_of(inputs)}: {error}",
+                fix="change the layer's arguments or the input shape so that they agree",
+            ) from error
+        _restore_module_state(self, saved)
+        self._torchx_inferred = inferred
+
+    def _unbuild(self, saved: dict[str, Any] | None = None) -> None:
+        """Return to the unbuilt state, keeping hooks and the training flag."""
+        saved = saved if saved is not None else _save_module_state(self)
+        arguments = self._torchx_arguments
+        self.__dict__.clear()
+        self.__class__ = type(self)._torchx_layer_class
+        nn.Module.__init__(self)
+        _restore_module_state(self, saved)
+        self._torchx_arguments = arguments
+
+    def _abstract_output(self, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not kwargs and inputs and all(isinstance(value, torch.Tensor) for value in inputs):
+            shape = self.infer_output_shape(*(tuple(value.shape) for value in inputs))
+            if shape is not None:
+                return torch.empty(shape, dtype=inputs[0].dtype, device="meta")
+        return run_on_meta(self, inputs, kwargs, call=self.forward)
+
+    def _shape_mismatch(self, inputs: tuple[Any, ...]) -> ShapeError | None:
+        """Why ``inputs`` do not fit this built layer, if it is their shape."""
+        try:
+            now = self.infer_arguments(*inputs)
+        except ShapeError as error:
+            return error
+        built: dict[str, Any] = self.__dict__.get("_torchx_inferred", {})
+        changed = [f"{name}={now[name]} (built with {built[name]})" for name in now if now[name] != built.get(name)]
+        if not changed:
+            return None
+        return self.shape_error(
+            f"got input {shapes_of(inputs)}, which needs {', '.join(changed)}; "
+            "a built layer never rebuilds itself",
+            fix="feed inputs of the size it was built for, or use a new layer for the new size",
+        )
+
+    # -- interoperability -------------------------------------------------------
+
+    def extra_repr(self) -> str:
+        arguments = ", ".join(f"{name}={value!r}" for name, value in self._given_arguments().items())
+        return f"{arguments}, not built" if arguments else "not built"
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        reduced = super().__reduce_ex__(max(int(protocol), 2))
+        if not self.is_built or self.native_class is None:
+            return reduced
+        return (_new_built_layer, (type(self)._torchx_layer_class,), *reduced[2:])
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        """``torch.jit.script`` compiles the plain native module sharing this one's tensors."""
+        native = self.native_class
+        if native is None:
+            return self
+        if not self.is_built:
+            raise TorchXError(
+                f"{self.layer_label()} is not built: build it (torchx.build) before torch.jit.script"
+            )
+        plain = native.__new__(native)
+        state = {key: value for key, value in self.__dict__.items() if not key.startswith("_torchx_")}
+        state["_modules"] = dict(state["_modules"])
+        plain.__dict__.update(state)
+        return plain
+
+
+def _same(value: Any, default: Any) -> bool:
+    try:
+        return bool(value == default) and type(value) is type(default)
+    except Exception:  # noqa: BLE001 - tensors and odd objects compare ambiguously
+        return False
+
+
+def _describe(arguments: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name}={value!r}" for name, value in arguments.items() if name not in ("device", "dtype"))
+
+
+def _parameter_dtype(inputs: tuple[Any, ...]) -> torch.dtype:
+    for leaf in tree_leaves(inputs):
+        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
+            return leaf.dtype
+    return torch.get_default_dtype()
+
+
+def _make_built_class(layer_class: type[Layer], native: type[nn.Module]) -> type[Layer]:
+    """The class a ``layer_class`` instance becomes once built: layer + native."""
+    native_forward = native.forward
+
+    def forward(self: Layer, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return native_forward(self, *args, **kwargs)
+        except RuntimeError as error:
+            mismatch = self._shape_mismatch(args)
+            if mismatch is None:
+                raise
+            raise mismatch from error
+
+    forward.__doc__ = native_forward.__doc__
+    namespace = {
+        "forward": forward,
+        "extra_repr": native.extra_repr,
+        "_torchx_built": True,
+        "__module__": layer_class.__module__,
+        "__qualname__": layer_class.__qualname__,
+        "__doc__": layer_class.__doc__,
+    }
+    return type(layer_class.__name__, (layer_class, native), namespace)

@@ -1,0 +1,191 @@
+"""The plugin manager, its typed hook facade, and the current-manager switch.
+
+Plugins come from the ``torchx.plugins`` entry-point group and are loaded
+lazily, on first use, one entry point at a time: a plugin that fails to import,
+fails validation, or raises inside a hook is reported with a
+:class:`~torchx.core.errors.PluginWarning` naming it, and every other plugin
+keeps working. With ``TORCHX_STRICT_PLUGINS=1`` such a failure raises
+:class:`~torchx.core.errors.PluginError` instead.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from torchx.core import hookspecs
+from torchx.core.errors import PluginError, PluginWarning
+from torchx.core.registry import LayerRegistry
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PluginFailure",
+    "PluginManager",
+    "current_plugins",
+    "use_plugins",
+]
+
+ENTRY_POINT_GROUP = "torchx.plugins"
+STRICT_ENV_VAR = "TORCHX_STRICT_PLUGINS"
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    """One plugin's failure: which plugin, at which stage, and the error text."""
+
+    plugin: str
+    stage: str
+    error: str
+
+
+class PluginManager:
+    """Discovers plugins and calls their hooks through typed methods.
+
+    There is no global singleton baked into the classes: code that needs
+    plugins asks :func:`current_plugins`, and tests install a fresh manager
+    with :func:`use_plugins`.
+    """
+
+    def __init__(self, *, load_entry_points: bool = True) -> None:
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self._pm.add_hookspecs(hookspecs)
+        self._load_entry_points = load_entry_points
+        self._loaded = False
+        self._lock = threading.RLock()
+        self._registry: LayerRegistry | None = None
+        self.failures: list[PluginFailure] = []
+
+    # -- discovery ----------------------------------------------------------
+
+    def register(self, plugin: object, name: str) -> None:
+        """Register ``plugin`` (a module or object with hook implementations)."""
+        with self._lock:
+            try:
+                self._pm.register(plugin, name=name)
+                self._pm.check_pending()
+            except Exception as error:  # noqa: BLE001 - isolate the plugin
+                if self._pm.is_registered(plugin):
+                    self._pm.unregister(plugin)
+                self._report(name, "register", error)
+                return
+            self._registry = None
+
+    def load(self) -> None:
+        """Load every ``torchx.plugins`` entry point once (idempotent)."""
+        with self._lock:
+            if self._loaded:
+                return
+            self._loaded = True
+            if not self._load_entry_points:
+                return
+            from importlib.metadata import entry_points
+
+            for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+                if self._pm.has_plugin(entry_point.name):
+                    continue
+                try:
+                    plugin = entry_point.load()
+                except Exception as error:  # noqa: BLE001 - isolate the plugin
+                    self._report(entry_point.name, "import", error)
+                    continue
+                self.register(plugin, entry_point.name)
+
+    def plugin_names(self) -> list[str]:
+        """The names of every registered plugin, in registration order."""
+        self.load()
+        return [name for name, _ in self._pm.list_name_plugin()]
+
+    @property
+    def registry(self) -> LayerRegistry:
+        """The layer registry, filled by every plugin's ``torchx_register_layers``."""
+        with self._lock:
+            self.load()
+            if self._registry is None:
+                registry = LayerRegistry()
+                self.register_layers(registry)
+                self._registry = registry
+            return self._registry
+
+    # -- the typed hook facade ---------------------------------------------
+
+    def register_layers(self, registry: LayerRegistry) -> None:
+        """Call ``torchx_register_layers`` on each plugin separately.
+
+        One plugin raising, or taking a name that is already taken, is reported
+        against that plugin; the others' registrations stand.
+        """
+        for impl in reversed(self._pm.hook.torchx_register_layers.get_hookimpls()):
+            registry.current_plugin = impl.plugin_name
+            seen = len(registry.conflicts)
+            try:
+                impl.function(registry=registry)
+            except Exception as error:  # noqa: BLE001 - isolate the plugin
+                self._report(impl.plugin_name, "torchx_register_layers", error)
+            for conflict in registry.conflicts[seen:]:
+                self._report(
+                    conflict.rejected,
+                    "torchx_register_layers",
+                    f"name {conflict.name!r} is already registered by {conflict.owner!r}",
+                )
+        registry.current_plugin = "<direct>"
+
+    def infer_output(
+        self, module: nn.Module, inputs: tuple[torch.Tensor, ...]
+    ) -> Any | None:
+        """First non-None ``torchx_infer_output`` result, or None."""
+        self.load()
+        return self._pm.hook.torchx_infer_output(module=module, inputs=inputs)
+
+    # -- failure reporting --------------------------------------------------
+
+    def _report(self, plugin: str, stage: str, error: BaseException | str) -> None:
+        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        self.failures.append(PluginFailure(plugin, stage, text))
+        message = f"TorchX plugin {plugin!r} failed ({stage}): {text}"
+        if os.environ.get(STRICT_ENV_VAR, "") not in ("", "0"):
+            raise PluginError(message) from (
+                error if isinstance(error, BaseException) else None
+            )
+        warnings.warn(message, PluginWarning, stacklevel=3)
+
+
+_current: contextvars.ContextVar[PluginManager | None] = contextvars.ContextVar(
+    "torchx_plugins", default=None
+)
+_default: PluginManager | None = None
+_default_lock = threading.Lock()
+
+
+def current_plugins() -> PluginManager:
+    """The plugin manager in use: the one installed by :func:`use_plugins`, or
+    the process-wide default (created, not yet loaded, on first call)."""
+    manager = _current.get()
+    if manager is not None:
+        return manager
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = PluginManager()
+        return _default
+
+
+@contextmanager
+def use_plugins(manager: PluginManager) -> Iterator[PluginManager]:
+    """Use ``manager`` as the current plugin manager inside the block."""
+    token = _current.set(manager)
+    try:
+        yield manager
+    finally:
+        _current.reset(token)

@@ -1,0 +1,190 @@
+"""The shape engine: outputs of modules on the meta device, with no FLOPs and no memory.
+
+A module's output for given input shapes is found by running it on meta
+tensors (its real parameters are swapped for meta stand-ins for the duration).
+An op without a meta kernel is first offered to the ``torchx_infer_output``
+hook, then run for real on CPU zeros as a last resort.
+
+A ``None`` dim is dynamic: it is probed with two sizes, and an output dim that
+differs between the probes is reported as ``None``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_map
+
+__all__ = [
+    "DYNAMIC_PROBES",
+    "BuildTarget",
+    "InputLike",
+    "MetaSwap",
+    "Shape",
+    "build_target",
+    "current_build_target",
+    "meta_state",
+    "merge_probes",
+    "run_on_meta",
+    "shape_of",
+    "to_meta",
+]
+
+Shape: TypeAlias = tuple[int | None, ...]
+"""A tensor shape; ``None`` marks a dynamic dim."""
+
+InputLike: TypeAlias = "torch.Tensor | Sequence[int | None] | torch.Size"
+"""What build and inference accept for one input: a tensor, or a shape."""
+
+DYNAMIC_PROBES = (2, 3)
+"""Sizes a dynamic (``None``) dim takes in the two inference probes."""
+
+
+class MetaSwap:
+    """Swaps modules' parameters and buffers for meta stand-ins, and back.
+
+    While swapped, a forward computes shapes only and mutates nothing real
+    (BatchNorm's running statistics included). :meth:`restore` puts every real
+    tensor back, in reverse order.
+    """
+
+    def __init__(self) -> None:
+        self._swapped: list[tuple[dict[str, Any], str, torch.Tensor]] = []
+
+    def add(self, module: nn.Module) -> None:
+        """Swap every non-meta parameter and buffer of ``module`` (recursively)."""
+        for sub in module.modules():
+            for store in (sub._parameters, sub._buffers):
+                for name, tensor in store.items():
+                    if tensor is not None and tensor.device.type != "meta":
+                        self._swapped.append((store, name, tensor))
+                        store[name] = torch.empty_like(tensor, device="meta")
+
+    def restore(self) -> None:
+        """Put every swapped tensor back."""
+        while self._swapped:
+            store, name, tensor = self._swapped.pop()
+            store[name] = tensor
+
+
+@contextmanager
+def meta_state(module: nn.Module) -> Iterator[MetaSwap]:
+    """Inside the block, ``module`` computes on meta stand-ins of its tensors."""
+    swap = MetaSwap()
+    try:
+        swap.add(module)
+        yield swap
+    finally:
+        swap.restore()
+
+
+@dataclass(frozen=True)
+class BuildTarget:
+    """An abstract build in progress: where new parameters go, and the swap
+    that keeps already-built modules on meta until the build ends."""
+
+    device: torch.device
+    dtype: torch.dtype | None
+    swap: MetaSwap
+
+
+_target: contextvars.ContextVar[BuildTarget | None] = contextvars.ContextVar(
+    "torchx_build_target", default=None
+)
+
+
+def current_build_target() -> BuildTarget | None:
+    """The abstract build running in this context, if any."""
+    return _target.get()
+
+
+@contextmanager
+def build_target(device: torch.device, dtype: torch.dtype | None) -> Iterator[BuildTarget]:
+    """Inside the block, layers that see meta inputs build on ``device``.
+
+    Everything swapped to meta during the block is restored when it exits.
+    """
+    target = BuildTarget(device, dtype, MetaSwap())
+    token = _target.set(target)
+    try:
+        yield target
+    finally:
+        _target.reset(token)
+        target.swap.restore()
+
+
+def to_meta(value: InputLike, *, probe: int, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """A meta tensor standing for ``value``; ``None`` dims take the size ``probe``."""
+    if isinstance(value, torch.Tensor):
+        return torch.empty(value.shape, dtype=value.dtype, device="meta")
+    dims = tuple(probe if dim is None else int(dim) for dim in value)
+    return torch.empty(dims, dtype=dtype or torch.get_default_dtype(), device="meta")
+
+
+def _zeros_on_cpu(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.device.type == "meta":
+        return torch.zeros(value.shape, dtype=value.dtype)
+    return value
+
+
+def _as_meta(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.device.type != "meta":
+        return torch.empty_like(value, device="meta")
+    return value
+
+
+def run_on_meta(
+    module: nn.Module,
+    inputs: tuple[Any, ...],
+    kwargs: dict[str, Any] | None = None,
+    *,
+    call: Callable[..., Any] | None = None,
+) -> Any:
+    """``module(*inputs, **kwargs)`` for meta ``inputs``, returning meta outputs.
+
+    ``call`` replaces ``module`` as the callable (a layer passes its bound
+    ``forward`` so that its hooks do not run twice). Falls back to the
+    ``torchx_infer_output`` hook, then to a real CPU run on zeros, only when an
+    op has no meta kernel (``NotImplementedError``).
+    """
+    kwargs = kwargs or {}
+    function = call or module
+    try:
+        with meta_state(module):
+            return function(*inputs, **kwargs)
+    except NotImplementedError:
+        pass
+    from torchx.core.plugins import current_plugins
+
+    hooked = current_plugins().infer_output(module, tuple(inputs))
+    if hooked is not None:
+        return tree_map(_as_meta, hooked)
+    with torch.no_grad():
+        real = function(*tree_map(_zeros_on_cpu, inputs), **tree_map(_zeros_on_cpu, kwargs))
+    return tree_map(_as_meta, real)
+
+
+def shape_of(output: Any) -> Any:
+    """The shapes (tuples) of a possibly nested output of meta tensors."""
+    return tree_map(
+        lambda value: tuple(value.shape) if isinstance(value, torch.Tensor) else value,
+        output,
+    )
+
+
+def merge_probes(first: Any, second: Any) -> Any:
+    """Combine two probes' shapes: a dim that differs between them is ``None``."""
+    if isinstance(first, tuple) and all(isinstance(dim, int) for dim in first):
+        if isinstance(second, tuple) and len(second) == len(first):
+            return tuple(a if a == b else None for a, b in zip(first, second, strict=True))
+    if isinstance(first, (list, tuple)) and isinstance(second, (list, tuple)):
+        return type(first)(merge_probes(a, b) for a, b in zip(first, second, strict=True))
+    if isinstance(first, dict) and isinstance(second, dict):
+        return {key: merge_probes(first[key], second[key]) for key in first}
+    return first

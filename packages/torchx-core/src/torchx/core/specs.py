@@ -1,0 +1,227 @@
+"""Specs: layers and models as plain data, and back.
+
+A spec is a JSON-compatible dict::
+
+    {"format_version": 1, "type": "Sequential", "layers": [
+        {"type": "Conv2d", "args": {"out_channels": 20, "kernel_size": 5}},
+        {"type": "ReLU"}]}
+
+``"type"`` resolves only through the layer registry (case-insensitive, with
+aliases); nothing is imported by dotted path or evaluated. YAML files are read
+with ``yaml.safe_load``, which refuses Python tags. Every problem raises
+:class:`~torchx.core.errors.SpecError` naming its place in the document.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
+from torchx.core.errors import SpecError, TorchXError
+from torchx.core.registry import LayerRegistry
+
+if TYPE_CHECKING:
+    from torchx.core.layer import Layer
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SpecReader",
+    "SpecWriter",
+    "from_spec",
+    "load_spec",
+    "save_spec",
+    "to_spec",
+]
+
+FORMAT_VERSION = 1
+"""The spec format this TorchX writes; it reads this version and older."""
+
+MAX_DEPTH = 64
+"""Deepest nesting a spec may have; deeper documents are refused, not recursed."""
+
+_L = TypeVar("_L", bound="Layer")
+
+
+def _registry(registry: LayerRegistry | None) -> LayerRegistry:
+    if registry is not None:
+        return registry
+    from torchx.core.plugins import current_plugins
+
+    return current_plugins().registry
+
+
+class SpecWriter:
+    """Turns layers into spec data; containers call :meth:`layer` for children."""
+
+    def __init__(self, registry: LayerRegistry, where: str = "$") -> None:
+        self.registry = registry
+        self.where = where
+
+    def layer(self, layer: object, where: str | None = None) -> dict[str, Any]:
+        """The spec of one (child) layer, without a format version."""
+        from torchx.core.layer import Layer
+
+        place = where or self.where
+        if not isinstance(layer, Layer):
+            raise SpecError(
+                place,
+                f"{type(layer).__name__} is a plain torch module, which specs cannot "
+                "describe; use the TorchX layer of the same name (torchx.layers)",
+            )
+        child = SpecWriter(self.registry, place)
+        return {"type": self.registry.type_name(type(layer)), **layer.spec_fields(child)}
+
+    def value(self, value: Any, where: str) -> Any:
+        """``value`` as JSON data (tuples become lists); refuses anything else."""
+        place = f"{self.where}.{where}"
+        if value is None or isinstance(value, (bool, int, str)):
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise SpecError(place, f"{value!r} is not representable in JSON")
+            return value
+        if isinstance(value, (list, tuple)):
+            return [self.value(item, f"{where}[{index}]") for index, item in enumerate(value)]
+        raise SpecError(
+            place,
+            f"a {type(value).__name__} value ({value!r}) cannot be written to a spec; "
+            "specs hold only numbers, strings, booleans, null and lists",
+        )
+
+
+class SpecReader:
+    """Turns spec data into layers; containers call :meth:`layer` for children."""
+
+    def __init__(self, registry: LayerRegistry, where: str = "$", depth: int = 0) -> None:
+        self.registry = registry
+        self.where = where
+        self.depth = depth
+
+    def layer(self, data: Any, where: str | None = None) -> Layer:
+        """Construct the (child) layer described by ``data``."""
+        place = where or self.where
+        if self.depth > MAX_DEPTH:
+            raise SpecError(place, f"spec nests deeper than {MAX_DEPTH} levels")
+        if not isinstance(data, Mapping):
+            raise SpecError(place, f"expected a layer object with a 'type', got {_kind(data)}")
+        type_name = data.get("type")
+        if not isinstance(type_name, str):
+            raise SpecError(f"{place}.type", f"expected a layer type name, got {_kind(type_name)}")
+        cls = self.registry.resolve(type_name, where=f"{place}.type")
+        fields = {key: value for key, value in data.items() if key != "type"}
+        return cls.from_spec_fields(fields, SpecReader(self.registry, place, self.depth + 1))
+
+    def arguments(self, cls: type[Layer], fields: Mapping[str, Any]) -> dict[str, Any]:
+        """Check ``fields`` holds only ``args``, and the args against ``cls.__init__``."""
+        extra = sorted(set(fields) - {"args"})
+        if extra:
+            raise SpecError(f"{self.where}.{extra[0]}", f"unknown key; a {cls.__name__} spec has only 'type' and 'args'")
+        raw = fields.get("args", {})
+        if not isinstance(raw, Mapping):
+            raise SpecError(f"{self.where}.args", f"expected an object of arguments, got {_kind(raw)}")
+        parameters, hints = signature_of(cls)
+        accepted = [name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        arguments: dict[str, Any] = {}
+        for name, value in raw.items():
+            if name not in accepted:
+                raise SpecError(
+                    f"{self.where}.args.{name}",
+                    f"unknown argument; {cls.__name__} takes {', '.join(accepted) or 'no arguments'}",
+                )
+            try:
+                arguments[name] = coerce(value, hints.get(name, Any))
+            except ArgumentMismatch as error:
+                raise SpecError(f"{self.where}.args.{name}", str(error)) from None
+        missing = [name for name in accepted if parameters[name].default is parameters[name].empty and name not in arguments]
+        if missing:
+            raise SpecError(f"{self.where}.args", f"missing required argument {missing[0]!r} of {cls.__name__}")
+        return arguments
+
+    def construct(self, cls: type[_L], arguments: Mapping[str, Any]) -> _L:
+        """``cls(**arguments)``, with constructor errors reported as SpecErrors."""
+        try:
+            return cls(**arguments)
+        except (TorchXError, ValueError, TypeError) as error:
+            if isinstance(error, SpecError):
+                raise
+            raise SpecError(f"{self.where}.args", f"{cls.__name__}: {error}") from error
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"{type(value).__name__} {value!r}"[:80]
+
+
+def to_spec(layer: Layer, *, registry: LayerRegistry | None = None) -> dict[str, Any]:
+    """``layer`` as a spec document (with ``format_version``)."""
+    document = SpecWriter(_registry(registry)).layer(layer)
+    return {"format_version": FORMAT_VERSION, **document}
+
+
+def from_spec(
+    spec: Mapping[str, Any],
+    *,
+    registry: LayerRegistry | None = None,
+    expect: type[_L] | None = None,
+) -> _L:
+    """Construct the (unbuilt) layer or model that ``spec`` describes."""
+    if not isinstance(spec, Mapping):
+        raise SpecError("$", f"a spec is an object with a 'type', got {_kind(spec)}")
+    version = spec.get("format_version", FORMAT_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise SpecError("$.format_version", f"expected a positive integer, got {_kind(version)}")
+    if version > FORMAT_VERSION:
+        raise SpecError(
+            "$.format_version",
+            f"this spec has format version {version}, newer than the {FORMAT_VERSION} "
+            "this TorchX reads; upgrade torchx-core",
+        )
+    body = {key: value for key, value in spec.items() if key != "format_version"}
+    layer = SpecReader(_registry(registry)).layer(body)
+    if expect is not None and not isinstance(layer, expect):
+        raise SpecError("$.type", f"expected a {expect.__name__} spec, got {type(layer).__name__}")
+    return layer  # type: ignore[return-value]
+
+
+def _format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        return "json"
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    raise SpecError(str(path), "spec files end in .json, .yaml or .yml")
+
+
+def load_spec(path: str | Path, *, registry: LayerRegistry | None = None) -> Layer:
+    """Read a ``.json``/``.yaml`` spec file and construct its (unbuilt) model."""
+    path = Path(path)
+    kind = _format(path)
+    text = path.read_text(encoding="utf-8")
+    if kind == "json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise SpecError(str(path), f"invalid JSON: {error}") from None
+    else:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise SpecError(str(path), f"invalid or unsafe YAML (only plain data is read): {error}") from None
+    return from_spec(data, registry=registry)
+
+
+def save_spec(model: Layer, path: str | Path, *, registry: LayerRegistry | None = None) -> None:
+    """Write ``model``'s spec to a ``.json`` or ``.yaml`` file."""
+    path = Path(path)
+    document = to_spec(model, registry=registry)
+    if _format(path) == "json":
+        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        return
+    import yaml
+
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")

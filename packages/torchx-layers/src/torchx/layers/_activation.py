@@ -1,0 +1,288 @@
+"""Every activation in ``torch.nn``; only ``PReLU`` can infer an argument."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from torch import nn
+
+from torchx.core import FromInput, Layer
+
+__all__ = [
+    "CELU",
+    "ELU",
+    "GELU",
+    "GLU",
+    "SELU",
+    "Hardshrink",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
+    "LeakyReLU",
+    "LogSigmoid",
+    "LogSoftmax",
+    "Mish",
+    "PReLU",
+    "RReLU",
+    "ReLU",
+    "ReLU6",
+    "SiLU",
+    "Sigmoid",
+    "Softmax",
+    "Softmax2d",
+    "Softmin",
+    "Softplus",
+    "Softshrink",
+    "Softsign",
+    "Tanh",
+    "Tanhshrink",
+    "Threshold",
+]
+
+
+class _Elementwise(Layer):
+    """An activation with no arguments; output shape equals input shape."""
+
+    same_shape = True
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+class _InplaceElementwise(Layer):
+    same_shape = True
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class _Shrink(Layer):
+    same_shape = True
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__(lambd=lambd)
+
+
+class _Exponential(Layer):
+    same_shape = True
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(alpha=alpha, inplace=inplace)
+
+
+class _SoftmaxFamily(Layer):
+    same_shape = True
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__(dim=dim)
+
+
+class Sigmoid(_Elementwise):
+    """``nn.Sigmoid``."""
+
+    native_class = nn.Sigmoid
+
+
+class Tanh(_Elementwise):
+    """``nn.Tanh``."""
+
+    native_class = nn.Tanh
+
+
+class LogSigmoid(_Elementwise):
+    """``nn.LogSigmoid``."""
+
+    native_class = nn.LogSigmoid
+
+
+class Softsign(_Elementwise):
+    """``nn.Softsign``."""
+
+    native_class = nn.Softsign
+
+
+class Tanhshrink(_Elementwise):
+    """``nn.Tanhshrink``."""
+
+    native_class = nn.Tanhshrink
+
+
+class Softmax2d(_Elementwise):
+    """``nn.Softmax2d``: softmax over channels of ``(N, C, H, W)``."""
+
+    native_class = nn.Softmax2d
+
+
+class ReLU(_InplaceElementwise):
+    """``nn.ReLU``."""
+
+    native_class = nn.ReLU
+
+
+class ReLU6(_InplaceElementwise):
+    """``nn.ReLU6``."""
+
+    native_class = nn.ReLU6
+
+
+class SELU(_InplaceElementwise):
+    """``nn.SELU``."""
+
+    native_class = nn.SELU
+
+
+class SiLU(_InplaceElementwise):
+    """``nn.SiLU``."""
+
+    native_class = nn.SiLU
+
+
+class Mish(_InplaceElementwise):
+    """``nn.Mish``."""
+
+    native_class = nn.Mish
+
+
+class Hardsigmoid(_InplaceElementwise):
+    """``nn.Hardsigmoid``."""
+
+    native_class = nn.Hardsigmoid
+
+
+class Hardswish(_InplaceElementwise):
+    """``nn.Hardswish``."""
+
+    native_class = nn.Hardswish
+
+
+class Hardshrink(_Shrink):
+    """``nn.Hardshrink``."""
+
+    native_class = nn.Hardshrink
+
+
+class Softshrink(_Shrink):
+    """``nn.Softshrink``."""
+
+    native_class = nn.Softshrink
+
+
+class ELU(_Exponential):
+    """``nn.ELU``."""
+
+    native_class = nn.ELU
+
+
+class CELU(_Exponential):
+    """``nn.CELU``."""
+
+    native_class = nn.CELU
+
+
+class Softmax(_SoftmaxFamily):
+    """``nn.Softmax`` over ``dim``."""
+
+    native_class = nn.Softmax
+
+
+class Softmin(_SoftmaxFamily):
+    """``nn.Softmin`` over ``dim``."""
+
+    native_class = nn.Softmin
+
+
+class LogSoftmax(_SoftmaxFamily):
+    """``nn.LogSoftmax`` over ``dim``."""
+
+    native_class = nn.LogSoftmax
+
+
+class LeakyReLU(Layer):
+    """``nn.LeakyReLU``."""
+
+    native_class = nn.LeakyReLU
+    same_shape = True
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__(negative_slope=negative_slope, inplace=inplace)
+
+
+class RReLU(Layer):
+    """``nn.RReLU``."""
+
+    native_class = nn.RReLU
+    same_shape = True
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__(lower=lower, upper=upper, inplace=inplace)
+
+
+class Hardtanh(Layer):
+    """``nn.Hardtanh``."""
+
+    native_class = nn.Hardtanh
+    same_shape = True
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(min_val=min_val, max_val=max_val, inplace=inplace)
+
+
+class Softplus(Layer):
+    """``nn.Softplus``."""
+
+    native_class = nn.Softplus
+    same_shape = True
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__(beta=beta, threshold=threshold)
+
+
+class Threshold(Layer):
+    """``nn.Threshold``."""
+
+    native_class = nn.Threshold
+    same_shape = True
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__(threshold=threshold, value=value, inplace=inplace)
+
+
+class GELU(Layer):
+    """``nn.GELU``."""
+
+    native_class = nn.GELU
+    same_shape = True
+
+    def __init__(self, approximate: Literal["none", "tanh"] = "none") -> None:
+        super().__init__(approximate=approximate)
+
+
+class GLU(Layer):
+    """``nn.GLU``: halves ``dim``."""
+
+    native_class = nn.GLU
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__(dim=dim)
+
+
+class PReLU(Layer):
+    """``nn.PReLU``; ``num_parameters="channels"`` learns one slope per input channel.
+
+    Args:
+        num_parameters: ``1`` (the default) learns one slope; an int learns that
+            many; ``"channels"`` reads the count off dim 1 of ``(N, C, *)``.
+        init: the initial slope.
+    """
+
+    native_class = nn.PReLU
+    input_layout = "(N, C, *)"
+    same_shape = True
+
+    def __init__(self, num_parameters: int | Literal["channels"] = 1, init: float = 0.25) -> None:
+        super().__init__(num_parameters=num_parameters, init=init)
+
+    def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
+        if self._torchx_arguments["num_parameters"] != "channels":
+            return {}
+        return {"num_parameters": FromInput(dim=1, ranks=tuple(range(2, 9))).read(self, inputs)}

@@ -1,0 +1,54 @@
+"""Dropout: ``Dropout``, ``Dropout1d/2d/3d``, ``AlphaDropout``, ``FeatureAlphaDropout``."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from torchx.core import ArgumentError, Layer
+
+__all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout"]
+
+
+class _DropoutNd(Layer):
+    same_shape = True
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        if not 0.0 <= p <= 1.0:
+            raise ArgumentError(f"{type(self).__name__}: p must be in [0, 1], got {p}")
+        super().__init__(p=p, inplace=inplace)
+
+
+class Dropout(_DropoutNd):
+    """``nn.Dropout``."""
+
+    native_class = nn.Dropout
+
+
+class Dropout1d(_DropoutNd):
+    """``nn.Dropout1d``."""
+
+    native_class = nn.Dropout1d
+
+
+class Dropout2d(_DropoutNd):
+    """``nn.Dropout2d``."""
+
+    native_class = nn.Dropout2d
+
+
+class Dropout3d(_DropoutNd):
+    """``nn.Dropout3d``."""
+
+    native_class = nn.Dropout3d
+
+
+class AlphaDropout(_DropoutNd):
+    """``nn.AlphaDropout``."""
+
+    native_class = nn.AlphaDropout
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """``nn.FeatureAlphaDropout``."""
+
+    native_class = nn.FeatureAlphaDropout

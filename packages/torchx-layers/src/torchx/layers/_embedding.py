@@ -1,0 +1,69 @@
+"""Embeddings: ``Embedding`` and ``EmbeddingBag`` (their sizes are the vocabulary's, not the input's)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from torch import nn
+
+from torchx.core import Layer
+
+__all__ = ["Embedding", "EmbeddingBag"]
+
+
+class Embedding(Layer):
+    """``nn.Embedding``, built on the input's device with the default float dtype."""
+
+    native_class = nn.Embedding
+    positive_arguments = ("num_embeddings", "embedding_dim")
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ) -> None:
+        super().__init__(
+            num_embeddings=num_embeddings,
+            embedding_dim=embedding_dim,
+            padding_idx=padding_idx,
+            max_norm=max_norm,
+            norm_type=norm_type,
+            scale_grad_by_freq=scale_grad_by_freq,
+            sparse=sparse,
+        )
+
+
+class EmbeddingBag(Layer):
+    """``nn.EmbeddingBag``."""
+
+    native_class = nn.EmbeddingBag
+    positive_arguments = ("num_embeddings", "embedding_dim")
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: Literal["sum", "mean", "max"] = "mean",
+        sparse: bool = False,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+    ) -> None:
+        super().__init__(
+            num_embeddings=num_embeddings,
+            embedding_dim=embedding_dim,
+            max_norm=max_norm,
+            norm_type=norm_type,
+            scale_grad_by_freq=scale_grad_by_freq,
+            mode=mode,
+            sparse=sparse,
+            include_last_offset=include_last_offset,
+            padding_idx=padding_idx,
+        )

@@ -1,0 +1,182 @@
+"""Normalisation: batch, instance, layer, RMS, group and local-response norms."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from torch import nn
+
+from torchx.core import FromInput, Layer
+
+__all__ = [
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
+    "GroupNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "LayerNorm",
+    "LocalResponseNorm",
+    "RMSNorm",
+]
+
+
+class _BatchNorm(Layer):
+    same_shape = True
+
+    def __init__(
+        self,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+    ) -> None:
+        super().__init__(
+            eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """``nn.BatchNorm1d`` with ``num_features`` read off dim 1 of ``(N, C)`` or ``(N, C, L)``."""
+
+    native_class = nn.BatchNorm1d
+    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(2, 3))}
+    input_layout = "(N, C) or (N, C, L)"
+
+
+class BatchNorm2d(_BatchNorm):
+    """``nn.BatchNorm2d`` with ``num_features`` read off dim 1 of ``(N, C, H, W)``."""
+
+    native_class = nn.BatchNorm2d
+    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(4,))}
+    input_layout = "(N, C, H, W)"
+
+
+class BatchNorm3d(_BatchNorm):
+    """``nn.BatchNorm3d`` with ``num_features`` read off dim 1 of ``(N, C, D, H, W)``."""
+
+    native_class = nn.BatchNorm3d
+    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(5,))}
+    input_layout = "(N, C, D, H, W)"
+
+
+class _InstanceNorm(Layer):
+    same_shape = True
+
+    def __init__(
+        self,
+        eps: float = 1e-5,
+        momentum: float = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+    ) -> None:
+        super().__init__(
+            eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats
+        )
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """``nn.InstanceNorm1d`` with ``num_features`` read off dim 1 of ``(N, C, L)``."""
+
+    native_class = nn.InstanceNorm1d
+    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(3,))}
+    input_layout = "(N, C, L)"
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """``nn.InstanceNorm2d`` with ``num_features`` read off dim 1 of ``(N, C, H, W)``."""
+
+    native_class = nn.InstanceNorm2d
+    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(4,))}
+    input_layout = "(N, C, H, W)"
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """``nn.InstanceNorm3d`` with ``num_features`` read off dim 1 of ``(N, C, D, H, W)``."""
+
+    native_class = nn.InstanceNorm3d
+    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(5,))}
+    input_layout = "(N, C, D, H, W)"
+
+
+class _TrailingNorm(Layer):
+    """A norm over the trailing dims; ``normalized_shape`` defaults to the last dim."""
+
+    same_shape = True
+    input_layout = "(*, normalized_shape)"
+
+    def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
+        given = self._torchx_arguments["normalized_shape"]
+        size = FromInput(dim=-1).read(self, inputs)
+        if given is None:
+            return {"normalized_shape": (size,)}
+        wanted = (given,) if isinstance(given, int) else tuple(given)
+        got = tuple(inputs[0].shape[len(inputs[0].shape) - len(wanted) :])
+        if got != wanted:
+            raise self.shape_error(
+                f"normalized_shape={wanted} does not match the input's trailing dims {got} "
+                f"(input {tuple(inputs[0].shape)})",
+                fix="omit normalized_shape to normalise over the last dim as it comes",
+            )
+        return {}
+
+
+class LayerNorm(_TrailingNorm):
+    """``nn.LayerNorm``; ``normalized_shape`` defaults to the input's last dim.
+
+    Args:
+        normalized_shape: the trailing dims to normalise over; ``None`` (the
+            default) means the last dim of the first input.
+    """
+
+    native_class = nn.LayerNorm
+
+    def __init__(
+        self,
+        normalized_shape: int | tuple[int, ...] | None = None,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(
+            normalized_shape=normalized_shape, eps=eps, elementwise_affine=elementwise_affine, bias=bias
+        )
+
+
+class RMSNorm(_TrailingNorm):
+    """``nn.RMSNorm``; ``normalized_shape`` defaults to the input's last dim."""
+
+    native_class = nn.RMSNorm
+
+    def __init__(
+        self,
+        normalized_shape: int | tuple[int, ...] | None = None,
+        eps: float | None = None,
+        elementwise_affine: bool = True,
+    ) -> None:
+        super().__init__(normalized_shape=normalized_shape, eps=eps, elementwise_affine=elementwise_affine)
+
+
+class GroupNorm(Layer):
+    """``nn.GroupNorm`` with ``num_channels`` read off dim 1 of ``(N, C, *)``."""
+
+    native_class = nn.GroupNorm
+    inferred_arguments: ClassVar = {"num_channels": FromInput(dim=1)}
+    input_layout = "(N, C, *)"
+    positive_arguments = ("num_groups",)
+    same_shape = True
+
+    def __init__(self, num_groups: int, eps: float = 1e-5, affine: bool = True) -> None:
+        super().__init__(num_groups=num_groups, eps=eps, affine=affine)
+
+
+class LocalResponseNorm(Layer):
+    """``nn.LocalResponseNorm`` (nothing to infer)."""
+
+    native_class = nn.LocalResponseNorm
+    positive_arguments = ("size",)
+    same_shape = True
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__(size=size, alpha=alpha, beta=beta, k=k)

@@ -1,0 +1,251 @@
+"""Pooling: max, average, adaptive, LP, fractional max, and max-unpooling.
+
+Pooling has nothing to infer; these layers exist so that pooling stacks in
+``Sequential`` and specs like every other layer.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from torchx.core import Layer
+
+__all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AvgPool3d",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "MaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
+]
+
+Size = int | tuple[int, ...]
+OptionalSize = int | None | tuple[int | None, ...]
+
+
+class _MaxPoolNd(Layer):
+    def __init__(
+        self,
+        kernel_size: Size,
+        stride: Size | None = None,
+        padding: Size = 0,
+        dilation: Size = 1,
+        return_indices: bool = False,
+        ceil_mode: bool = False,
+    ) -> None:
+        super().__init__(
+            kernel_size=kernel_size,
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            return_indices=return_indices,
+            ceil_mode=ceil_mode,
+        )
+
+
+class MaxPool1d(_MaxPoolNd):
+    """``nn.MaxPool1d``."""
+
+    native_class = nn.MaxPool1d
+
+
+class MaxPool2d(_MaxPoolNd):
+    """``nn.MaxPool2d``."""
+
+    native_class = nn.MaxPool2d
+
+
+class MaxPool3d(_MaxPoolNd):
+    """``nn.MaxPool3d``."""
+
+    native_class = nn.MaxPool3d
+
+
+class AvgPool1d(Layer):
+    """``nn.AvgPool1d``."""
+
+    native_class = nn.AvgPool1d
+
+    def __init__(
+        self,
+        kernel_size: Size,
+        stride: Size | None = None,
+        padding: Size = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ) -> None:
+        super().__init__(
+            kernel_size=kernel_size,
+            stride=stride,
+            padding=padding,
+            ceil_mode=ceil_mode,
+            count_include_pad=count_include_pad,
+        )
+
+
+class _AvgPoolNd(Layer):
+    def __init__(
+        self,
+        kernel_size: Size,
+        stride: Size | None = None,
+        padding: Size = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> None:
+        super().__init__(
+            kernel_size=kernel_size,
+            stride=stride,
+            padding=padding,
+            ceil_mode=ceil_mode,
+            count_include_pad=count_include_pad,
+            divisor_override=divisor_override,
+        )
+
+
+class AvgPool2d(_AvgPoolNd):
+    """``nn.AvgPool2d``."""
+
+    native_class = nn.AvgPool2d
+
+
+class AvgPool3d(_AvgPoolNd):
+    """``nn.AvgPool3d``."""
+
+    native_class = nn.AvgPool3d
+
+
+class _AdaptiveMaxPoolNd(Layer):
+    def __init__(self, output_size: OptionalSize, return_indices: bool = False) -> None:
+        super().__init__(output_size=output_size, return_indices=return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """``nn.AdaptiveMaxPool1d``."""
+
+    native_class = nn.AdaptiveMaxPool1d
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """``nn.AdaptiveMaxPool2d``."""
+
+    native_class = nn.AdaptiveMaxPool2d
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """``nn.AdaptiveMaxPool3d``."""
+
+    native_class = nn.AdaptiveMaxPool3d
+
+
+class _AdaptiveAvgPoolNd(Layer):
+    def __init__(self, output_size: OptionalSize) -> None:
+        super().__init__(output_size=output_size)
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """``nn.AdaptiveAvgPool1d``."""
+
+    native_class = nn.AdaptiveAvgPool1d
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """``nn.AdaptiveAvgPool2d``."""
+
+    native_class = nn.AdaptiveAvgPool2d
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """``nn.AdaptiveAvgPool3d``."""
+
+    native_class = nn.AdaptiveAvgPool3d
+
+
+class _LPPoolNd(Layer):
+    def __init__(
+        self, norm_type: float, kernel_size: Size, stride: Size | None = None, ceil_mode: bool = False
+    ) -> None:
+        super().__init__(norm_type=norm_type, kernel_size=kernel_size, stride=stride, ceil_mode=ceil_mode)
+
+
+class LPPool1d(_LPPoolNd):
+    """``nn.LPPool1d``."""
+
+    native_class = nn.LPPool1d
+
+
+class LPPool2d(_LPPoolNd):
+    """``nn.LPPool2d``."""
+
+    native_class = nn.LPPool2d
+
+
+class LPPool3d(_LPPoolNd):
+    """``nn.LPPool3d``."""
+
+    native_class = nn.LPPool3d
+
+
+class _FractionalMaxPoolNd(Layer):
+    def __init__(
+        self,
+        kernel_size: Size,
+        output_size: Size | None = None,
+        output_ratio: float | tuple[float, ...] | None = None,
+        return_indices: bool = False,
+    ) -> None:
+        super().__init__(
+            kernel_size=kernel_size,
+            output_size=output_size,
+            output_ratio=output_ratio,
+            return_indices=return_indices,
+        )
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """``nn.FractionalMaxPool2d``."""
+
+    native_class = nn.FractionalMaxPool2d
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """``nn.FractionalMaxPool3d``."""
+
+    native_class = nn.FractionalMaxPool3d
+
+
+class _MaxUnpoolNd(Layer):
+    def __init__(self, kernel_size: Size, stride: Size | None = None, padding: Size = 0) -> None:
+        super().__init__(kernel_size=kernel_size, stride=stride, padding=padding)
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """``nn.MaxUnpool1d``; call it as ``layer(input, indices)``."""
+
+    native_class = nn.MaxUnpool1d
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """``nn.MaxUnpool2d``; call it as ``layer(input, indices)``."""
+
+    native_class = nn.MaxUnpool2d
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """``nn.MaxUnpool3d``; call it as ``layer(input, indices)``."""
+
+    native_class = nn.MaxUnpool3d

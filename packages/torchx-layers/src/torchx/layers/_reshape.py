@@ -1,0 +1,101 @@
+"""Reshaping: ``Flatten`` and ``Unflatten`` (torch's), ``Reshape`` and ``Permute``.
+
+``Flatten`` and ``Reshape`` keep the batch dim (dim 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from torchx.core import ArgumentError, Layer
+from torchx.core.shapes import Shape
+
+__all__ = ["Flatten", "Permute", "PermuteModule", "Reshape", "ReshapeModule", "Unflatten"]
+
+
+class ReshapeModule(nn.Module):
+    """Reshapes every sample to ``shape``, keeping the batch dim: ``(N, *shape)``."""
+
+    def __init__(self, shape: Sequence[int]) -> None:
+        super().__init__()
+        self.shape = tuple(shape)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return input.reshape((input.shape[0], *self.shape))
+
+    def extra_repr(self) -> str:
+        return f"shape={self.shape}"
+
+
+class PermuteModule(nn.Module):
+    """``input.permute(*dims)``."""
+
+    def __init__(self, dims: Sequence[int]) -> None:
+        super().__init__()
+        self.dims = tuple(dims)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return input.permute(self.dims)
+
+    def extra_repr(self) -> str:
+        return f"dims={self.dims}"
+
+
+class Flatten(Layer):
+    """``nn.Flatten``: by default flattens all dims but the batch, ``(N, *) -> (N, prod(*))``."""
+
+    native_class = nn.Flatten
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__(start_dim=start_dim, end_dim=end_dim)
+
+    def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
+        shape = input_shapes[0]
+        if not shape:
+            return None
+        start, end = (dim % len(shape) for dim in (self._torchx_arguments["start_dim"], self._torchx_arguments["end_dim"]))
+        middle = shape[start : end + 1]
+        size = None if None in middle else math.prod(dim for dim in middle if dim is not None)
+        return (*shape[:start], size, *shape[end + 1 :])
+
+
+class Unflatten(Layer):
+    """``nn.Unflatten``: expands ``dim`` into ``unflattened_size``."""
+
+    native_class = nn.Unflatten
+
+    def __init__(self, dim: int, unflattened_size: tuple[int, ...]) -> None:
+        super().__init__(dim=dim, unflattened_size=tuple(unflattened_size))
+
+
+class Reshape(Layer):
+    """Reshapes each sample to ``shape`` (the batch dim is kept; one entry may be -1).
+
+    Also registered as ``View``. Uses ``Tensor.reshape``, so non-contiguous
+    inputs work.
+
+    Shape:
+        - Input: ``(N, *)``.
+        - Output: ``(N, *shape)``.
+    """
+
+    native_class = ReshapeModule
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        shape = tuple(shape)
+        if sum(dim == -1 for dim in shape) > 1 or any(dim == 0 or dim < -1 for dim in shape):
+            raise ArgumentError(f"Reshape: shape must hold positive sizes and at most one -1, got {shape}")
+        super().__init__(shape=shape)
+
+
+class Permute(Layer):
+    """Permutes dims as ``Tensor.permute(dims)`` (dims count the batch dim as 0)."""
+
+    native_class = PermuteModule
+
+    def __init__(self, dims: tuple[int, ...]) -> None:
+        super().__init__(dims=tuple(dims))

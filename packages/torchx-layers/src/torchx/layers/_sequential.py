@@ -1,0 +1,144 @@
+"""``Sequential``: ``nn.Sequential`` that infers every shape along the chain."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from torch import nn
+
+from torchx.core import Layer, ShapeError, SpecError
+from torchx.core.specs import SpecReader, SpecWriter
+
+__all__ = ["Sequential"]
+
+
+class Sequential(Layer, nn.Sequential):
+    """A chain of modules, like ``nn.Sequential``, whose TorchX layers build in order.
+
+    Accepts modules as arguments or one ``OrderedDict`` of named modules; plain
+    ``nn.Module``s mix in anywhere, nested ``Sequential``s too. The first call
+    (or :func:`torchx.build`) builds the layers one after another, each from its
+    predecessor's output. If any layer fails, the layers built in that pass are
+    returned to their unbuilt state and the error names the failing layer's
+    position (``Sequential[3] Conv2d``). Once built, ``forward`` is
+    ``nn.Sequential``'s loop and ``state_dict`` keys are those of the equivalent
+    ``nn.Sequential``.
+
+    Examples::
+
+        >>> model = L.Sequential(L.Conv2d(20, 5), L.ReLU(), L.Flatten(), L.Linear(10))
+        >>> model(torch.zeros(8, 3, 32, 32)).shape
+        torch.Size([8, 10])
+    """
+
+    def __init__(self, *layers: nn.Module | OrderedDict[str, nn.Module]) -> None:
+        Layer.__init__(self)
+        object.__setattr__(self, "_torchx_ready", False)
+        if len(layers) == 1 and isinstance(layers[0], OrderedDict):
+            for name, module in layers[0].items():
+                self.add_module(name, module)
+            return
+        for index, module in enumerate(layers):
+            if not isinstance(module, nn.Module):
+                raise TypeError(f"Sequential[{index}] is a {type(module).__name__}, not an nn.Module")
+            self.add_module(str(index), module)
+
+    # -- keep "ready" honest under every way of adding a module ----------------
+
+    def add_module(self, name: str, module: nn.Module | None) -> None:
+        object.__setattr__(self, "_torchx_ready", False)
+        super().add_module(name, module)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, nn.Module):
+            object.__setattr__(self, "_torchx_ready", False)
+        super().__setattr__(name, value)
+
+    def insert(self, index: int, module: nn.Module) -> Sequential:
+        object.__setattr__(self, "_torchx_ready", False)
+        super().insert(index, module)
+        return self
+
+    def add(self, module: nn.Module) -> Sequential:
+        """Append ``module`` (an alias of :meth:`append`)."""
+        self.append(module)
+        return self
+
+    # -- running ----------------------------------------------------------------
+
+    @property
+    def is_built(self) -> bool:
+        return all(
+            module.is_built for module in self.modules() if isinstance(module, Layer) and module is not self
+        )
+
+    def forward(self, input: Any) -> Any:
+        if not self._torchx_ready:
+            return self._build_forward(input)
+        try:
+            for module in self._modules.values():
+                input = module(input)
+        except ShapeError as error:
+            raise self._locate(error) from None
+        return input
+
+    def _build_forward(self, input: Any) -> Any:
+        built_now: list[Layer] = []
+        try:
+            for index, module in enumerate(self._modules.values()):
+                if isinstance(module, Layer) and not module.is_built:
+                    built_now.append(module)
+                try:
+                    input = module(input)
+                except ShapeError as error:
+                    raise error.within(f"Sequential[{index}]", self) from None
+        except BaseException:
+            for layer in reversed(built_now):
+                layer._unbuild()
+            raise
+        object.__setattr__(self, "_torchx_ready", self.is_built)
+        return input
+
+    def _unbuild(self, saved: dict[str, Any] | None = None) -> None:
+        for module in self._modules.values():
+            if isinstance(module, Layer) and module.is_built:
+                module._unbuild()
+        object.__setattr__(self, "_torchx_ready", False)
+
+    def _locate(self, error: ShapeError) -> ShapeError:
+        for index, module in enumerate(self._modules.values()):
+            if module is error.source:
+                return error.within(f"Sequential[{index}]", self)
+        return error
+
+    # -- specs and interoperability ---------------------------------------------
+
+    def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
+        names = list(self._modules)
+        modules = list(self._modules.values())
+        if names == [str(index) for index in range(len(names))]:
+            return {"layers": [writer.layer(module, f"{writer.where}.layers[{i}]") for i, module in enumerate(modules)]}
+        return {"layers": {name: writer.layer(module, f"{writer.where}.layers.{name}") for name, module in zip(names, modules, strict=True)}}
+
+    @classmethod
+    def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
+        extra = sorted(set(fields) - {"layers"})
+        if extra:
+            raise SpecError(f"{reader.where}.{extra[0]}", "unknown key; a Sequential spec has only 'type' and 'layers'")
+        layers = fields.get("layers")
+        if isinstance(layers, list):
+            return cls(*(reader.layer(data, f"{reader.where}.layers[{i}]") for i, data in enumerate(layers)))
+        if isinstance(layers, Mapping):
+            named = OrderedDict((str(name), reader.layer(data, f"{reader.where}.layers.{name}")) for name, data in layers.items())
+            return cls(named)
+        raise SpecError(f"{reader.where}.layers", "expected a list of layers (or an object of named layers)")
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        """``torch.jit.script`` compiles a plain ``nn.Sequential`` of the same modules."""
+        return nn.Sequential(OrderedDict(self._modules))
+
