@@ -30,6 +30,7 @@ __all__ = [
     "build_target",
     "current_build_target",
     "meta_state",
+    "lacks_meta_kernel",
     "merge_probes",
     "run_on_meta",
     "shape_of",
@@ -139,6 +140,18 @@ def _as_meta(value: Any) -> Any:
     return value
 
 
+def lacks_meta_kernel(error: BaseException) -> bool:
+    """Whether ``error`` says an op cannot run on meta tensors.
+
+    Aten ops without a meta kernel raise ``NotImplementedError``; custom ops
+    without a fake implementation raise a ``RuntimeError`` that says so.
+    """
+    if isinstance(error, NotImplementedError):
+        return True
+    text = str(error)
+    return isinstance(error, RuntimeError) and ("no fake impl" in text or "'Meta' backend" in text)
+
+
 def run_on_meta(
     module: nn.Module,
     inputs: tuple[Any, ...],
@@ -151,15 +164,16 @@ def run_on_meta(
     ``call`` replaces ``module`` as the callable (a layer passes its bound
     ``forward`` so that its hooks do not run twice). Falls back to the
     ``torchx_infer_output`` hook, then to a real CPU run on zeros, only when an
-    op has no meta kernel (``NotImplementedError``).
+    op has no meta kernel (see :func:`lacks_meta_kernel`).
     """
     kwargs = kwargs or {}
     function = call or module
     try:
         with meta_state(module):
             return function(*inputs, **kwargs)
-    except NotImplementedError:
-        pass
+    except (NotImplementedError, RuntimeError) as error:
+        if not lacks_meta_kernel(error):
+            raise
     from torchx.core.plugins import current_plugins
 
     hooked = current_plugins().infer_output(module, tuple(inputs))

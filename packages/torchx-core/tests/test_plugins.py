@@ -1,0 +1,175 @@
+"""The plugin manager: lazy entry-point loading, isolation of failures, the typed facade."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchx.core import PluginError, PluginManager, PluginWarning, hookspecs
+from torchx.core.testing import install_fake_distribution
+
+GOOD_PLUGIN = """
+from torch import nn
+from torchx.core import FromInput, Layer, hookimpl
+
+class Scale(nn.Module):
+    def __init__(self, features, factor=2.0):
+        super().__init__()
+        self.weight = nn.Parameter(nn.init.constant_(nn.Parameter(nn.Linear(1, 1).weight.new_empty(features)), factor))
+    def forward(self, x):
+        return x * self.weight
+
+class ScaleLayer(Layer):
+    native_class = Scale
+    inferred_arguments = {"features": FromInput(dim=-1)}
+    def __init__(self, factor: float = 2.0) -> None:
+        super().__init__(factor=factor)
+
+@hookimpl
+def torchx_register_layers(registry):
+    registry.register(ScaleLayer, aliases=("Scaler",))
+    registry.export("SCALE_VERSION", "1.0")
+"""
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A site directory for fake installs, removed from sys.path after the test."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def install(site: Path, name: str, source: str) -> None:
+    module = f"tx_{name.replace('-', '_')}"
+    install_fake_distribution(site, name, plugins={name: module}, modules={module: source})
+    sys.modules.pop(module, None)
+
+
+def test_a_third_party_plugin_registers_layers_that_specs_and_the_registry_resolve(site: Path) -> None:
+    install(site, "torchx-scale", GOOD_PLUGIN)
+    manager = PluginManager()
+    registry = manager.registry
+    cls = registry.resolve("scaler")
+    assert registry.type_name(cls) == "ScaleLayer"
+    assert registry.owner("ScaleLayer") == "torchx-scale"
+    assert registry.exported("SCALE_VERSION") == "1.0"
+    layer = cls()
+    assert layer(torch.ones(2, 3)).shape == (2, 3)
+    assert "torchx-scale" in manager.plugin_names()
+
+
+def test_entry_points_load_lazily_on_first_registry_access(site: Path) -> None:
+    install(site, "torchx-lazy", GOOD_PLUGIN.replace("ScaleLayer", "LazyLayer"))
+    manager = PluginManager()
+    assert "tx_torchx_lazy" not in sys.modules
+    manager.registry.resolve("LazyLayer")
+    assert "tx_torchx_lazy" in sys.modules
+
+
+def test_a_plugin_that_fails_to_import_warns_and_the_rest_work(site: Path) -> None:
+    install(site, "torchx-broken", "raise ImportError('missing dependency xyz')")
+    install(site, "torchx-scale", GOOD_PLUGIN)
+    manager = PluginManager()
+    with pytest.warns(PluginWarning, match="'torchx-broken' failed \\(import\\): ImportError: missing dependency xyz"):
+        registry = manager.registry
+    assert registry.resolve("ScaleLayer")
+    assert [f.plugin for f in manager.failures] == ["torchx-broken"]
+
+
+def test_a_plugin_raising_inside_its_hook_is_isolated(site: Path) -> None:
+    install(site, "torchx-raises", """
+from torchx.core import hookimpl
+@hookimpl
+def torchx_register_layers(registry):
+    raise RuntimeError("boom")
+""")
+    install(site, "torchx-scale", GOOD_PLUGIN)
+    with pytest.warns(PluginWarning, match="'torchx-raises' failed \\(torchx_register_layers\\): RuntimeError: boom"):
+        registry = PluginManager().registry
+    assert registry.resolve("ScaleLayer")
+
+
+IMPOSTOR_PLUGIN = """
+from torch import nn
+from torchx.core import Layer, hookimpl
+
+class Impostor(Layer):
+    native_class = nn.Identity
+
+@hookimpl
+def torchx_register_layers(registry):
+    registry.register(Impostor, name="ScaleLayer")
+"""
+
+
+def test_a_plugin_taking_a_taken_name_is_reported_and_the_first_wins(site: Path) -> None:
+    install(site, "torchx-scale", GOOD_PLUGIN)
+    install(site, "torchx-impostor", IMPOSTOR_PLUGIN)
+    manager = PluginManager()
+    with pytest.warns(PluginWarning, match="name 'ScaleLayer' is already registered by") as record:
+        registry = manager.registry
+    assert len(record) == 1
+    loser = manager.failures[0].plugin
+    winner = registry.owner("ScaleLayer")
+    assert {loser, winner} == {"torchx-scale", "torchx-impostor"}
+    assert f"{winner!r}" in str(record[0].message)
+
+
+def test_a_plugin_with_an_unknown_hook_is_refused(site: Path) -> None:
+    install(site, "torchx-typo", """
+from torchx.core import hookimpl
+@hookimpl
+def torchx_register_layer(registry):  # missing 's'
+    pass
+""")
+    manager = PluginManager()
+    with pytest.warns(PluginWarning, match="'torchx-typo' failed \\(register\\)"):
+        manager.load()
+    assert "torchx-typo" not in manager.plugin_names()
+
+
+def test_strict_mode_turns_plugin_failures_into_errors(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install(site, "torchx-broken", "raise ImportError('nope')")
+    monkeypatch.setenv("TORCHX_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginError, match="torchx-broken"):
+        PluginManager().load()
+
+
+def test_infer_output_hook_is_first_result() -> None:
+    manager = PluginManager(load_entry_points=False)
+
+    class Declines:
+        @hookspecs.hookimpl
+        def torchx_infer_output(self, module: object, inputs: object) -> object:
+            return None
+
+    class Answers:
+        @hookspecs.hookimpl
+        def torchx_infer_output(self, module: object, inputs: object) -> object:
+            return torch.empty(3, device="meta")
+
+    manager.register(Answers(), "answers")
+    manager.register(Declines(), "declines")
+    result = manager.infer_output(torch.nn.Identity(), (torch.empty(1, device="meta"),))
+    assert result.shape == (3,)
+
+
+def test_facade_methods_match_their_hookspecs() -> None:
+    specs = {name: getattr(hookspecs, name) for name in dir(hookspecs) if name.startswith("torchx_")}
+    assert specs, "no hookspecs found"
+    for name, spec in specs.items():
+        facade = getattr(PluginManager, name.removeprefix("torchx_"))
+        spec_params = list(inspect.signature(spec).parameters)
+        facade_params = [p for p in inspect.signature(facade).parameters if p != "self"]
+        assert facade_params == spec_params, name
+        assert spec.__doc__, f"{name} has no docstring"
+
+
+def test_use_plugins_gives_each_test_a_fresh_manager(fresh_plugins: PluginManager) -> None:
+    from torchx.core import current_plugins
+
+    assert current_plugins() is fresh_plugins
