@@ -144,12 +144,14 @@ def lacks_meta_kernel(error: BaseException) -> bool:
     """Whether ``error`` says an op cannot run on meta tensors.
 
     Aten ops without a meta kernel raise ``NotImplementedError``; custom ops
-    without a fake implementation raise a ``RuntimeError`` that says so.
+    without a fake implementation, and data-dependent calls such as
+    ``Tensor.item()``, raise a ``RuntimeError`` that says so.
     """
     if isinstance(error, NotImplementedError):
         return True
     text = str(error)
-    return isinstance(error, RuntimeError) and ("no fake impl" in text or "'Meta' backend" in text)
+    markers = ("no fake impl", "'Meta' backend", "cannot be called on meta tensors")
+    return isinstance(error, RuntimeError) and any(marker in text for marker in markers)
 
 
 def run_on_meta(

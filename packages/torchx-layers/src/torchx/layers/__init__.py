@@ -11,6 +11,7 @@ installed raises an error that says which package to install.
 
 from __future__ import annotations
 
+from torchx.core import FromInput as FromInput, Layer as Layer
 from torchx.layers._activation import (
     CELU as CELU,
     ELU as ELU,
@@ -68,7 +69,6 @@ from torchx.layers._embedding import (
 )
 from torchx.layers._lambda import (
     Lambda as Lambda,
-    LambdaModule as LambdaModule,
 )
 from torchx.layers._linear import (
     Bilinear as Bilinear,
@@ -79,9 +79,7 @@ from torchx.layers._merge import (
     Add as Add,
     Average as Average,
     Concat as Concat,
-    ConcatModule as ConcatModule,
     Maximum as Maximum,
-    MergeModule as MergeModule,
     Minimum as Minimum,
     Multiply as Multiply,
     Subtract as Subtract,
@@ -140,9 +138,7 @@ from torchx.layers._pool import (
 from torchx.layers._reshape import (
     Flatten as Flatten,
     Permute as Permute,
-    PermuteModule as PermuteModule,
     Reshape as Reshape,
-    ReshapeModule as ReshapeModule,
     Unflatten as Unflatten,
 )
 from torchx.layers._sequential import (
@@ -150,6 +146,8 @@ from torchx.layers._sequential import (
 )
 
 __all__ = [
+    "FromInput",
+    "Layer",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d",
@@ -171,7 +169,6 @@ __all__ = [
     "CircularPad2d",
     "CircularPad3d",
     "Concat",
-    "ConcatModule",
     "ConstantPad1d",
     "ConstantPad2d",
     "ConstantPad3d",
@@ -207,7 +204,6 @@ __all__ = [
     "LPPool2d",
     "LPPool3d",
     "Lambda",
-    "LambdaModule",
     "LayerNorm",
     "LeakyReLU",
     "Linear",
@@ -221,14 +217,12 @@ __all__ = [
     "MaxUnpool2d",
     "MaxUnpool3d",
     "Maximum",
-    "MergeModule",
     "Minimum",
     "Mish",
     "MultiheadAttention",
     "Multiply",
     "PReLU",
     "Permute",
-    "PermuteModule",
     "RMSNorm",
     "RReLU",
     "ReLU",
@@ -240,7 +234,6 @@ __all__ = [
     "ReplicationPad2d",
     "ReplicationPad3d",
     "Reshape",
-    "ReshapeModule",
     "SELU",
     "Sequential",
     "SiLU",

@@ -1,0 +1,121 @@
+"""Every layer family against its native torch module: inference, weights, outputs, specs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from layer_cases import CASES, Case
+from torch import nn
+
+import torchx
+import torchx.layers as L
+from torchx.core.shapes import run_on_meta
+
+
+def ids(case: Case) -> str:
+    return case.id
+
+
+def same_outputs(a: object, b: object) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and torch.allclose(a, b, equal_nan=True)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(same_outputs(x, y) for x, y in zip(a, b, strict=True))
+    return a is None and b is None
+
+
+def test_every_exported_layer_has_a_case() -> None:
+    covered = {type(case.layer()) for case in CASES}
+    exported = {
+        obj for name in L.__all__ if isinstance(obj := getattr(L, name), type) and issubclass(obj, L.Layer)
+    }
+    missing = sorted(cls.__name__ for cls in exported - covered - {L.Sequential, L.Layer})
+    assert not missing, f"layers without a parity case: {missing}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_same_seed_same_weights_same_outputs_as_native(case: Case) -> None:
+    inputs = case.inputs()
+    torch.manual_seed(7)
+    native = case.native()
+    torch.manual_seed(7)
+    layer = case.layer()
+    torchx.build(layer, *inputs)
+    assert isinstance(layer, type(native))
+    assert list(layer.state_dict()) == list(native.state_dict())
+    for key, value in native.state_dict().items():
+        assert torch.equal(layer.state_dict()[key], value), key
+    for mode in ("train", "eval"):
+        getattr(native, mode)()
+        getattr(layer, mode)()
+        torch.manual_seed(3)
+        expected = native(*inputs)
+        torch.manual_seed(3)
+        assert same_outputs(layer(*inputs), expected), mode
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_lazy_build_on_first_call_equals_torchx_build(case: Case) -> None:
+    inputs = case.inputs()
+    torch.manual_seed(5)
+    lazy = case.layer()
+    lazy.eval()
+    lazy_out = lazy(*inputs)
+    torch.manual_seed(5)
+    built = torchx.build(case.layer(), *inputs).eval()
+    assert same_outputs(built(*inputs), lazy_out)
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_output_shape_formulas_agree_with_the_meta_run(case: Case) -> None:
+    inputs = case.inputs()
+    layer = torchx.build(case.layer(), *inputs)
+    shapes = [tuple(x.shape) for x in inputs]
+    formula = layer.infer_output_shape(*shapes)
+    if formula is None:
+        pytest.skip("no closed-form shape: the meta run is the only rule")
+    metas = tuple(torch.empty_like(x, device="meta") for x in inputs)
+    assert formula == tuple(run_on_meta(layer, metas).shape)
+    dynamic = (None, *shapes[0][1:])
+    assert layer.infer_output_shape(dynamic, *shapes[1:])[1:] == formula[1:]
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if case.spec], ids=ids)
+def test_spec_round_trip_rebuilds_the_same_layer(case: Case, fresh_plugins: object) -> None:
+    layer = case.layer()
+    spec = layer.to_spec()
+    rebuilt = L.Layer.from_spec(spec)
+    assert type(rebuilt) is type(layer)
+    assert rebuilt.to_spec() == spec
+    inputs = case.inputs()
+    torch.manual_seed(11)
+    torchx.build(layer, *inputs)
+    torch.manual_seed(11)
+    torchx.build(rebuilt, *inputs)
+    layer.eval()
+    rebuilt.eval()
+    assert same_outputs(layer(*inputs), rebuilt(*inputs))
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_built_layers_pickle_and_deepcopy(case: Case) -> None:
+    import copy
+    import pickle
+
+    inputs = case.inputs()
+    layer = torchx.build(case.layer(), *inputs).eval()
+    expected = layer(*inputs) if not isinstance(layer, (nn.RReLU,)) else None
+    for twin in (copy.deepcopy(layer), pickle.loads(pickle.dumps(layer)) if case.spec else None):
+        if twin is None:
+            continue
+        assert type(twin) is type(layer) and twin.is_built
+        if expected is not None:
+            assert same_outputs(twin(*inputs), expected)
+
+
+def test_unbuilt_layers_pickle() -> None:
+    import pickle
+
+    layer = pickle.loads(pickle.dumps(L.Conv2d(3, 2)))
+    assert not layer.is_built
+    assert layer(torch.zeros(1, 2, 4, 4)).shape == (1, 3, 3, 3)
