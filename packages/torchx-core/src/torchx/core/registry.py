@@ -75,7 +75,7 @@ class LayerRegistry:
         if cls is not None:
             return cls
         close = difflib.get_close_matches(type_name.lower(), self._types, n=3)
-        names = sorted({self._canonical[self._types[key]] for key in close})
+        names = list(dict.fromkeys(self._canonical[self._types[key]] for key in close))
         hint = f"; did you mean {', '.join(names)}?" if names else ""
         raise SpecError(
             where,

@@ -1,0 +1,152 @@
+"""Bad input: each gives a clear TorchX error and leaves nothing half-built."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+import torchx
+import torchx.layers as L
+from torchx.core import ArgumentError, MissingPackageError, PluginManager, PluginWarning, ShapeError, SpecError
+from torchx.core.testing import install_fake_distribution
+
+
+def test_linear_on_a_scalar() -> None:
+    with pytest.raises(ShapeError, match=r"^Linear: expected input of shape \(\*, in_features\) \(at least 1-d\), got \(\) \(0-d\)"):
+        L.Linear(3)(torch.tensor(2.0))
+
+
+def test_conv2d_on_3d_input_suggests_the_batch_dim() -> None:
+    with pytest.raises(ShapeError) as info:
+        L.Conv2d(4, 3)(torch.zeros(3, 16, 16))
+    assert str(info.value) == (
+        "Conv2d: expected input of shape (N, C_in, H, W) (4-d), got (3, 16, 16) (3-d)\n"
+        "  fix: add the batch dim: x.unsqueeze(0)"
+    )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: L.Linear(0), lambda: L.Linear(-4), lambda: L.Conv2d(0, 3), lambda: L.Embedding(0, 3), lambda: L.GroupNorm(0),
+     lambda: L.Dropout(1.5), lambda: L.Reshape((0, 2)), lambda: L.Reshape((-1, -1)), lambda: L.MultiheadAttention(-1)],
+)
+def test_zero_and_negative_sizes_fail_at_construction(make: object) -> None:
+    with pytest.raises(ArgumentError):
+        make()  # type: ignore[operator]
+
+
+def test_incompatible_arguments_name_the_layer_and_shapes() -> None:
+    with pytest.raises(ShapeError, match=r"^GroupNorm: cannot build GroupNorm\(num_groups=3, .*num_channels=4\) for input \(2, 4, 5, 5\)"):
+        L.GroupNorm(3)(torch.zeros(2, 4, 5, 5))
+    with pytest.raises(ShapeError, match=r"LayerNorm: normalized_shape=\(7,\) does not match the input's trailing dims \(5,\)"):
+        L.LayerNorm(7)(torch.zeros(2, 5))
+
+
+def test_merge_shape_mismatch_is_a_shape_error_at_build() -> None:
+    with pytest.raises(ShapeError, match=r"^Add: input \(2, 3\), \(2, 4\) does not fit"):
+        torchx.build(L.Add(), (2, 3), (2, 4))
+
+
+def test_unknown_spec_type_lists_close_names(fresh_plugins: PluginManager) -> None:
+    with pytest.raises(SpecError, match=r"unknown layer type 'Conv2D_'; did you mean Conv2d"):
+        L.Layer.from_spec({"type": "Conv2D_", "args": {"out_channels": 3, "kernel_size": 3}})
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ({"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": "3"}}, r"\$\.args\.kernel_size: expected int or a list"),
+        ({"type": "Conv2d", "args": {"out_channels": 3}}, r"\$\.args: missing required argument 'kernel_size'"),
+        ({"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": 3, "in_channels": 3}}, r"\$\.args\.in_channels: unknown argument"),
+        ({"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": 3, "padding_mode": "mirror"}}, r"\$\.args\.padding_mode: expected one of 'zeros'"),
+        ({"type": "Sequential", "layers": [{"type": "Linear"}]}, r"\$\.layers\[0\]\.args: missing required argument 'out_features'"),
+        ({"type": "Sequential", "layers": "Linear"}, r"\$\.layers: expected a list of layers"),
+        ({"type": "Sequential", "layers": [], "name": "x"}, r"\$\.name: unknown key"),
+        ({"format_version": 99, "type": "Linear", "args": {"out_features": 3}}, r"format version 99, newer than"),
+    ],
+)
+def test_bad_specs(fresh_plugins: PluginManager, spec: dict, match: str) -> None:
+    with pytest.raises(SpecError, match=match):
+        L.Layer.from_spec(spec)
+
+
+def test_lists_in_specs_become_tuples(fresh_plugins: PluginManager) -> None:
+    layer = L.Layer.from_spec({"type": "conv2d", "args": {"out_channels": 3, "kernel_size": [3, 1]}})
+    assert layer.arguments["kernel_size"] == (3, 1)
+
+
+def test_a_yaml_spec_with_python_tags_is_refused(fresh_plugins: PluginManager, tmp_path: Path) -> None:
+    canary = tmp_path / "ran"
+    path = tmp_path / "model.yaml"
+    path.write_text(f"type: !!python/object/apply:os.system ['touch {canary}']\nargs: {{}}\n")
+    with pytest.raises(SpecError, match="unsafe YAML"):
+        torchx.load_spec(path)
+    assert not canary.exists()
+
+
+def test_yaml_and_json_files_with_aliases(fresh_plugins: PluginManager, tmp_path: Path) -> None:
+    path = tmp_path / "model.yaml"
+    path.write_text("type: sequential\nlayers:\n  - {type: Dense, args: {out_features: 8}}\n  - {type: relu}\n  - {type: VIEW, args: {shape: [2, 4]}}\n")
+    model = torchx.load_spec(path)
+    assert model(torch.zeros(3, 5)).shape == (3, 2, 4)
+    torchx.save_spec(model, tmp_path / "model.json")
+    assert torchx.load_spec(tmp_path / "model.json").to_spec() == model.to_spec()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torchx.functional") is not None, reason="torchx-functional is installed")
+def test_names_of_missing_distributions_say_what_to_install(fresh_plugins: PluginManager) -> None:
+    with pytest.raises(MissingPackageError, match="provided by torchx-functional, which is not installed; run: pip install torchx-functional"):
+        L.Placeholder  # noqa: B018
+    assert not hasattr(L, "Placeholder")
+
+
+def test_unknown_names_are_plain_attribute_errors(fresh_plugins: PluginManager) -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Lienar'"):
+        L.Lienar  # noqa: B018
+
+
+def test_a_third_party_layer_appears_on_the_facade_and_in_specs(
+    fresh_plugins: PluginManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    install_fake_distribution(tmp_path, "torchx-swish", plugins={"torchx-swish": "tx_swish"}, modules={"tx_swish": """
+        import torch
+        from torch import nn
+        from torchx.core import FromInput, Layer, hookimpl
+
+        class ScaledSwish(nn.Module):
+            def __init__(self, features):
+                super().__init__()
+                self.scale = nn.Parameter(torch.ones(features))
+            def forward(self, x):
+                return x * torch.sigmoid(x * self.scale)
+
+        class Swish(Layer):
+            native_class = ScaledSwish
+            inferred_arguments = {"features": FromInput(dim=-1)}
+            def __init__(self) -> None:
+                super().__init__()
+
+        @hookimpl
+        def torchx_register_layers(registry):
+            registry.register(Swish)
+    """})
+    swish = L.Swish
+    model = L.Sequential(L.Linear(6), swish(), L.Linear(2))
+    assert model(torch.zeros(3, 4)).shape == (3, 2)
+    assert model[1].scale.shape == (6,)
+    assert L.Layer.from_spec(model.to_spec()).to_spec()["layers"][1] == {"type": "Swish"}
+
+
+def test_a_broken_plugin_leaves_the_host_working(
+    fresh_plugins: PluginManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    install_fake_distribution(tmp_path, "torchx-broken", plugins={"torchx-broken": "tx_broken_plugin"},
+                              modules={"tx_broken_plugin": "raise RuntimeError('half-installed')"})
+    with pytest.warns(PluginWarning, match="'torchx-broken' failed \\(import\\): RuntimeError: half-installed"):
+        model = L.Layer.from_spec({"type": "Sequential", "layers": [{"type": "Linear", "args": {"out_features": 2}}]})
+    assert model(torch.zeros(1, 3)).shape == (1, 2)
