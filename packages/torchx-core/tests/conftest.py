@@ -59,11 +59,21 @@ class Chain(Layer):
         return input
 
     def spec_fields(self, writer: Any) -> dict[str, Any]:
-        return {"children": [writer.layer(child, f"{writer.where}.children[{i}]") for i, child in enumerate(self.children())]}
+        return {
+            "children": [
+                writer.layer(child, f"{writer.where}.children[{i}]")
+                for i, child in enumerate(self.children())
+            ]
+        }
 
     @classmethod
     def from_spec_fields(cls, fields: Any, reader: Any) -> Layer:
-        return cls(*(reader.layer(child, f"{reader.where}.children[{i}]") for i, child in enumerate(fields["children"])))
+        return cls(
+            *(
+                reader.layer(child, f"{reader.where}.children[{i}]")
+                for i, child in enumerate(fields["children"])
+            )
+        )
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ def test_builds_on_first_call_and_becomes_the_native_module() -> None:
 
 
 def test_native_module_before_build_says_how_to_build() -> None:
-    with pytest.raises(TorchXError, match="not built yet.*torchx.build"):
+    with pytest.raises(TorchXError, match=r"not built yet.*torchx\.build"):
         Dense(3).native_module()
 
 
@@ -82,7 +82,7 @@ def test_a_built_layer_refuses_a_changed_input_size_with_a_shape_error() -> None
 def test_unrelated_runtime_errors_pass_through_unchanged() -> None:
     layer = Dense(4)
     layer(torch.zeros(2, 3))
-    with pytest.raises(RuntimeError, match="dtype|type") as info:
+    with pytest.raises(RuntimeError, match=r"dtype|type") as info:
         layer(torch.zeros(2, 3, dtype=torch.float64))
     assert not isinstance(info.value, ShapeError)
 

@@ -74,21 +74,29 @@ def test_a_plugin_that_fails_to_import_warns_and_the_rest_work(site: Path) -> No
     install(site, "torchx-broken", "raise ImportError('missing dependency xyz')")
     install(site, "torchx-scale", GOOD_PLUGIN)
     manager = PluginManager()
-    with pytest.warns(PluginWarning, match="'torchx-broken' failed \\(import\\): ImportError: missing dependency xyz"):
+    with pytest.warns(
+        PluginWarning, match="'torchx-broken' failed \\(import\\): ImportError: missing dependency xyz"
+    ):
         registry = manager.registry
     assert registry.resolve("ScaleLayer")
     assert [f.plugin for f in manager.failures] == ["torchx-broken"]
 
 
 def test_a_plugin_raising_inside_its_hook_is_isolated(site: Path) -> None:
-    install(site, "torchx-raises", """
+    install(
+        site,
+        "torchx-raises",
+        """
 from torchx.core import hookimpl
 @hookimpl
 def torchx_register_layers(registry):
     raise RuntimeError("boom")
-""")
+""",
+    )
     install(site, "torchx-scale", GOOD_PLUGIN)
-    with pytest.warns(PluginWarning, match="'torchx-raises' failed \\(torchx_register_layers\\): RuntimeError: boom"):
+    with pytest.warns(
+        PluginWarning, match="'torchx-raises' failed \\(torchx_register_layers\\): RuntimeError: boom"
+    ):
         registry = PluginManager().registry
     assert registry.resolve("ScaleLayer")
 
@@ -120,12 +128,16 @@ def test_a_plugin_taking_a_taken_name_is_reported_and_the_first_wins(site: Path)
 
 
 def test_a_plugin_with_an_unknown_hook_is_refused(site: Path) -> None:
-    install(site, "torchx-typo", """
+    install(
+        site,
+        "torchx-typo",
+        """
 from torchx.core import hookimpl
 @hookimpl
 def torchx_register_layer(registry):  # missing 's'
     pass
-""")
+""",
+    )
     manager = PluginManager()
     with pytest.warns(PluginWarning, match="'torchx-typo' failed \\(register\\)"):
         manager.load()

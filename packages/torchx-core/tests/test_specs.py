@@ -38,7 +38,9 @@ def test_a_spec_of_a_built_layer_holds_only_what_the_user_wrote(registry: LayerR
 
 def test_type_names_are_case_insensitive_with_aliases(registry: LayerRegistry) -> None:
     assert isinstance(from_spec({"type": "dense", "args": {"out_features": 2}}, registry=registry), Dense)
-    assert isinstance(from_spec({"type": "FULLYCONNECTED", "args": {"out_features": 2}}, registry=registry), Dense)
+    assert isinstance(
+        from_spec({"type": "FULLYCONNECTED", "args": {"out_features": 2}}, registry=registry), Dense
+    )
 
 
 def test_unknown_type_lists_close_names(registry: LayerRegistry) -> None:
@@ -53,17 +55,27 @@ def test_unknown_type_lists_close_names(registry: LayerRegistry) -> None:
         ({"type": "Dense", "args": {"out_features": 8.0}}, r"\$\.args\.out_features", "expected int"),
         ({"type": "Dense", "args": {"out_features": 8, "bias": 1}}, r"\$\.args\.bias", "expected bool"),
         ({"type": "Dense", "args": {}}, r"\$\.args", "missing required argument 'out_features'"),
-        ({"type": "Dense", "args": {"out_features": 2, "colour": 1}}, r"\$\.args\.colour", "unknown argument; Dense takes out_features, bias"),
+        (
+            {"type": "Dense", "args": {"out_features": 2, "colour": 1}},
+            r"\$\.args\.colour",
+            "unknown argument; Dense takes out_features, bias",
+        ),
         ({"type": "Dense", "args": {"out_features": 2}, "extra": 1}, r"\$\.extra", "unknown key"),
         ({"type": "Dense", "args": [2]}, r"\$\.args", "expected an object of arguments"),
         ({"type": "Dense", "args": {"out_features": 0}}, r"\$\.args", "must be a positive int"),
         ({"args": {}}, r"\$\.type", "expected a layer type name"),
-        ({"type": "Chain", "children": [{"type": "Dense", "args": {"out_features": -1}}]}, r"\$\.children\[0\]\.args", "positive"),
+        (
+            {"type": "Chain", "children": [{"type": "Dense", "args": {"out_features": -1}}]},
+            r"\$\.children\[0\]\.args",
+            "positive",
+        ),
         ({"type": "Dense", "format_version": FORMAT_VERSION + 1}, r"\$\.format_version", "newer than"),
         ({"type": "Dense", "format_version": "1"}, r"\$\.format_version", "positive integer"),
     ],
 )
-def test_bad_specs_raise_spec_errors_that_say_where(registry: LayerRegistry, spec: dict, where: str, problem: str) -> None:
+def test_bad_specs_raise_spec_errors_that_say_where(
+    registry: LayerRegistry, spec: dict, where: str, problem: str
+) -> None:
     with pytest.raises(SpecError, match=f"^{where}: .*{problem}"):
         from_spec(spec, registry=registry)
 
@@ -98,7 +110,9 @@ def test_yaml_python_tags_are_refused_and_nothing_runs(registry: LayerRegistry, 
     assert not canary.exists()
 
 
-def test_a_type_naming_a_dotted_path_is_never_imported(registry: LayerRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_type_naming_a_dotted_path_is_never_imported(
+    registry: LayerRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "tx_canary_module.py").write_text(f"open({str(tmp_path / 'imported')!r}, 'w').close()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in ("tx_canary_module.Thing", "os.system", "subprocess.Popen", "__import__"):

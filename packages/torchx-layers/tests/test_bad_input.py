@@ -10,12 +10,22 @@ import torch
 
 import torchx
 import torchx.layers as L
-from torchx.core import ArgumentError, MissingPackageError, PluginManager, PluginWarning, ShapeError, SpecError
+from torchx.core import (
+    ArgumentError,
+    MissingPackageError,
+    PluginManager,
+    PluginWarning,
+    ShapeError,
+    SpecError,
+)
 from torchx.core.testing import install_fake_distribution
 
 
 def test_linear_on_a_scalar() -> None:
-    with pytest.raises(ShapeError, match=r"^Linear: expected input of shape \(\*, in_features\) \(at least 1-d\), got \(\) \(0-d\)"):
+    with pytest.raises(
+        ShapeError,
+        match=r"^Linear: expected input of shape \(\*, in_features\) \(at least 1-d\), got \(\) \(0-d\)",
+    ):
         L.Linear(3)(torch.tensor(2.0))
 
 
@@ -30,8 +40,17 @@ def test_conv2d_on_3d_input_suggests_the_batch_dim() -> None:
 
 @pytest.mark.parametrize(
     "make",
-    [lambda: L.Linear(0), lambda: L.Linear(-4), lambda: L.Conv2d(0, 3), lambda: L.Embedding(0, 3), lambda: L.GroupNorm(0),
-     lambda: L.Dropout(1.5), lambda: L.Reshape((0, 2)), lambda: L.Reshape((-1, -1)), lambda: L.MultiheadAttention(-1)],
+    [
+        lambda: L.Linear(0),
+        lambda: L.Linear(-4),
+        lambda: L.Conv2d(0, 3),
+        lambda: L.Embedding(0, 3),
+        lambda: L.GroupNorm(0),
+        lambda: L.Dropout(1.5),
+        lambda: L.Reshape((0, 2)),
+        lambda: L.Reshape((-1, -1)),
+        lambda: L.MultiheadAttention(-1),
+    ],
 )
 def test_zero_and_negative_sizes_fail_at_construction(make: object) -> None:
     with pytest.raises(ArgumentError):
@@ -39,9 +58,15 @@ def test_zero_and_negative_sizes_fail_at_construction(make: object) -> None:
 
 
 def test_incompatible_arguments_name_the_layer_and_shapes() -> None:
-    with pytest.raises(ShapeError, match=r"^GroupNorm: cannot build GroupNorm\(num_groups=3, .*num_channels=4\) for input \(2, 4, 5, 5\)"):
+    with pytest.raises(
+        ShapeError,
+        match=r"^GroupNorm: cannot build GroupNorm\(num_groups=3, .*num_channels=4\) for input \(2, 4, 5, 5\)",
+    ):
         L.GroupNorm(3)(torch.zeros(2, 4, 5, 5))
-    with pytest.raises(ShapeError, match=r"LayerNorm: normalized_shape=\(7,\) does not match the input's trailing dims \(5,\)"):
+    with pytest.raises(
+        ShapeError,
+        match=r"LayerNorm: normalized_shape=\(7,\) does not match the input's trailing dims \(5,\)",
+    ):
         L.LayerNorm(7)(torch.zeros(2, 5))
 
 
@@ -58,14 +83,32 @@ def test_unknown_spec_type_lists_close_names(fresh_plugins: PluginManager) -> No
 @pytest.mark.parametrize(
     ("spec", "match"),
     [
-        ({"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": "3"}}, r"\$\.args\.kernel_size: expected int or a list"),
-        ({"type": "Conv2d", "args": {"out_channels": 3}}, r"\$\.args: missing required argument 'kernel_size'"),
-        ({"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": 3, "in_channels": 3}}, r"\$\.args\.in_channels: unknown argument"),
-        ({"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": 3, "padding_mode": "mirror"}}, r"\$\.args\.padding_mode: expected one of 'zeros'"),
-        ({"type": "Sequential", "layers": [{"type": "Linear"}]}, r"\$\.layers\[0\]\.args: missing required argument 'out_features'"),
+        (
+            {"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": "3"}},
+            r"\$\.args\.kernel_size: expected int or a list",
+        ),
+        (
+            {"type": "Conv2d", "args": {"out_channels": 3}},
+            r"\$\.args: missing required argument 'kernel_size'",
+        ),
+        (
+            {"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": 3, "in_channels": 3}},
+            r"\$\.args\.in_channels: unknown argument",
+        ),
+        (
+            {"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": 3, "padding_mode": "mirror"}},
+            r"\$\.args\.padding_mode: expected one of 'zeros'",
+        ),
+        (
+            {"type": "Sequential", "layers": [{"type": "Linear"}]},
+            r"\$\.layers\[0\]\.args: missing required argument 'out_features'",
+        ),
         ({"type": "Sequential", "layers": "Linear"}, r"\$\.layers: expected a list of layers"),
         ({"type": "Sequential", "layers": [], "name": "x"}, r"\$\.name: unknown key"),
-        ({"format_version": 99, "type": "Linear", "args": {"out_features": 3}}, r"format version 99, newer than"),
+        (
+            {"format_version": 99, "type": "Linear", "args": {"out_features": 3}},
+            r"format version 99, newer than",
+        ),
     ],
 )
 def test_bad_specs(fresh_plugins: PluginManager, spec: dict, match: str) -> None:
@@ -89,16 +132,23 @@ def test_a_yaml_spec_with_python_tags_is_refused(fresh_plugins: PluginManager, t
 
 def test_yaml_and_json_files_with_aliases(fresh_plugins: PluginManager, tmp_path: Path) -> None:
     path = tmp_path / "model.yaml"
-    path.write_text("type: sequential\nlayers:\n  - {type: Dense, args: {out_features: 8}}\n  - {type: relu}\n  - {type: VIEW, args: {shape: [2, 4]}}\n")
+    path.write_text(
+        "type: sequential\nlayers:\n  - {type: Dense, args: {out_features: 8}}\n  - {type: relu}\n  - {type: VIEW, args: {shape: [2, 4]}}\n"
+    )
     model = torchx.load_spec(path)
     assert model(torch.zeros(3, 5)).shape == (3, 2, 4)
     torchx.save_spec(model, tmp_path / "model.json")
     assert torchx.load_spec(tmp_path / "model.json").to_spec() == model.to_spec()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torchx.functional") is not None, reason="torchx-functional is installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("torchx.functional") is not None, reason="torchx-functional is installed"
+)
 def test_names_of_missing_distributions_say_what_to_install(fresh_plugins: PluginManager) -> None:
-    with pytest.raises(MissingPackageError, match="provided by torchx-functional, which is not installed; run: pip install torchx-functional"):
+    with pytest.raises(
+        MissingPackageError,
+        match="provided by torchx-functional, which is not installed; run: pip install torchx-functional",
+    ):
         L.Placeholder  # noqa: B018
     assert not hasattr(L, "Placeholder")
 
@@ -112,7 +162,12 @@ def test_a_third_party_layer_appears_on_the_facade_and_in_specs(
     fresh_plugins: PluginManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.syspath_prepend(str(tmp_path))
-    install_fake_distribution(tmp_path, "torchx-swish", plugins={"torchx-swish": "tx_swish"}, modules={"tx_swish": """
+    install_fake_distribution(
+        tmp_path,
+        "torchx-swish",
+        plugins={"torchx-swish": "tx_swish"},
+        modules={
+            "tx_swish": """
         import torch
         from torch import nn
         from torchx.core import FromInput, Layer, hookimpl
@@ -133,7 +188,9 @@ def test_a_third_party_layer_appears_on_the_facade_and_in_specs(
         @hookimpl
         def torchx_register_layers(registry):
             registry.register(Swish)
-    """})
+    """
+        },
+    )
     swish = L.Swish
     model = L.Sequential(L.Linear(6), swish(), L.Linear(2))
     assert model(torch.zeros(3, 4)).shape == (3, 2)
@@ -145,8 +202,16 @@ def test_a_broken_plugin_leaves_the_host_working(
     fresh_plugins: PluginManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.syspath_prepend(str(tmp_path))
-    install_fake_distribution(tmp_path, "torchx-broken", plugins={"torchx-broken": "tx_broken_plugin"},
-                              modules={"tx_broken_plugin": "raise RuntimeError('half-installed')"})
-    with pytest.warns(PluginWarning, match="'torchx-broken' failed \\(import\\): RuntimeError: half-installed"):
-        model = L.Layer.from_spec({"type": "Sequential", "layers": [{"type": "Linear", "args": {"out_features": 2}}]})
+    install_fake_distribution(
+        tmp_path,
+        "torchx-broken",
+        plugins={"torchx-broken": "tx_broken_plugin"},
+        modules={"tx_broken_plugin": "raise RuntimeError('half-installed')"},
+    )
+    with pytest.warns(
+        PluginWarning, match="'torchx-broken' failed \\(import\\): RuntimeError: half-installed"
+    ):
+        model = L.Layer.from_spec(
+            {"type": "Sequential", "layers": [{"type": "Linear", "args": {"out_features": 2}}]}
+        )
     assert model(torch.zeros(1, 3)).shape == (1, 2)

@@ -197,7 +197,9 @@ def test_a_shape_error_names_the_position_and_nothing_stays_half_built() -> None
     with pytest.raises(ShapeError) as info:
         model(torch.zeros(4, 5))
     message = str(info.value)
-    assert message.startswith("Sequential[2] Conv2d: expected input of shape (N, C_in, H, W) (4-d), got (4, 8) (2-d)")
+    assert message.startswith(
+        "Sequential[2] Conv2d: expected input of shape (N, C_in, H, W) (4-d), got (4, 8) (2-d)"
+    )
     assert "fix:" in message
     assert not any(layer.is_built for layer in model if isinstance(layer, L.Layer))
     model[2] = L.Identity()
@@ -213,7 +215,10 @@ def test_nested_path_in_errors() -> None:
 def test_channel_count_changing_after_build_is_a_shape_error_without_rebuild() -> None:
     model = L.Sequential(L.Conv2d(8, 3), L.ReLU())
     model(torch.zeros(1, 3, 8, 8))
-    with pytest.raises(ShapeError, match=r"^Sequential\[0\] Conv2d: got input \(1, 4, 8, 8\), which needs in_channels=4 \(built with 3\)"):
+    with pytest.raises(
+        ShapeError,
+        match=r"^Sequential\[0\] Conv2d: got input \(1, 4, 8, 8\), which needs in_channels=4 \(built with 3\)",
+    ):
         model(torch.zeros(1, 4, 8, 8))
     assert model[0].in_channels == 3
 
@@ -221,7 +226,10 @@ def test_channel_count_changing_after_build_is_a_shape_error_without_rebuild() -
 def test_spec_round_trip_of_the_seed_model(fresh_plugins: object) -> None:
     spec = seed_cnn().to_spec()
     assert spec["type"] == "Sequential" and len(spec["layers"]) == 12
-    assert spec["layers"][0] == {"type": "Conv2d", "args": {"out_channels": 20, "kernel_size": 5, "stride": 2, "padding": 1}}
+    assert spec["layers"][0] == {
+        "type": "Conv2d",
+        "args": {"out_channels": 20, "kernel_size": 5, "stride": 2, "padding": 1},
+    }
     rebuilt = L.Layer.from_spec(spec)
     assert rebuilt.to_spec() == spec
     assert rebuilt(torch.zeros(8, 3, 32, 32)).shape == (8, 10)

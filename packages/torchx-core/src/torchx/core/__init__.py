@@ -1,29 +1,55 @@
 """torchx.core: the Layer protocol, the shape engine, specs, plugins and errors."""
 
 from torchx.core._version import __version__ as __version__
-from torchx.core.build import build as build, infer_shapes as infer_shapes
+from torchx.core.build import build as build
+from torchx.core.build import infer_shapes as infer_shapes
 from torchx.core.errors import (
     ArgumentError as ArgumentError,
+)
+from torchx.core.errors import (
     MissingPackageError as MissingPackageError,
+)
+from torchx.core.errors import (
     PluginError as PluginError,
+)
+from torchx.core.errors import (
     PluginWarning as PluginWarning,
+)
+from torchx.core.errors import (
     ShapeError as ShapeError,
+)
+from torchx.core.errors import (
     SpecError as SpecError,
+)
+from torchx.core.errors import (
     TorchXError as TorchXError,
 )
 from torchx.core.hookspecs import hookimpl as hookimpl
-from torchx.core.layer import FromInput as FromInput, Layer as Layer
+from torchx.core.layer import FromInput as FromInput
+from torchx.core.layer import Layer as Layer
 from torchx.core.plugins import (
     PluginManager as PluginManager,
+)
+from torchx.core.plugins import (
     current_plugins as current_plugins,
+)
+from torchx.core.plugins import (
     use_plugins as use_plugins,
 )
 from torchx.core.registry import LayerRegistry as LayerRegistry
 from torchx.core.specs import (
     FORMAT_VERSION as FORMAT_VERSION,
+)
+from torchx.core.specs import (
     from_spec as from_spec,
+)
+from torchx.core.specs import (
     load_spec as load_spec,
+)
+from torchx.core.specs import (
     save_spec as save_spec,
+)
+from torchx.core.specs import (
     to_spec as to_spec,
 )
 

@@ -7,7 +7,6 @@ where the annotation asks for a tuple.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import types
 import typing
@@ -21,14 +20,18 @@ class ArgumentMismatch(Exception):
     """A value does not match an annotation; the message says what was expected."""
 
 
-@functools.cache
+_SIGNATURES: dict[type, tuple[dict[str, inspect.Parameter], dict[str, Any]]] = {}
+
+
 def signature_of(cls: type) -> tuple[dict[str, inspect.Parameter], dict[str, Any]]:
-    """The parameters of ``cls.__init__`` (without ``self``) and their resolved hints."""
-    init = cls.__init__  # type: ignore[misc]
-    parameters = dict(inspect.signature(init).parameters)
-    parameters.pop("self", None)
-    hints = typing.get_type_hints(init)
-    return parameters, hints
+    """The parameters of ``cls.__init__`` (without ``self``) and their resolved hints (cached)."""
+    found = _SIGNATURES.get(cls)
+    if found is None:
+        init = cls.__init__  # type: ignore[misc]
+        parameters = dict(inspect.signature(init).parameters)
+        parameters.pop("self", None)
+        found = _SIGNATURES[cls] = (parameters, typing.get_type_hints(init))
+    return found
 
 
 def _describe(hint: Any) -> str:

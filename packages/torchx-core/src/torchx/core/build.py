@@ -37,7 +37,9 @@ def _target_device(inputs: Sequence[InputLike], device: torch.device | str | int
     return torch.get_default_device()
 
 
-def _meta_forward(model: nn.Module, inputs: Sequence[InputLike], probe: int, dtype: torch.dtype | None) -> Any:
+def _meta_forward(
+    model: nn.Module, inputs: Sequence[InputLike], probe: int, dtype: torch.dtype | None
+) -> Any:
     metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
     with meta_state(model), torch.no_grad():
         return model(*metas)
@@ -74,8 +76,7 @@ def _second_probe(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dt
         return _meta_forward(model, inputs, DYNAMIC_PROBES[1], dtype)
     except ShapeError as error:
         error.problem += (
-            " — a size the layer was built with comes from a dynamic (None) dim of the "
-            "model input"
+            " — a size the layer was built with comes from a dynamic (None) dim of the model input"
         )
         error.fix = "give that input dim a fixed size instead of None"
         raise

@@ -34,9 +34,7 @@ class ShapeError(TorchXError):
     their part of the path with :meth:`within` as the error travels outwards.
     """
 
-    def __init__(
-        self, layer: str, problem: str, fix: str | None = None, *, source: object = None
-    ) -> None:
+    def __init__(self, layer: str, problem: str, fix: str | None = None, *, source: object = None) -> None:
         self.path: list[str] = [layer]
         self.problem = problem
         self.fix = fix

@@ -48,9 +48,7 @@ def torchx_register_layers(registry: LayerRegistry) -> None:
 
 
 @hookspec(firstresult=True)
-def torchx_infer_output(
-    module: nn.Module, inputs: tuple[torch.Tensor, ...]
-) -> Any | None:
+def torchx_infer_output(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Any | None:
     """Compute ``module``'s output for meta-device ``inputs`` without running it.
 
     Consulted only when running ``module`` on meta tensors fails because one

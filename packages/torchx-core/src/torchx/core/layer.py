@@ -19,7 +19,6 @@ native module directly (the native constructor runs its own
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -96,20 +95,30 @@ class FromInput:
         return "reshape the input first (L.Flatten(), L.Reshape(...) or L.Unflatten(...))"
 
 
-@functools.cache
+_FACTORY_KWARGS: dict[type, bool] = {}
+_DEFAULTS: dict[type, Mapping[str, Any]] = {}
+
+
 def _takes_factory_kwargs(native_class: type[nn.Module]) -> bool:
-    parameters = inspect.signature(native_class.__init__).parameters
-    return "device" in parameters and "dtype" in parameters
+    """Whether ``native_class(...)`` accepts ``device=`` and ``dtype=`` (cached)."""
+    takes = _FACTORY_KWARGS.get(native_class)
+    if takes is None:
+        parameters = inspect.signature(native_class.__init__).parameters
+        takes = _FACTORY_KWARGS[native_class] = "device" in parameters and "dtype" in parameters
+    return takes
 
 
-@functools.cache
 def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
-    parameters = inspect.signature(cls.__init__).parameters
-    return {
-        name: parameter.default
-        for name, parameter in parameters.items()
-        if parameter.default is not inspect.Parameter.empty
-    }
+    """The default of each ``cls.__init__`` parameter that has one (cached)."""
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        parameters = inspect.signature(cls.__init__).parameters
+        defaults = _DEFAULTS[cls] = {
+            name: parameter.default
+            for name, parameter in parameters.items()
+            if parameter.default is not inspect.Parameter.empty
+        }
+    return defaults
 
 
 def _save_module_state(module: nn.Module) -> dict[str, Any]:
@@ -169,12 +178,8 @@ class Layer(nn.Module):
         super().__init__()
         for name in self.positive_arguments:
             value = arguments.get(name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value <= 0
-            ):
-                raise ArgumentError(
-                    f"{type(self).__name__}: {name} must be a positive int, got {value!r}"
-                )
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise ArgumentError(f"{type(self).__name__}: {name} must be a positive int, got {value!r}")
         self._torchx_arguments: dict[str, Any] = arguments
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -244,7 +249,9 @@ class Layer(nn.Module):
 
     def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
         """The spec entries besides ``"type"``; containers override this."""
-        arguments = {name: writer.value(value, f"args.{name}") for name, value in self._given_arguments().items()}
+        arguments = {
+            name: writer.value(value, f"args.{name}") for name, value in self._given_arguments().items()
+        }
         return {"args": arguments} if arguments else {}
 
     def _given_arguments(self) -> dict[str, Any]:
@@ -332,7 +339,9 @@ class Layer(nn.Module):
         if not kwargs and inputs and all(isinstance(value, torch.Tensor) for value in inputs):
             shape = self.infer_output_shape(*(tuple(value.shape) for value in inputs))
             if shape is not None:
-                return torch.empty(shape, dtype=inputs[0].dtype, device="meta")
+                sizes = [int(dim) for dim in shape if dim is not None]
+                if len(sizes) == len(shape):
+                    return torch.empty(sizes, dtype=inputs[0].dtype, device="meta")
         return run_on_meta(self, inputs, kwargs, call=self.forward)
 
     def _shape_mismatch(self, inputs: tuple[Any, ...]) -> ShapeError | None:
@@ -342,7 +351,9 @@ class Layer(nn.Module):
         except ShapeError as error:
             return error
         built: dict[str, Any] = self.__dict__.get("_torchx_inferred", {})
-        changed = [f"{name}={now[name]} (built with {built[name]})" for name in now if now[name] != built.get(name)]
+        changed = [
+            f"{name}={now[name]} (built with {built[name]})" for name in now if now[name] != built.get(name)
+        ]
         if not changed:
             return None
         return self.shape_error(
@@ -387,7 +398,9 @@ def _same(value: Any, default: Any) -> bool:
 
 
 def _describe(arguments: Mapping[str, Any]) -> str:
-    return ", ".join(f"{name}={value!r}" for name, value in arguments.items() if name not in ("device", "dtype"))
+    return ", ".join(
+        f"{name}={value!r}" for name, value in arguments.items() if name not in ("device", "dtype")
+    )
 
 
 def _parameter_dtype(inputs: tuple[Any, ...]) -> torch.dtype:

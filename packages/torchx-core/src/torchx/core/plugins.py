@@ -141,9 +141,7 @@ class PluginManager:
                 )
         registry.current_plugin = "<direct>"
 
-    def infer_output(
-        self, module: nn.Module, inputs: tuple[torch.Tensor, ...]
-    ) -> Any | None:
+    def infer_output(self, module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Any | None:
         """First non-None ``torchx_infer_output`` result, or None."""
         self.load()
         return self._pm.hook.torchx_infer_output(module=module, inputs=inputs)
@@ -155,9 +153,7 @@ class PluginManager:
         self.failures.append(PluginFailure(plugin, stage, text))
         message = f"TorchX plugin {plugin!r} failed ({stage}): {text}"
         if os.environ.get(STRICT_ENV_VAR, "") not in ("", "0"):
-            raise PluginError(message) from (
-                error if isinstance(error, BaseException) else None
-            )
+            raise PluginError(message) from (error if isinstance(error, BaseException) else None)
         warnings.warn(message, PluginWarning, stacklevel=3)
 
 

@@ -39,9 +39,7 @@ class LayerRegistry:
         self.conflicts: list[RegistryConflict] = []
         self.current_plugin = "<direct>"
 
-    def register(
-        self, cls: type[Layer], *, name: str | None = None, aliases: tuple[str, ...] = ()
-    ) -> None:
+    def register(self, cls: type[Layer], *, name: str | None = None, aliases: tuple[str, ...] = ()) -> None:
         """Register ``cls`` under ``name`` (default: its class name) and ``aliases``.
 
         The canonical name is what ``to_spec()`` writes and what ``L.<name>``

@@ -61,7 +61,8 @@ class MetaSwap:
     def add(self, module: nn.Module) -> None:
         """Swap every non-meta parameter and buffer of ``module`` (recursively)."""
         for sub in module.modules():
-            for store in (sub._parameters, sub._buffers):
+            stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
+            for store in stores:
                 for name, tensor in store.items():
                     if tensor is not None and tensor.device.type != "meta":
                         self._swapped.append((store, name, tensor))
@@ -196,9 +197,9 @@ def shape_of(output: Any) -> Any:
 
 def merge_probes(first: Any, second: Any) -> Any:
     """Combine two probes' shapes: a dim that differs between them is ``None``."""
-    if isinstance(first, tuple) and all(isinstance(dim, int) for dim in first):
-        if isinstance(second, tuple) and len(second) == len(first):
-            return tuple(a if a == b else None for a, b in zip(first, second, strict=True))
+    is_shape = isinstance(first, tuple) and all(isinstance(dim, int) for dim in first)
+    if is_shape and isinstance(second, tuple) and len(second) == len(first):
+        return tuple(a if a == b else None for a, b in zip(first, second, strict=True))
     if isinstance(first, (list, tuple)) and isinstance(second, (list, tuple)):
         return type(first)(merge_probes(a, b) for a, b in zip(first, second, strict=True))
     if isinstance(first, dict) and isinstance(second, dict):

@@ -119,12 +119,16 @@ class SpecReader:
         """Check ``fields`` holds only ``args``, and the args against ``cls.__init__``."""
         extra = sorted(set(fields) - {"args"})
         if extra:
-            raise SpecError(f"{self.where}.{extra[0]}", f"unknown key; a {cls.__name__} spec has only 'type' and 'args'")
+            raise SpecError(
+                f"{self.where}.{extra[0]}", f"unknown key; a {cls.__name__} spec has only 'type' and 'args'"
+            )
         raw = fields.get("args", {})
         if not isinstance(raw, Mapping):
             raise SpecError(f"{self.where}.args", f"expected an object of arguments, got {_kind(raw)}")
         parameters, hints = signature_of(cls)
-        accepted = [name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        accepted = [
+            name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
         arguments: dict[str, Any] = {}
         for name, value in raw.items():
             if name not in accepted:
@@ -136,9 +140,15 @@ class SpecReader:
                 arguments[name] = coerce(value, hints.get(name, Any))
             except ArgumentMismatch as error:
                 raise SpecError(f"{self.where}.args.{name}", str(error)) from None
-        missing = [name for name in accepted if parameters[name].default is parameters[name].empty and name not in arguments]
+        missing = [
+            name
+            for name in accepted
+            if parameters[name].default is parameters[name].empty and name not in arguments
+        ]
         if missing:
-            raise SpecError(f"{self.where}.args", f"missing required argument {missing[0]!r} of {cls.__name__}")
+            raise SpecError(
+                f"{self.where}.args", f"missing required argument {missing[0]!r} of {cls.__name__}"
+            )
         return arguments
 
     def construct(self, cls: type[_L], arguments: Mapping[str, Any]) -> _L:

@@ -30,10 +30,12 @@ __all__ = [
 
 def _tensors(inputs: tuple[torch.Tensor | Sequence[torch.Tensor], ...]) -> list[torch.Tensor]:
     values = list(inputs[0]) if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)) else list(inputs)
-    for value in values:
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"merge layers combine tensors, got a {type(value).__name__}")
-    return values
+    tensors = [value for value in values if isinstance(value, torch.Tensor)]
+    if len(tensors) != len(values):
+        raise TypeError(
+            "merge layers combine tensors only, got " + ", ".join(type(v).__name__ for v in values)
+        )
+    return tensors
 
 
 class MergeModule(nn.Module):

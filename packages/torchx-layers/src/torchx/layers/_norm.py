@@ -32,9 +32,7 @@ class _BatchNorm(Layer):
         affine: bool = True,
         track_running_stats: bool = True,
     ) -> None:
-        super().__init__(
-            eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats
-        )
+        super().__init__(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats)
 
 
 class BatchNorm1d(_BatchNorm):
@@ -71,9 +69,7 @@ class _InstanceNorm(Layer):
         affine: bool = False,
         track_running_stats: bool = False,
     ) -> None:
-        super().__init__(
-            eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats
-        )
+        super().__init__(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats)
 
 
 class InstanceNorm1d(_InstanceNorm):

@@ -40,10 +40,10 @@ class Sequential(Layer, nn.Sequential):
             for name, module in layers[0].items():
                 self.add_module(name, module)
             return
-        for index, module in enumerate(layers):
-            if not isinstance(module, nn.Module):
-                raise TypeError(f"Sequential[{index}] is a {type(module).__name__}, not an nn.Module")
-            self.add_module(str(index), module)
+        for index, layer in enumerate(layers):
+            if not isinstance(layer, nn.Module):
+                raise TypeError(f"Sequential[{index}] is a {type(layer).__name__}, not an nn.Module")
+            self.add_module(str(index), layer)
 
     # -- keep "ready" honest under every way of adding a module ----------------
 
@@ -119,19 +119,33 @@ class Sequential(Layer, nn.Sequential):
         names = list(self._modules)
         modules = list(self._modules.values())
         if names == [str(index) for index in range(len(names))]:
-            return {"layers": [writer.layer(module, f"{writer.where}.layers[{i}]") for i, module in enumerate(modules)]}
-        return {"layers": {name: writer.layer(module, f"{writer.where}.layers.{name}") for name, module in zip(names, modules, strict=True)}}
+            return {
+                "layers": [
+                    writer.layer(module, f"{writer.where}.layers[{i}]") for i, module in enumerate(modules)
+                ]
+            }
+        return {
+            "layers": {
+                name: writer.layer(module, f"{writer.where}.layers.{name}")
+                for name, module in zip(names, modules, strict=True)
+            }
+        }
 
     @classmethod
     def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
         extra = sorted(set(fields) - {"layers"})
         if extra:
-            raise SpecError(f"{reader.where}.{extra[0]}", "unknown key; a Sequential spec has only 'type' and 'layers'")
+            raise SpecError(
+                f"{reader.where}.{extra[0]}", "unknown key; a Sequential spec has only 'type' and 'layers'"
+            )
         layers = fields.get("layers")
         if isinstance(layers, list):
             return cls(*(reader.layer(data, f"{reader.where}.layers[{i}]") for i, data in enumerate(layers)))
         if isinstance(layers, Mapping):
-            named = OrderedDict((str(name), reader.layer(data, f"{reader.where}.layers.{name}")) for name, data in layers.items())
+            named: OrderedDict[str, nn.Module] = OrderedDict(
+                (str(name), reader.layer(data, f"{reader.where}.layers.{name}"))
+                for name, data in layers.items()
+            )
             return cls(named)
         raise SpecError(f"{reader.where}.layers", "expected a list of layers (or an object of named layers)")
 
@@ -141,4 +155,3 @@ class Sequential(Layer, nn.Sequential):
     def __prepare_scriptable__(self) -> nn.Module:
         """``torch.jit.script`` compiles a plain ``nn.Sequential`` of the same modules."""
         return nn.Sequential(OrderedDict(self._modules))
-
