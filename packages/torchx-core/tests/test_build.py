@@ -6,8 +6,8 @@ import resource
 
 import pytest
 import torch
-from conftest import Chain, Dense, Norm
 from torch import nn
+from toy_layers import Chain, Dense, Norm
 
 import torchx
 from torchx.core import ShapeError

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 import torch
-from conftest import Attention, Dense, Norm
 from torch import nn
+from toy_layers import Attention, Dense, Norm
 
 import torchx
 from torchx.core import ArgumentError, Layer, ShapeError, TorchXError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import Chain, Dense, Norm
+from toy_layers import Chain, Dense, Norm
 
 from torchx.core import FORMAT_VERSION, LayerRegistry, SpecError, from_spec, load_spec, save_spec, to_spec
 

@@ -62,9 +62,8 @@ def build(
     abstractly, allocating nothing.
     """
     target = _target_device(inputs, device)
-    with build_target(target, dtype) as build_in_progress, torch.no_grad():
-        build_in_progress.swap.add(model)
-        metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
+    metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
+    with build_target(target, dtype), meta_state(model), torch.no_grad():
         model(*metas)
     if any(_is_dynamic(value) for value in inputs):
         _second_probe(model, inputs, dtype)

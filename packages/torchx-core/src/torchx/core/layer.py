@@ -20,8 +20,7 @@ native module directly (the native constructor runs its own
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["FromInput", "Layer", "shapes_of"]
 
 _NOT_MODULE_STATE = frozenset({"_parameters", "_buffers", "_non_persistent_buffers_set", "_modules"})
+_META = torch.device("meta")
 _MODULE_STATE = tuple(key for key in nn.Module().__dict__ if key not in _NOT_MODULE_STATE)
 """``nn.Module`` bookkeeping (hooks, training flag) that survives a build."""
 
@@ -122,7 +122,11 @@ def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
 
 
 def _save_module_state(module: nn.Module) -> dict[str, Any]:
-    return {key: module.__dict__[key] for key in _MODULE_STATE if key in module.__dict__}
+    """The module's hooks (non-empty hook dicts only) and its training flag."""
+    state = module.__dict__
+    saved = {key: state[key] for key in _MODULE_STATE if state.get(key)}
+    saved["training"] = state.get("training", True)
+    return saved
 
 
 def _restore_module_state(module: nn.Module, saved: dict[str, Any]) -> None:
@@ -132,12 +136,13 @@ def _restore_module_state(module: nn.Module, saved: dict[str, Any]) -> None:
     ``register_forward_hook`` point at them); hooks the native constructor
     registered itself are merged in.
     """
+    state = module.__dict__
     for key, value in saved.items():
-        current = module.__dict__.get(key)
-        if isinstance(value, dict) and isinstance(current, dict) and current is not value:
+        current = state.get(key)
+        if current and isinstance(value, dict) and isinstance(current, dict) and current is not value:
             value.update(current)
-        module.__dict__[key] = value
-    if not module.training:
+        state[key] = value
+    if not saved["training"]:
         module.train(False)
 
 
@@ -180,7 +185,9 @@ class Layer(nn.Module):
             value = arguments.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
                 raise ArgumentError(f"{type(self).__name__}: {name} must be a positive int, got {value!r}")
-        self._torchx_arguments: dict[str, Any] = arguments
+        self.__dict__["_torchx_arguments"] = arguments
+
+    _torchx_arguments: dict[str, Any]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -277,42 +284,47 @@ class Layer(nn.Module):
         Inside :func:`torchx.build`, meta inputs build the native module on the
         build's device and return meta outputs: no FLOPs, no activations.
         """
+        tensors = _tensors_in(inputs)
+        dtype = next((t.dtype for t in tensors if t.is_floating_point()), None)
         target = current_build_target()
-        tensors = [leaf for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)]
-        abstract = target is not None and all(t.device.type == "meta" for t in tensors)
-        if target is not None and abstract:
-            self._build(inputs, target.device, target.dtype)
-            with self._shape_errors_named(inputs):
-                output = self._abstract_output(inputs, kwargs)
-            target.swap.add(self)
-            return output
-        device = tensors[0].device if tensors else torch.get_default_device()
-        self._build(inputs, device, None)
-        with self._shape_errors_named(inputs):
-            return self.forward(*inputs, **kwargs)
-
-    @contextmanager
-    def _shape_errors_named(self, inputs: tuple[Any, ...]) -> Iterator[None]:
-        """Report torch's error for the first forward as a ShapeError naming this layer."""
+        if target is not None and all(t.is_meta for t in tensors):
+            device = None if target.device_is_default else target.device
+            self._build(inputs, device, target.dtype or dtype)
+            compute = self._abstract_output
+        else:
+            self._build(inputs, tensors[0].device if tensors else torch.get_default_device(), dtype)
+            compute = self._forward_built
         try:
-            yield
+            return compute(inputs, kwargs)
         except RuntimeError as error:
             raise self.shape_error(
                 f"input {shapes_of(inputs)} does not fit: {error}",
                 fix=f"give it input shaped {self.input_layout}",
             ) from error
 
-    def _build(self, inputs: tuple[Any, ...], device: torch.device, dtype: torch.dtype | None) -> None:
+    def _forward_built(self, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return self.forward(*inputs, **kwargs)
+
+    def _build(
+        self, inputs: tuple[Any, ...], device: torch.device | None, dtype: torch.dtype | None
+    ) -> None:
+        """Become the native module, built for ``inputs`` on ``device`` with ``dtype``.
+
+        ``None`` leaves torch's default in place (explicit factory kwargs cost
+        the native constructor a few microseconds).
+        """
         native = self.native_class
         if native is None:
             raise NotImplementedError(f"{type(self).__name__} must override forward")
         inferred = self.infer_arguments(*inputs)
         arguments = {**self._torchx_arguments, **inferred}
         if _takes_factory_kwargs(native):
-            arguments["device"] = device
-            arguments["dtype"] = dtype or _parameter_dtype(inputs)
+            if device is not None:
+                arguments["device"] = device
+            if dtype is not None and dtype != torch.get_default_dtype():
+                arguments["dtype"] = dtype
         saved = _save_module_state(self)
-        self.__class__ = type(self)._torchx_built_class
+        object.__setattr__(self, "__class__", type(self)._torchx_built_class)
         try:
             native.__init__(self, **arguments)
         except Exception as error:
@@ -323,26 +335,42 @@ class Layer(nn.Module):
                 fix="change the layer's arguments or the input shape so that they agree",
             ) from error
         _restore_module_state(self, saved)
-        self._torchx_inferred = inferred
+        self.__dict__["_torchx_inferred"] = inferred
 
     def _unbuild(self, saved: dict[str, Any] | None = None) -> None:
         """Return to the unbuilt state, keeping hooks and the training flag."""
         saved = saved if saved is not None else _save_module_state(self)
         arguments = self._torchx_arguments
         self.__dict__.clear()
-        self.__class__ = type(self)._torchx_layer_class
+        object.__setattr__(self, "__class__", type(self)._torchx_layer_class)
         nn.Module.__init__(self)
         _restore_module_state(self, saved)
-        self._torchx_arguments = arguments
+        self.__dict__["_torchx_arguments"] = arguments
 
     def _abstract_output(self, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not kwargs and inputs and all(isinstance(value, torch.Tensor) for value in inputs):
+            if self.same_shape:
+                return inputs[0]  # a meta tensor: only its shape and dtype are read
             shape = self.infer_output_shape(*(tuple(value.shape) for value in inputs))
-            if shape is not None:
-                sizes = [int(dim) for dim in shape if dim is not None]
-                if len(sizes) == len(shape):
-                    return torch.empty(sizes, dtype=inputs[0].dtype, device="meta")
+            if shape is not None and None not in shape:
+                return torch.empty(shape, dtype=inputs[0].dtype, device=_META)  # type: ignore[arg-type]
         return run_on_meta(self, inputs, kwargs, call=self.forward)
+
+    def _forward_failed(self, error: RuntimeError, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The slow path of a built layer's forward, taken only when torch raised.
+
+        Inside :func:`torchx.build`, a layer built earlier in the same pass (a
+        shared layer) holds real tensors while its inputs are meta: run it on
+        meta stand-ins instead. Otherwise re-raise, as a ShapeError when the
+        input no longer fits what the layer was built for.
+        """
+        in_build = current_build_target() is not None
+        if in_build and any(t.is_meta for t in _tensors_in(args)) and _holds_real_tensors(self):
+            return run_on_meta(self, args, kwargs, call=self.forward)
+        mismatch = self._shape_mismatch(args)
+        if mismatch is None:
+            raise error
+        raise mismatch from error
 
     def _shape_mismatch(self, inputs: tuple[Any, ...]) -> ShapeError | None:
         """Why ``inputs`` do not fit this built layer, if it is their shape."""
@@ -390,6 +418,10 @@ class Layer(nn.Module):
         return plain
 
 
+def _holds_real_tensors(module: nn.Module) -> bool:
+    return any(not t.is_meta for t in (*module.parameters(), *module.buffers()))
+
+
 def _same(value: Any, default: Any) -> bool:
     try:
         return bool(value == default) and type(value) is type(default)
@@ -403,11 +435,11 @@ def _describe(arguments: Mapping[str, Any]) -> str:
     )
 
 
-def _parameter_dtype(inputs: tuple[Any, ...]) -> torch.dtype:
-    for leaf in tree_leaves(inputs):
-        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
-            return leaf.dtype
-    return torch.get_default_dtype()
+def _tensors_in(inputs: tuple[Any, ...]) -> list[torch.Tensor]:
+    """The tensors among ``inputs``, looking inside lists, tuples and dicts."""
+    if all(isinstance(value, torch.Tensor) for value in inputs):
+        return list(inputs)
+    return [leaf for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)]
 
 
 def _make_built_class(layer_class: type[Layer], native: type[nn.Module]) -> type[Layer]:
@@ -418,10 +450,7 @@ def _make_built_class(layer_class: type[Layer], native: type[nn.Module]) -> type
         try:
             return native_forward(self, *args, **kwargs)
         except RuntimeError as error:
-            mismatch = self._shape_mismatch(args)
-            if mismatch is None:
-                raise
-            raise mismatch from error
+            return self._forward_failed(error, args, kwargs)
 
     forward.__doc__ = native_forward.__doc__
     namespace = {

@@ -88,12 +88,12 @@ def meta_state(module: nn.Module) -> Iterator[MetaSwap]:
 
 @dataclass(frozen=True)
 class BuildTarget:
-    """An abstract build in progress: where new parameters go, and the swap
-    that keeps already-built modules on meta until the build ends."""
+    """An abstract build in progress: where new parameters go."""
 
     device: torch.device
     dtype: torch.dtype | None
-    swap: MetaSwap
+    device_is_default: bool
+    """Whether ``device`` is torch's default device (so need not be passed)."""
 
 
 _target: contextvars.ContextVar[BuildTarget | None] = contextvars.ContextVar(
@@ -108,17 +108,13 @@ def current_build_target() -> BuildTarget | None:
 
 @contextmanager
 def build_target(device: torch.device, dtype: torch.dtype | None) -> Iterator[BuildTarget]:
-    """Inside the block, layers that see meta inputs build on ``device``.
-
-    Everything swapped to meta during the block is restored when it exits.
-    """
-    target = BuildTarget(device, dtype, MetaSwap())
+    """Inside the block, layers that see meta inputs build on ``device``."""
+    target = BuildTarget(device, dtype, device == torch.get_default_device())
     token = _target.set(target)
     try:
         yield target
     finally:
         _target.reset(token)
-        target.swap.restore()
 
 
 def to_meta(value: InputLike, *, probe: int, dtype: torch.dtype | None = None) -> torch.Tensor:

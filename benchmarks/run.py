@@ -1,0 +1,255 @@
+"""TorchX against native PyTorch, side by side in one process, printed as ratios.
+
+    python benchmarks/run.py            # everything (a few minutes on 2 cores)
+    python benchmarks/run.py --quick    # fewer repetitions, for a smoke run
+    python benchmarks/run.py --only forward,build
+
+Every figure is a median over many interleaved repetitions (TorchX and native
+alternate, so drift affects both), on one thread. Ratios are TorchX / native:
+1.00 means "costs what native PyTorch costs".
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+from torch import nn
+
+import torchx
+import torchx.layers as L
+
+
+@dataclass
+class Result:
+    name: str
+    torchx_s: float
+    native_s: float
+    bound: float | None
+
+    @property
+    def ratio(self) -> float:
+        return self.torchx_s / self.native_s
+
+    def line(self) -> str:
+        verdict = "" if self.bound is None else ("  ok" if self.ratio <= self.bound else "  OVER BOUND")
+        bound = "" if self.bound is None else f"(bound {self.bound:.2f}x)"
+        return (
+            f"{self.name:<52} torchx {self.torchx_s * 1e3:9.3f} ms   native {self.native_s * 1e3:9.3f} ms"
+            f"   ratio {self.ratio:5.3f}x {bound}{verdict}"
+        )
+
+
+def interleaved_medians(
+    first: Callable[[], object], second: Callable[[], object], *, rounds: int, per_round: int
+) -> tuple[float, float]:
+    """Median seconds per call of ``first`` and ``second``, alternating rounds."""
+    for _ in range(3):
+        first()
+        second()
+    times: tuple[list[float], list[float]] = ([], [])
+    for index in range(rounds):
+        order = (0, 1) if index % 2 == 0 else (1, 0)
+        for which in order:
+            function = (first, second)[which]
+            gc.collect()
+            start = time.perf_counter()
+            for _ in range(per_round):
+                function()
+            times[which].append((time.perf_counter() - start) / per_round)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+# -- models --------------------------------------------------------------------
+
+
+def seed_cnn() -> L.Sequential:
+    return L.Sequential(
+        L.Conv2d(20, kernel_size=5, stride=2, padding=1), L.ReLU(),
+        L.Conv2d(30, kernel_size=7), L.BatchNorm2d(), L.ReLU(),
+        L.Conv2d(40, kernel_size=3), L.BatchNorm2d(), L.ReLU(),
+        L.Flatten(), L.Linear(80), L.ReLU(), L.Linear(10),
+    )  # fmt: skip
+
+
+def native_seed_cnn() -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(3, 20, kernel_size=5, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(20, 30, kernel_size=7), nn.BatchNorm2d(30), nn.ReLU(),
+        nn.Conv2d(30, 40, kernel_size=3), nn.BatchNorm2d(40), nn.ReLU(),
+        nn.Flatten(), nn.Linear(1960, 80), nn.ReLU(), nn.Linear(80, 10),
+    )  # fmt: skip
+
+
+def mlp(depth: int, width: int) -> L.Sequential:
+    return L.Sequential(*(layer for _ in range(depth) for layer in (L.Linear(width), L.ReLU())))
+
+
+def native_mlp(depth: int, width: int, in_features: int) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for index in range(depth):
+        layers += [nn.Linear(in_features if index == 0 else width, width), nn.ReLU()]
+    return nn.Sequential(*layers)
+
+
+def lazy_torch_mlp(depth: int, width: int) -> nn.Sequential:
+    return nn.Sequential(*(layer for _ in range(depth) for layer in (nn.LazyLinear(width), nn.ReLU())))
+
+
+def train_step(module: nn.Module, x: torch.Tensor) -> None:
+    module.zero_grad(set_to_none=True)
+    module(x).sum().backward()
+
+
+# -- benchmarks ------------------------------------------------------------------
+
+
+def bench_forward(quick: bool) -> list[Result]:
+    rounds, per_round = (15, 20) if quick else (61, 50)
+    cases = [
+        ("seed CNN, batch 8x3x32x32", seed_cnn(), native_seed_cnn(), torch.randn(8, 3, 32, 32), 1.02),
+        (
+            "32-layer MLP width 256, batch 64",
+            mlp(32, 256),
+            native_mlp(32, 256, 256),
+            torch.randn(64, 256),
+            1.05,
+        ),
+    ]
+    results = []
+    for name, model, native, x, bound in cases:
+        torchx.build(model, x)
+        model.load_state_dict(native.state_dict())
+        model.eval()
+        native.eval()
+        with torch.no_grad():
+            assert torch.equal(model(x), native(x))
+            timed = interleaved_medians(
+                partial(model, x), partial(native, x), rounds=rounds, per_round=per_round
+            )
+        results.append(Result(f"forward: {name}", *timed, bound))
+        model.train()
+        native.train()
+        steps = (partial(train_step, model, x), partial(train_step, native, x))
+        timed = interleaved_medians(*steps, rounds=rounds, per_round=per_round // 2)
+        results.append(Result(f"forward+backward: {name}", *timed, bound))
+    return results
+
+
+def torchx_build(depth: int) -> None:
+    torchx.build(mlp(depth, 128), (2, 128))
+
+
+def torch_lazy_build(depth: int) -> None:
+    model = lazy_torch_mlp(depth, 128)
+    with torch.no_grad():
+        model(torch.zeros(2, 128))
+
+
+def bench_build(quick: bool) -> list[Result]:
+    rounds = 5 if quick else 21
+    results = []
+    times: dict[int, float] = {}
+    natives: dict[int, float] = {}
+    for depth in (500, 1000):
+        native = partial(native_mlp, depth, 128, 128)
+        timed = interleaved_medians(partial(torchx_build, depth), native, rounds=rounds, per_round=1)
+        times[depth], natives[depth] = timed
+        results.append(Result(f"build {depth} x (Linear(128)+ReLU) vs native construct", *timed, 1.5))
+    native = partial(native_mlp, 500, 128, 128)
+    lazy = interleaved_medians(partial(torch_lazy_build, 500), native, rounds=rounds, per_round=1)
+    results.append(Result("  reference: torch Lazy* modules, 500 layers", *lazy, None))
+    results.append(Result("build growth: 1000 layers / 500 layers (torchx)", times[1000], times[500], 2.1))
+    results.append(Result("  reference: growth of native construction", natives[1000], natives[500], None))
+    return results
+
+
+def bench_abstract_build(quick: bool) -> list[Result]:
+    def huge() -> L.Sequential:
+        return L.Sequential(L.Linear(50_000), L.Linear(50_000), L.Linear(50_000), L.Linear(50_000))
+
+    torchx.build(huge(), (8, 50_000), device="meta")  # warm-up: torch's lazy meta imports
+    gc.collect()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    model = huge()
+    start = time.perf_counter()
+    torchx.build(model, (8, 50_000), device="meta")
+    elapsed = time.perf_counter() - start
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    params = sum(p.numel() for p in model.parameters())
+    print(f"abstract build of {params / 1e9:.1f}e9 parameters on meta: {elapsed * 1e3:.1f} ms "
+          f"(bound 100 ms), peak RSS grew {grown_mb:.1f} MB (bound 50 MB)"
+          f"{'  ok' if elapsed < 0.1 and grown_mb < 50 else '  OVER BOUND'}")  # fmt: skip
+    start = time.perf_counter()
+    with torch.device("meta"):
+        native = nn.Sequential(*(nn.LazyLinear(50_000) for _ in range(4)))
+        native(torch.empty(8, 50_000))
+    print(
+        f"  reference: torch Lazy* modules materialised on meta: {(time.perf_counter() - start) * 1e3:.1f} ms"
+    )
+    return []
+
+
+def bench_import(quick: bool) -> list[Result]:
+    runs = 5 if quick else 11
+
+    def timed(statement: str) -> float:
+        code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+        return float(
+            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        )
+
+    torchx_times, torch_times = [], []
+    for _ in range(runs):
+        torch_times.append(timed("import torch"))
+        torchx_times.append(timed("import torchx.layers"))
+    return [
+        Result(
+            "import torchx.layers vs import torch (fresh process)",
+            statistics.median(torchx_times),
+            statistics.median(torch_times),
+            1.10,
+        )
+    ]
+
+
+BENCHMARKS = {
+    "forward": bench_forward,
+    "build": bench_build,
+    "abstract": bench_abstract_build,
+    "import": bench_import,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated subset")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a ratio is over its bound")
+    options = parser.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    print(
+        f"torch {torch.__version__}, torchx {torchx.__version__}, 1 thread, python {sys.version.split()[0]}"
+    )
+    over = 0
+    for name in options.only.split(","):
+        for result in BENCHMARKS[name](options.quick):
+            print(result.line(), flush=True)
+            over += result.bound is not None and result.ratio > result.bound
+    return 1 if options.check and over else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
