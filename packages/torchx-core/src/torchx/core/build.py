@@ -24,6 +24,12 @@ __all__ = ["build", "infer_shapes"]
 _M = TypeVar("_M", bound=nn.Module)
 
 
+def _has_unbuilt_layers(model: nn.Module) -> bool:
+    from torchx.core.layer import Layer
+
+    return any(isinstance(module, Layer) and not module.is_built for module in model.modules())
+
+
 def _is_dynamic(value: InputLike) -> bool:
     return not isinstance(value, torch.Tensor) and any(dim is None for dim in value)
 
@@ -59,8 +65,11 @@ def build(
     on ``device`` (default: the first input tensor's device, else torch's
     default device) with ``dtype`` (default: the input's floating dtype), so an
     optimizer can be made before the first batch. ``device="meta"`` builds
-    abstractly, allocating nothing.
+    abstractly, allocating nothing. A model with nothing left to build is
+    returned as it is.
     """
+    if not _has_unbuilt_layers(model):
+        return model
     target = _target_device(inputs, device)
     metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
     with build_target(target, dtype), meta_state(model), torch.no_grad():
