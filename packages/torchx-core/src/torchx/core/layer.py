@@ -305,9 +305,7 @@ class Layer(nn.Module):
     def _forward_built(self, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return self.forward(*inputs, **kwargs)
 
-    def _build(
-        self, inputs: tuple[Any, ...], device: torch.device | None, dtype: torch.dtype | None
-    ) -> None:
+    def _build(self, inputs: tuple[Any, ...], device: torch.device | None, dtype: torch.dtype | None) -> None:
         """Become the native module, built for ``inputs`` on ``device`` with ``dtype``.
 
         ``None`` leaves torch's default in place (explicit factory kwargs cost
