@@ -239,6 +239,23 @@ CASES: list[Case] = [
     Case(lambda: L.Minimum(), lambda: MinimumModule(), PAIR),
     Case(lambda: L.Concat(), lambda: ConcatModule(1), lambda: (torch.randn(2, 3), torch.randn(2, 5))),
     Case(lambda: L.Concat(dim=0), lambda: ConcatModule(0), PAIR),
+    Case(lambda: L.PixelShuffle(2), lambda: nn.PixelShuffle(2), IMAGE),
+    Case(lambda: L.PixelUnshuffle(2), lambda: nn.PixelUnshuffle(2), IMAGE),
+    Case(lambda: L.ChannelShuffle(2), lambda: nn.ChannelShuffle(2), IMAGE),
+    Case(
+        lambda: L.Upsample(scale_factor=2.0, mode="bilinear"),
+        lambda: nn.Upsample(scale_factor=2.0, mode="bilinear"),
+        IMAGE,
+    ),
+    Case(lambda: L.Upsample(size=(5, 7)), lambda: nn.Upsample(size=(5, 7)), IMAGE),
+    Case(lambda: L.Unfold(3, padding=1), lambda: nn.Unfold(3, padding=1), IMAGE),
+    Case(lambda: L.Fold((4, 4), 2), lambda: nn.Fold((4, 4), 2), randn(2, 12, 9)),
+    Case(lambda: L.CosineSimilarity(), lambda: nn.CosineSimilarity(), PAIR),
+    Case(
+        lambda: L.PairwiseDistance(p=1.0, keepdim=True),
+        lambda: nn.PairwiseDistance(p=1.0, keepdim=True),
+        PAIR,
+    ),
     Case(lambda: L.Lambda(twice), lambda: LambdaModule(twice), randn(2, 3), spec=False),
 ]
 

@@ -124,6 +124,12 @@ from torchx.layers._conv import (
 from torchx.layers._conv import (
     ConvTranspose3d as ConvTranspose3d,
 )
+from torchx.layers._distance import (
+    CosineSimilarity as CosineSimilarity,
+)
+from torchx.layers._distance import (
+    PairwiseDistance as PairwiseDistance,
+)
 from torchx.layers._dropout import (
     AlphaDropout as AlphaDropout,
 )
@@ -316,6 +322,24 @@ from torchx.layers._pool import (
 from torchx.layers._pool import (
     MaxUnpool3d as MaxUnpool3d,
 )
+from torchx.layers._resample import (
+    ChannelShuffle as ChannelShuffle,
+)
+from torchx.layers._resample import (
+    Fold as Fold,
+)
+from torchx.layers._resample import (
+    PixelShuffle as PixelShuffle,
+)
+from torchx.layers._resample import (
+    PixelUnshuffle as PixelUnshuffle,
+)
+from torchx.layers._resample import (
+    Unfold as Unfold,
+)
+from torchx.layers._resample import (
+    Upsample as Upsample,
+)
 from torchx.layers._reshape import (
     Flatten as Flatten,
 )
@@ -333,8 +357,6 @@ from torchx.layers._sequential import (
 )
 
 __all__ = [
-    "FromInput",
-    "Layer",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d",
@@ -352,6 +374,7 @@ __all__ = [
     "BatchNorm3d",
     "Bilinear",
     "CELU",
+    "ChannelShuffle",
     "CircularPad1d",
     "CircularPad2d",
     "CircularPad3d",
@@ -365,6 +388,7 @@ __all__ = [
     "ConvTranspose1d",
     "ConvTranspose2d",
     "ConvTranspose3d",
+    "CosineSimilarity",
     "Dropout",
     "Dropout1d",
     "Dropout2d",
@@ -374,8 +398,10 @@ __all__ = [
     "EmbeddingBag",
     "FeatureAlphaDropout",
     "Flatten",
+    "Fold",
     "FractionalMaxPool2d",
     "FractionalMaxPool3d",
+    "FromInput",
     "GELU",
     "GLU",
     "GroupNorm",
@@ -391,6 +417,7 @@ __all__ = [
     "LPPool2d",
     "LPPool3d",
     "Lambda",
+    "Layer",
     "LayerNorm",
     "LeakyReLU",
     "Linear",
@@ -409,7 +436,10 @@ __all__ = [
     "MultiheadAttention",
     "Multiply",
     "PReLU",
+    "PairwiseDistance",
     "Permute",
+    "PixelShuffle",
+    "PixelUnshuffle",
     "RMSNorm",
     "RReLU",
     "ReLU",
@@ -438,6 +468,8 @@ __all__ = [
     "TransformerDecoderLayer",
     "TransformerEncoderLayer",
     "Unflatten",
+    "Unfold",
+    "Upsample",
     "View",
     "ZeroPad1d",
     "ZeroPad2d",

@@ -1,0 +1,97 @@
+"""Resampling and patch layers: pixel (un)shuffle, channel shuffle, upsampling, fold/unfold.
+
+Nothing here is inferred; these layers exist so that they stack in
+``Sequential`` and specs like every other layer.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from torch import nn
+
+from torchx.core import Layer
+
+__all__ = ["ChannelShuffle", "Fold", "PixelShuffle", "PixelUnshuffle", "Unfold", "Upsample"]
+
+Size = int | tuple[int, ...]
+UpsampleMode = Literal["nearest", "linear", "bilinear", "bicubic", "trilinear", "nearest-exact"]
+
+
+class PixelShuffle(Layer):
+    """``nn.PixelShuffle``: ``(N, C*r*r, H, W) -> (N, C, H*r, W*r)``."""
+
+    native_class = nn.PixelShuffle
+    positive_arguments = ("upscale_factor",)
+
+    def __init__(self, upscale_factor: int) -> None:
+        super().__init__(upscale_factor=upscale_factor)
+
+
+class PixelUnshuffle(Layer):
+    """``nn.PixelUnshuffle``: the inverse of ``PixelShuffle``."""
+
+    native_class = nn.PixelUnshuffle
+    positive_arguments = ("downscale_factor",)
+
+    def __init__(self, downscale_factor: int) -> None:
+        super().__init__(downscale_factor=downscale_factor)
+
+
+class ChannelShuffle(Layer):
+    """``nn.ChannelShuffle``."""
+
+    native_class = nn.ChannelShuffle
+    positive_arguments = ("groups",)
+    same_shape = True
+
+    def __init__(self, groups: int) -> None:
+        super().__init__(groups=groups)
+
+
+class Upsample(Layer):
+    """``nn.Upsample`` by ``size`` or ``scale_factor``."""
+
+    native_class = nn.Upsample
+
+    def __init__(
+        self,
+        size: Size | None = None,
+        scale_factor: float | tuple[float, ...] | None = None,
+        mode: UpsampleMode = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+    ) -> None:
+        super().__init__(
+            size=size,
+            scale_factor=scale_factor,
+            mode=mode,
+            align_corners=align_corners,
+            recompute_scale_factor=recompute_scale_factor,
+        )
+
+
+class Fold(Layer):
+    """``nn.Fold``: sliding-window patches back into an image."""
+
+    native_class = nn.Fold
+
+    def __init__(
+        self, output_size: Size, kernel_size: Size, dilation: Size = 1, padding: Size = 0, stride: Size = 1
+    ) -> None:
+        super().__init__(
+            output_size=output_size,
+            kernel_size=kernel_size,
+            dilation=dilation,
+            padding=padding,
+            stride=stride,
+        )
+
+
+class Unfold(Layer):
+    """``nn.Unfold``: sliding-window patches of an image."""
+
+    native_class = nn.Unfold
+
+    def __init__(self, kernel_size: Size, dilation: Size = 1, padding: Size = 0, stride: Size = 1) -> None:
+        super().__init__(kernel_size=kernel_size, dilation=dilation, padding=padding, stride=stride)
