@@ -178,6 +178,7 @@ class Layer(nn.Module):
     _torchx_built: ClassVar[bool] = False
     _torchx_layer_class: ClassVar[type[Layer]]
     _torchx_built_class: ClassVar[type[Layer]]
+    _torchx_arguments: dict[str, Any]
 
     def __init__(self, **arguments: Any) -> None:
         super().__init__()
@@ -186,8 +187,6 @@ class Layer(nn.Module):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
                 raise ArgumentError(f"{type(self).__name__}: {name} must be a positive int, got {value!r}")
         self.__dict__["_torchx_arguments"] = arguments
-
-    _torchx_arguments: dict[str, Any]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
