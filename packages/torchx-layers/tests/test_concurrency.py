@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -53,3 +54,18 @@ def test_eight_threads_call_one_built_model() -> None:
         with ThreadPoolExecutor(THREADS) as pool:
             results = list(pool.map(net, inputs))
     assert all(torch.equal(a, b) for a, b in zip(results, expected, strict=True))
+
+
+def test_eight_threads_calling_one_unbuilt_layer_build_it_once() -> None:
+    layer = L.Linear(3)
+    barrier = threading.Barrier(THREADS)
+
+    def call(index: int) -> torch.Tensor:
+        barrier.wait()
+        return layer(torch.full((2, 4), float(index)))
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        outputs = list(pool.map(call, range(THREADS)))
+    assert layer.is_built and layer.in_features == 4
+    for index, output in enumerate(outputs):
+        assert torch.equal(output, layer(torch.full((2, 4), float(index))))

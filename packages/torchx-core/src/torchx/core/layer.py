@@ -20,6 +20,7 @@ native module directly (the native constructor runs its own
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -37,9 +38,10 @@ if TYPE_CHECKING:
 __all__ = ["FromInput", "Layer", "shapes_of"]
 
 _NOT_MODULE_STATE = frozenset({"_parameters", "_buffers", "_non_persistent_buffers_set", "_modules"})
+_MODULE_STATE = frozenset(key for key in nn.Module().__dict__ if key not in _NOT_MODULE_STATE)
+"""``nn.Module`` bookkeeping (hooks, training flag) that a layer keeps across its build."""
 _META = torch.device("meta")
-_MODULE_STATE = tuple(key for key in nn.Module().__dict__ if key not in _NOT_MODULE_STATE)
-"""``nn.Module`` bookkeeping (hooks, training flag) that survives a build."""
+_BUILD_LOCK = threading.RLock()
 
 
 def shapes_of(inputs: tuple[Any, ...]) -> str:
@@ -119,31 +121,6 @@ def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
             if parameter.default is not inspect.Parameter.empty
         }
     return defaults
-
-
-def _save_module_state(module: nn.Module) -> dict[str, Any]:
-    """The module's hooks (non-empty hook dicts only) and its training flag."""
-    state = module.__dict__
-    saved = {key: state[key] for key in _MODULE_STATE if state.get(key)}
-    saved["training"] = state.get("training", True)
-    return saved
-
-
-def _restore_module_state(module: nn.Module, saved: dict[str, Any]) -> None:
-    """Put back hooks and the training flag saved before a (re)initialisation.
-
-    Hook dicts are kept as the same objects (handles returned by
-    ``register_forward_hook`` point at them); hooks the native constructor
-    registered itself are merged in.
-    """
-    state = module.__dict__
-    for key, value in saved.items():
-        current = state.get(key)
-        if current and isinstance(value, dict) and isinstance(current, dict) and current is not value:
-            value.update(current)
-        state[key] = value
-    if not saved["training"]:
-        module.train(False)
 
 
 def _new_built_layer(layer_class: type[Layer]) -> Layer:
@@ -286,13 +263,14 @@ class Layer(nn.Module):
         tensors = _tensors_in(inputs)
         dtype = next((t.dtype for t in tensors if t.is_floating_point()), None)
         target = current_build_target()
-        if target is not None and all(t.is_meta for t in tensors):
-            device = None if target.device_is_default else target.device
-            self._build(inputs, device, target.dtype or dtype)
-            compute = self._abstract_output
-        else:
-            self._build(inputs, tensors[0].device if tensors else torch.get_default_device(), dtype)
-            compute = self._forward_built
+        abstract = target is not None and all(t.is_meta for t in tensors)
+        with _BUILD_LOCK:  # two threads calling one unbuilt layer build it once
+            if target is not None and abstract and not self.is_built:
+                device = None if target.device_is_default else target.device
+                self._build(inputs, device, target.dtype or dtype)
+            elif not self.is_built:
+                self._build(inputs, tensors[0].device if tensors else torch.get_default_device(), dtype)
+        compute = self._abstract_output if abstract else self._forward_built
         try:
             return compute(inputs, kwargs)
         except RuntimeError as error:
@@ -307,8 +285,10 @@ class Layer(nn.Module):
     def _build(self, inputs: tuple[Any, ...], device: torch.device | None, dtype: torch.dtype | None) -> None:
         """Become the native module, built for ``inputs`` on ``device`` with ``dtype``.
 
-        ``None`` leaves torch's default in place (explicit factory kwargs cost
-        the native constructor a few microseconds).
+        The native constructor runs as usual (its own ``reset_parameters()``
+        included, so the same seed gives the same weights), then this layer
+        adopts the result. ``None`` leaves torch's default device or dtype in
+        place: explicit factory kwargs cost the constructor a few microseconds.
         """
         native = self.native_class
         if native is None:
@@ -320,29 +300,42 @@ class Layer(nn.Module):
                 arguments["device"] = device
             if dtype is not None and dtype != torch.get_default_dtype():
                 arguments["dtype"] = dtype
-        saved = _save_module_state(self)
-        object.__setattr__(self, "__class__", type(self)._torchx_built_class)
         try:
-            native.__init__(self, **arguments)
+            built = native(**arguments)
         except Exception as error:
-            self._unbuild(saved)
             raise self.shape_error(
                 f"cannot build {native.__name__}({_describe(arguments)}) for input "
                 f"{shapes_of(inputs)}: {error}",
                 fix="change the layer's arguments or the input shape so that they agree",
             ) from error
-        _restore_module_state(self, saved)
+        self._adopt(built)
         self.__dict__["_torchx_inferred"] = inferred
+        # Last: until the class changes, other threads still take the locked build path.
+        object.__setattr__(self, "__class__", type(self)._torchx_built_class)
+        if not self.training:
+            self.train(False)
 
-    def _unbuild(self, saved: dict[str, Any] | None = None) -> None:
+    def _adopt(self, built: nn.Module) -> None:
+        """Take over ``built``'s tensors, children and attributes.
+
+        The layer keeps its own hooks and training flag (hook handles point at
+        its hook dicts); hooks the native constructor registered are merged in.
+        """
+        state = self.__dict__
+        for key, value in built.__dict__.items():
+            if key not in _MODULE_STATE:
+                state[key] = value
+            elif value and isinstance(value, dict):
+                state[key].update(value)
+
+    def _unbuild(self) -> None:
         """Return to the unbuilt state, keeping hooks and the training flag."""
-        saved = saved if saved is not None else _save_module_state(self)
-        arguments = self._torchx_arguments
-        self.__dict__.clear()
+        state = self.__dict__
+        kept = {key: state[key] for key in (*_MODULE_STATE, "_torchx_arguments")}
         object.__setattr__(self, "__class__", type(self)._torchx_layer_class)
+        state.clear()
         nn.Module.__init__(self)
-        _restore_module_state(self, saved)
-        self.__dict__["_torchx_arguments"] = arguments
+        state.update(kept)
 
     def _abstract_output(self, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not kwargs and inputs and all(isinstance(value, torch.Tensor) for value in inputs):

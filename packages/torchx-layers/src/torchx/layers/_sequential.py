@@ -101,7 +101,7 @@ class Sequential(Layer, nn.Sequential):
         object.__setattr__(self, "_torchx_ready", self.is_built)
         return input
 
-    def _unbuild(self, saved: dict[str, Any] | None = None) -> None:
+    def _unbuild(self) -> None:
         for module in self._modules.values():
             if isinstance(module, Layer) and module.is_built:
                 module._unbuild()
