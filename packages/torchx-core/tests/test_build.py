@@ -84,3 +84,26 @@ def test_real_forward_after_build_runs_on_real_tensors() -> None:
     out = model(torch.ones(5, 2))
     assert out.device.type == "cpu" and out.shape == (5, 3)
     assert int(list(model.children())[1].num_batches_tracked) == 1
+
+
+def test_a_failed_dynamic_build_unbuilds_so_the_fix_works() -> None:
+    model = Chain(Dense(4))
+    with pytest.raises(ShapeError):
+        torchx.build(model, (8, None))
+    assert not any(p.numel() for p in model.parameters())
+    torchx.build(model, (8, 3))
+    assert next(iter(model.children())).in_features == 3
+
+
+def test_dynamic_spatial_dims_fit_real_kernels() -> None:
+    model = nn.Sequential(nn.Conv2d(3, 8, 5), nn.AdaptiveAvgPool2d(1), nn.Flatten(), Dense(3))
+    assert torchx.infer_shapes(model, (None, 3, None, None)) == (None, 3)
+    assert torchx.infer_shapes(nn.Conv2d(3, 8, 5), (None, 3, None, 17)) == (None, 8, None, 13)
+
+
+def test_a_layer_shared_within_one_build_stays_on_meta() -> None:
+    shared = Norm()
+    model = Chain(Dense(4), shared, shared)
+    torchx.build(model, (2, 3))
+    assert int(shared.num_batches_tracked) == 0
+    assert not any(t.is_meta for t in (*model.parameters(), *model.buffers()))

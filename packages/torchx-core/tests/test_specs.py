@@ -140,3 +140,13 @@ def test_values_specs_cannot_hold_are_refused_on_writing(registry: LayerRegistry
 def test_plain_torch_modules_cannot_be_written(registry: LayerRegistry) -> None:
     with pytest.raises(SpecError, match=r"\$\.children\[1\]: ReLU is a plain torch module"):
         to_spec(Chain(Dense(2), torch.nn.ReLU()), registry=registry)
+
+
+def test_built_layers_are_written_under_their_registered_name() -> None:
+    registry = LayerRegistry()
+    registry.register(Dense, name="acme.dense")
+    layer = Dense(3)
+    layer(torch.zeros(1, 2))
+    spec = to_spec(layer, registry=registry)
+    assert spec["type"] == "acme.dense"
+    assert isinstance(from_spec(spec, registry=registry), Dense)

@@ -215,3 +215,62 @@ def test_a_broken_plugin_leaves_the_host_working(
             {"type": "Sequential", "layers": [{"type": "Linear", "args": {"out_features": 2}}]}
         )
     assert model(torch.zeros(1, 3)).shape == (1, 2)
+
+
+def test_tracing_an_unbuilt_model_asks_for_a_build_and_leaves_it_intact() -> None:
+    from torchx.core import TorchXError
+
+    model = L.Sequential(L.Linear(4))
+    with pytest.raises(TorchXError, match=r"call torchx\.build"):
+        torch.export.export(model, (torch.randn(2, 3),))
+    assert not model.is_built
+    assert type(model(torch.randn(2, 3))) is torch.Tensor
+
+
+def test_a_first_call_that_fails_leaves_the_layer_unbuilt() -> None:
+    layer = L.Add()
+    with pytest.raises(ShapeError, match=r"^Add: input \(2, 3\), \(2, 4\) does not fit"):
+        layer(torch.zeros(2, 3), torch.zeros(2, 4))
+    assert not layer.is_built
+
+
+@pytest.mark.parametrize(
+    ("layer", "inputs"),
+    [
+        (lambda: L.Softmax2d(), [(2, 5)]),
+        (lambda: L.TransformerEncoderLayer(2, 8), [(2, 3, 4, 6)]),
+        (lambda: L.TransformerDecoderLayer(2, 8), [(5, 2, 6), (7, 2, 10)]),
+    ],
+)
+def test_build_rejects_what_the_layer_rejects(layer: object, inputs: list[tuple[int, ...]]) -> None:
+    model = layer()  # type: ignore[operator]
+    with pytest.raises(ShapeError):
+        torchx.build(model, *inputs)
+    assert not model.is_built
+
+
+def test_memory_errors_are_not_reported_as_shape_errors() -> None:
+    from torchx.core.layer import is_shape_problem
+
+    assert not is_shape_problem(torch.OutOfMemoryError("out of memory"))
+    assert is_shape_problem(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+
+
+def test_huge_numbers_and_yaml_alias_bombs_are_spec_errors(
+    fresh_plugins: PluginManager, tmp_path: Path
+) -> None:
+    with pytest.raises(SpecError, match=r"\$\.args\.p: .*too large"):
+        L.Layer.from_spec({"type": "Dropout", "args": {"p": 10**400}})
+    lines = ["type: Sequential", "layers:", "  - &a0 {type: ReLU}"]
+    for level in range(1, 25):
+        previous = f"*a{level - 1}"
+        lines.append(f"  - &a{level} {{type: Sequential, layers: [{previous}, {previous}, {previous}]}}")
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SpecError, match=r"more than 100000 layers"):
+        torchx.load_spec(path)
+
+
+def test_the_abstract_layer_base_is_not_a_spec_type(fresh_plugins: PluginManager) -> None:
+    with pytest.raises(SpecError, match="unknown layer type 'Layer'"):
+        L.Layer.from_spec({"type": "Layer"})

@@ -242,3 +242,47 @@ def test_lambda_has_no_spec(fresh_plugins: object) -> None:
 
     with pytest.raises(SpecError, match=r"\$\.layers\[1\]: Lambda wraps a Python callable"):
         L.Sequential(L.Linear(2), L.Lambda(torch.relu)).to_spec()
+
+
+def test_rollback_of_a_nested_failure_keeps_layers_built_before_it() -> None:
+    trained = L.Linear(4)
+    trained(torch.zeros(1, 3))
+    weight = trained.weight
+    outer = L.Sequential(L.Sequential(trained, L.Linear(5)), L.Conv2d(3, 3))
+    with pytest.raises(ShapeError, match=r"^Sequential\[1\] Conv2d"):
+        outer(torch.zeros(2, 3))
+    assert trained.is_built and trained.weight is weight
+    assert not outer[0][1].is_built
+
+
+def test_rollback_reaches_layers_inside_plain_modules() -> None:
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = L.Linear(6)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.inner(x)
+
+    block = Block()
+    model = L.Sequential(block, L.BatchNorm2d())
+    with pytest.raises(ShapeError):
+        model(torch.zeros(2, 3))
+    assert not block.inner.is_built
+
+
+def test_concatenating_and_repeating_keep_the_torchx_class() -> None:
+    a, b = L.Sequential(L.Linear(3)), L.Sequential(L.ReLU())
+    for combined in (a + b, a * 2, 2 * a):
+        assert isinstance(combined, L.Sequential)
+    assert (a + b)(torch.zeros(1, 2)).shape == (1, 3)
+
+
+def test_layer_names_in_specs_must_be_usable_module_names(fresh_plugins: object) -> None:
+    from torchx.core import SpecError
+
+    for name in ("a.b", "", "training", "forward"):
+        with pytest.raises(SpecError, match=r"layer name .* is not usable"):
+            L.Layer.from_spec({"type": "Sequential", "layers": {name: {"type": "ReLU"}}})
+    sliced = L.Sequential(L.Linear(2), L.ReLU(), L.Linear(3))[1:]
+    assert L.Layer.from_spec(sliced.to_spec()).to_spec() == sliced.to_spec()

@@ -79,8 +79,13 @@ def coerce(value: Any, hint: Any) -> Any:
     if checker is None:
         raise ArgumentMismatch(f"a value of type {_describe(hint)} cannot come from a spec")
     if not checker(value):
-        raise ArgumentMismatch(f"expected {_describe(hint)}, got {value!r}")
-    return float(value) if hint is float else value
+        raise ArgumentMismatch(f"expected {_describe(hint)}, got {value!r}"[:200])
+    if hint is float:
+        try:
+            return float(value)
+        except OverflowError:
+            raise ArgumentMismatch(f"too large for a float: {value!r}"[:200]) from None
+    return value
 
 
 _SCALARS: Mapping[Any, Callable[[Any], bool]] = {

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from torchx.core.errors import ShapeError
+from torchx.core.layer import all_or_nothing, unbuilt_layers
 from torchx.core.shapes import (
     DYNAMIC_PROBES,
     InputLike,
@@ -22,12 +23,6 @@ from torchx.core.shapes import (
 __all__ = ["build", "infer_shapes"]
 
 _M = TypeVar("_M", bound=nn.Module)
-
-
-def _has_unbuilt_layers(model: nn.Module) -> bool:
-    from torchx.core.layer import Layer
-
-    return any(isinstance(module, Layer) and not module.is_built for module in model.modules())
 
 
 def _is_dynamic(value: InputLike) -> bool:
@@ -66,16 +61,19 @@ def build(
     default device) with ``dtype`` (default: the input's floating dtype), so an
     optimizer can be made before the first batch. ``device="meta"`` builds
     abstractly, allocating nothing. A model with nothing left to build is
-    returned as it is.
+    returned as it is. If the build fails, every layer it built returns to its
+    unbuilt state.
     """
-    if not _has_unbuilt_layers(model):
+    if not unbuilt_layers(model):
         return model
     target = _target_device(inputs, device)
     metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
-    with build_target(target, dtype), meta_state(model), torch.no_grad():
-        model(*metas)
-    if any(_is_dynamic(value) for value in inputs):
-        _second_probe(model, inputs, dtype)
+    with all_or_nothing(model):
+        with build_target(target, dtype) as building, torch.no_grad():
+            building.swap.add(model)
+            model(*metas)
+        if any(_is_dynamic(value) for value in inputs):
+            _second_probe(model, inputs, dtype)
     return model
 
 

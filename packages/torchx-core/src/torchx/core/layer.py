@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -35,7 +36,7 @@ from torchx.core.shapes import Shape, current_build_target, run_on_meta
 if TYPE_CHECKING:
     from torchx.core.specs import SpecReader, SpecWriter
 
-__all__ = ["FromInput", "Layer", "shapes_of"]
+__all__ = ["FromInput", "Layer", "all_or_nothing", "is_shape_problem", "shapes_of", "unbuilt_layers"]
 
 _NOT_MODULE_STATE = frozenset({"_parameters", "_buffers", "_non_persistent_buffers_set", "_modules"})
 _MODULE_STATE = frozenset(key for key in nn.Module().__dict__ if key not in _NOT_MODULE_STATE)
@@ -260,27 +261,38 @@ class Layer(nn.Module):
         Inside :func:`torchx.build`, meta inputs build the native module on the
         build's device and return meta outputs: no FLOPs, no activations.
         """
+        if torch.compiler.is_compiling():
+            raise TorchXError(
+                f"{self.layer_label()} is not built, and a layer cannot build itself while "
+                "torch.compile or torch.export traces it: call torchx.build(model, input_shape) first"
+            )
         tensors = _tensors_in(inputs)
         dtype = next((t.dtype for t in tensors if t.is_floating_point()), None)
         target = current_build_target()
         abstract = target is not None and all(t.is_meta for t in tensors)
         with _BUILD_LOCK:  # two threads calling one unbuilt layer build it once
-            if target is not None and abstract and not self.is_built:
+            built_here = not self.is_built
+            if built_here and target is not None and abstract:
                 device = None if target.device_is_default else target.device
                 self._build(inputs, device, target.dtype or dtype)
-            elif not self.is_built:
+            elif built_here:
                 self._build(inputs, tensors[0].device if tensors else torch.get_default_device(), dtype)
-        compute = self._abstract_output if abstract else self._forward_built
         try:
-            return compute(inputs, kwargs)
-        except RuntimeError as error:
+            if not abstract:
+                return self.forward(*inputs, **kwargs)
+            output = self._abstract_output(inputs, kwargs)
+            if target is not None:
+                target.swap.add(self)  # a second call in this build (a shared layer) stays on meta
+            return output
+        except Exception as error:
+            if built_here:
+                self._unbuild()
+            if not is_shape_problem(error):
+                raise
             raise self.shape_error(
                 f"input {shapes_of(inputs)} does not fit: {error}",
                 fix=f"give it input shaped {self.input_layout}",
             ) from error
-
-    def _forward_built(self, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return self.forward(*inputs, **kwargs)
 
     def _build(self, inputs: tuple[Any, ...], device: torch.device | None, dtype: torch.dtype | None) -> None:
         """Become the native module, built for ``inputs`` on ``device`` with ``dtype``.
@@ -303,6 +315,8 @@ class Layer(nn.Module):
         try:
             built = native(**arguments)
         except Exception as error:
+            if not is_shape_problem(error):
+                raise
             raise self.shape_error(
                 f"cannot build {native.__name__}({_describe(arguments)}) for input "
                 f"{shapes_of(inputs)}: {error}",
@@ -346,17 +360,9 @@ class Layer(nn.Module):
                 return torch.empty(shape, dtype=inputs[0].dtype, device=_META)  # type: ignore[arg-type]
         return run_on_meta(self, inputs, kwargs, call=self.forward)
 
-    def _forward_failed(self, error: RuntimeError, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The slow path of a built layer's forward, taken only when torch raised.
-
-        Inside :func:`torchx.build`, a layer built earlier in the same pass (a
-        shared layer) holds real tensors while its inputs are meta: run it on
-        meta stand-ins instead. Otherwise re-raise, as a ShapeError when the
-        input no longer fits what the layer was built for.
-        """
-        in_build = current_build_target() is not None
-        if in_build and any(t.is_meta for t in _tensors_in(args)) and _holds_real_tensors(self):
-            return run_on_meta(self, args, kwargs, call=self.forward)
+    def _forward_failed(self, error: RuntimeError, args: tuple[Any, ...]) -> Any:
+        """The slow path of a built layer's forward, taken only when torch raised:
+        re-raise, as a ShapeError when the input no longer fits the built layer."""
         mismatch = self._shape_mismatch(args)
         if mismatch is None:
             raise error
@@ -408,8 +414,35 @@ class Layer(nn.Module):
         return plain
 
 
-def _holds_real_tensors(module: nn.Module) -> bool:
-    return any(not t.is_meta for t in (*module.parameters(), *module.buffers()))
+def is_shape_problem(error: BaseException) -> bool:
+    """Whether ``error``, raised by torch for some input, may be about its shape.
+
+    Memory exhaustion and interrupts never are.
+    """
+    if isinstance(error, torch.OutOfMemoryError):
+        return False
+    return isinstance(error, (RuntimeError, ValueError, AssertionError, IndexError, TypeError))
+
+
+def unbuilt_layers(module: nn.Module) -> list[Layer]:
+    """Every layer in ``module`` (itself included) that has yet to build."""
+    return [
+        sub for sub in module.modules() if isinstance(sub, Layer) and sub.native_class and not sub.is_built
+    ]
+
+
+@contextmanager
+def all_or_nothing(module: nn.Module) -> Iterator[None]:
+    """Layers of ``module`` may build inside the block; if it raises, every layer
+    built inside it returns to its unbuilt state, so nothing stays half-built."""
+    pending = unbuilt_layers(module)
+    try:
+        yield
+    except BaseException:
+        for layer in pending:
+            if layer.is_built:
+                layer._unbuild()
+        raise
 
 
 def _same(value: Any, default: Any) -> bool:
@@ -440,7 +473,7 @@ def _make_built_class(layer_class: type[Layer], native: type[nn.Module]) -> type
         try:
             return native_forward(self, *args, **kwargs)
         except RuntimeError as error:
-            return self._forward_failed(error, args, kwargs)
+            return self._forward_failed(error, args)
 
     forward.__doc__ = native_forward.__doc__
     namespace = {

@@ -43,8 +43,9 @@ Shape: TypeAlias = tuple[int | None, ...]
 InputLike: TypeAlias = "torch.Tensor | Sequence[int | None] | torch.Size"
 """What build and inference accept for one input: a tensor, or a shape."""
 
-DYNAMIC_PROBES = (2, 3)
-"""Sizes a dynamic (``None``) dim takes in the two inference probes."""
+DYNAMIC_PROBES = (32, 33)
+"""Sizes a dynamic (``None``) dim takes in the two inference probes: large
+enough for kernels and strided downsampling, free on the meta device."""
 
 
 class MetaSwap:
@@ -60,7 +61,7 @@ class MetaSwap:
 
     def add(self, module: nn.Module) -> None:
         """Swap every non-meta parameter and buffer of ``module`` (recursively)."""
-        for sub in module.modules():
+        for sub in module.modules() if module._modules else (module,):
             stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
             for store in stores:
                 for name, tensor in store.items():
@@ -88,12 +89,14 @@ def meta_state(module: nn.Module) -> Iterator[MetaSwap]:
 
 @dataclass(frozen=True)
 class BuildTarget:
-    """An abstract build in progress: where new parameters go."""
+    """An abstract build in progress: where new parameters go, and the swap that
+    keeps every built module on meta stand-ins until the build ends."""
 
     device: torch.device
     dtype: torch.dtype | None
     device_is_default: bool
     """Whether ``device`` is torch's default device (so need not be passed)."""
+    swap: MetaSwap
 
 
 _target: contextvars.ContextVar[BuildTarget | None] = contextvars.ContextVar(
@@ -108,13 +111,17 @@ def current_build_target() -> BuildTarget | None:
 
 @contextmanager
 def build_target(device: torch.device, dtype: torch.dtype | None) -> Iterator[BuildTarget]:
-    """Inside the block, layers that see meta inputs build on ``device``."""
-    target = BuildTarget(device, dtype, device == torch.get_default_device())
+    """Inside the block, layers that see meta inputs build on ``device``.
+
+    Every tensor swapped to meta during the block is restored when it exits.
+    """
+    target = BuildTarget(device, dtype, device == torch.get_default_device(), MetaSwap())
     token = _target.set(target)
     try:
         yield target
     finally:
         _target.reset(token)
+        target.swap.restore()
 
 
 def to_meta(value: InputLike, *, probe: int, dtype: torch.dtype | None = None) -> torch.Tensor:

@@ -43,6 +43,10 @@ FORMAT_VERSION = 1
 MAX_DEPTH = 64
 """Deepest nesting a spec may have; deeper documents are refused, not recursed."""
 
+MAX_LAYERS = 100_000
+"""Most layers a spec may describe (YAML aliases can make a small file describe
+exponentially many); larger documents are refused before they are built."""
+
 _L = TypeVar("_L", bound="Layer")
 
 
@@ -73,7 +77,8 @@ class SpecWriter:
                 "describe; use the TorchX layer of the same name (torchx.layers)",
             )
         child = SpecWriter(self.registry, place)
-        return {"type": self.registry.type_name(type(layer)), **layer.spec_fields(child)}
+        type_name = self.registry.type_name(type(layer)._torchx_layer_class)
+        return {"type": type_name, **layer.spec_fields(child)}
 
     def value(self, value: Any, where: str) -> Any:
         """``value`` as JSON data (tuples become lists); refuses anything else."""
@@ -155,7 +160,7 @@ class SpecReader:
         """``cls(**arguments)``, with constructor errors reported as SpecErrors."""
         try:
             return cls(**arguments)
-        except (TorchXError, ValueError, TypeError) as error:
+        except (TorchXError, ValueError, TypeError, KeyError, OverflowError) as error:
             if isinstance(error, SpecError):
                 raise
             raise SpecError(f"{self.where}.args", f"{cls.__name__}: {error}") from error
@@ -163,6 +168,24 @@ class SpecReader:
 
 def _kind(value: Any) -> str:
     return "null" if value is None else f"{type(value).__name__} {value!r}"[:80]
+
+
+def _count_layers(data: Any, seen: dict[int, int], depth: int) -> int:
+    """How many layer objects ``data`` describes, counting shared (YAML alias)
+    subtrees once per use but visiting each only once; stops past the limits."""
+    if depth > 2 * MAX_DEPTH or not isinstance(data, (Mapping, list)):
+        return 0
+    known = seen.get(id(data))
+    if known is not None:
+        return known
+    values = data.values() if isinstance(data, Mapping) else data
+    count = int(isinstance(data, Mapping) and "type" in data)
+    for value in values:
+        count += _count_layers(value, seen, depth + 1)
+        if count > MAX_LAYERS:
+            break
+    seen[id(data)] = count
+    return count
 
 
 def to_spec(layer: Layer, *, registry: LayerRegistry | None = None) -> dict[str, Any]:
@@ -190,6 +213,8 @@ def from_spec(
             "this TorchX reads; upgrade torchx-core",
         )
     body = {key: value for key, value in spec.items() if key != "format_version"}
+    if _count_layers(body, {}, 0) > MAX_LAYERS:
+        raise SpecError("$", f"spec describes more than {MAX_LAYERS} layers")
     layer = SpecReader(_registry(registry)).layer(body)
     if expect is not None and not isinstance(layer, expect):
         raise SpecError("$.type", f"expected a {expect.__name__} spec, got {type(layer).__name__}")

@@ -71,7 +71,7 @@ class _Exponential(Layer):
 
 
 class _SoftmaxFamily(Layer):
-    same_shape = True
+    """Softmax over ``dim`` (no shape fast path: the meta run checks ``dim``)."""
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__(dim=dim)
@@ -111,6 +111,7 @@ class Softmax2d(_Elementwise):
     """``nn.Softmax2d``: softmax over channels of ``(N, C, H, W)``."""
 
     native_class = nn.Softmax2d
+    same_shape = False  # the meta run checks the input rank
 
 
 class ReLU(_InplaceElementwise):

@@ -60,7 +60,6 @@ class _TransformerLayer(Layer):
     inferred_arguments: ClassVar = {"d_model": FromInput(dim=-1)}
     input_layout = "(S, N, d_model), or (N, S, d_model) with batch_first=True"
     positive_arguments = ("nhead", "dim_feedforward")
-    same_shape = True
 
     def __init__(
         self,

@@ -28,18 +28,21 @@ class Dropout1d(_DropoutNd):
     """``nn.Dropout1d``."""
 
     native_class = nn.Dropout1d
+    same_shape = False  # the meta run checks the input rank
 
 
 class Dropout2d(_DropoutNd):
     """``nn.Dropout2d``."""
 
     native_class = nn.Dropout2d
+    same_shape = False  # the meta run checks the input rank
 
 
 class Dropout3d(_DropoutNd):
     """``nn.Dropout3d``."""
 
     native_class = nn.Dropout3d
+    same_shape = False  # the meta run checks the input rank
 
 
 class AlphaDropout(_DropoutNd):
@@ -52,3 +55,4 @@ class FeatureAlphaDropout(_DropoutNd):
     """``nn.FeatureAlphaDropout``."""
 
     native_class = nn.FeatureAlphaDropout
+    same_shape = False  # the meta run checks the input rank

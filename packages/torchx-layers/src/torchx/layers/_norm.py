@@ -172,7 +172,6 @@ class LocalResponseNorm(Layer):
 
     native_class = nn.LocalResponseNorm
     positive_arguments = ("size",)
-    same_shape = True
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__(size=size, alpha=alpha, beta=beta, k=k)

@@ -18,5 +18,5 @@ def torchx_register_layers(registry: LayerRegistry) -> None:
     """Register every layer class that ``torchx.layers`` exports."""
     for name in torchx.layers.__all__:
         obj = getattr(torchx.layers, name)
-        if isinstance(obj, type) and issubclass(obj, Layer) and obj.__name__ == name:
+        if isinstance(obj, type) and issubclass(obj, Layer) and obj is not Layer and obj.__name__ == name:
             registry.register(obj, aliases=ALIASES.get(name, ()))

@@ -43,7 +43,6 @@ class ChannelShuffle(Layer):
 
     native_class = nn.ChannelShuffle
     positive_arguments = ("groups",)
-    same_shape = True
 
     def __init__(self, groups: int) -> None:
         super().__init__(groups=groups)

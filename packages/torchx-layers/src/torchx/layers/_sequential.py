@@ -9,6 +9,7 @@ from typing import Any
 from torch import nn
 
 from torchx.core import Layer, ShapeError, SpecError
+from torchx.core.layer import all_or_nothing
 from torchx.core.specs import SpecReader, SpecWriter
 
 __all__ = ["Sequential"]
@@ -66,6 +67,17 @@ class Sequential(Layer, nn.Sequential):
         self.append(module)
         return self
 
+    def __add__(self, other: nn.Sequential) -> Sequential:
+        return Sequential(*self, *other)
+
+    def __mul__(self, other: int) -> Sequential:
+        if not isinstance(other, int) or other <= 0:
+            raise ValueError(f"a Sequential can be repeated a positive whole number of times, not {other!r}")
+        return Sequential(*(module for _ in range(other) for module in self))
+
+    def __rmul__(self, other: int) -> Sequential:
+        return self.__mul__(other)
+
     # -- running ----------------------------------------------------------------
 
     @property
@@ -85,27 +97,14 @@ class Sequential(Layer, nn.Sequential):
         return input
 
     def _build_forward(self, input: Any) -> Any:
-        built_now: list[Layer] = []
-        try:
+        with all_or_nothing(self):
             for index, module in enumerate(self._modules.values()):
-                if isinstance(module, Layer) and not module.is_built:
-                    built_now.append(module)
                 try:
                     input = module(input)
                 except ShapeError as error:
                     raise error.within(f"Sequential[{index}]", self) from None
-        except BaseException:
-            for layer in reversed(built_now):
-                layer._unbuild()
-            raise
         object.__setattr__(self, "_torchx_ready", self.is_built)
         return input
-
-    def _unbuild(self) -> None:
-        for module in self._modules.values():
-            if isinstance(module, Layer) and module.is_built:
-                module._unbuild()
-        object.__setattr__(self, "_torchx_ready", False)
 
     def _locate(self, error: ShapeError) -> ShapeError:
         for index, module in enumerate(self._modules.values()):
@@ -142,6 +141,14 @@ class Sequential(Layer, nn.Sequential):
         if isinstance(layers, list):
             return cls(*(reader.layer(data, f"{reader.where}.layers[{i}]") for i, data in enumerate(layers)))
         if isinstance(layers, Mapping):
+            taken = cls()
+            for name in layers:
+                if not isinstance(name, str) or not name or "." in name or hasattr(taken, name):
+                    raise SpecError(
+                        f"{reader.where}.layers",
+                        f"layer name {name!r} is not usable: a name is a non-empty string "
+                        "without '.' that is not a Sequential attribute (like 'stem' or 'head')",
+                    )
             named: OrderedDict[str, nn.Module] = OrderedDict(
                 (str(name), reader.layer(data, f"{reader.where}.layers.{name}"))
                 for name, data in layers.items()
