@@ -267,16 +267,16 @@ class Layer(nn.Module):
                 "torch.compile or torch.export traces it: call torchx.build(model, input_shape) first"
             )
         tensors = _tensors_in(inputs)
-        dtype = next((t.dtype for t in tensors if t.is_floating_point()), None)
         target = current_build_target()
         abstract = target is not None and all(t.is_meta for t in tensors)
         with _BUILD_LOCK:  # two threads calling one unbuilt layer build it once
             built_here = not self.is_built
             if built_here and target is not None and abstract:
                 device = None if target.device_is_default else target.device
-                self._build(inputs, device, target.dtype or dtype)
+                self._build(inputs, tensors, device, target.dtype)
             elif built_here:
-                self._build(inputs, tensors[0].device if tensors else torch.get_default_device(), dtype)
+                device = tensors[0].device if tensors else torch.get_default_device()
+                self._build(inputs, tensors, device, None)
         try:
             if not abstract:
                 return self.forward(*inputs, **kwargs)
@@ -294,13 +294,20 @@ class Layer(nn.Module):
                 fix=f"give it input shaped {self.input_layout}",
             ) from error
 
-    def _build(self, inputs: tuple[Any, ...], device: torch.device | None, dtype: torch.dtype | None) -> None:
-        """Become the native module, built for ``inputs`` on ``device`` with ``dtype``.
+    def _build(
+        self,
+        inputs: tuple[Any, ...],
+        tensors: list[torch.Tensor],
+        device: torch.device | None,
+        dtype: torch.dtype | None,
+    ) -> None:
+        """Become the native module, built for ``inputs`` on ``device``.
 
-        The native constructor runs as usual (its own ``reset_parameters()``
+        Parameters take ``dtype``, else the first floating input's dtype. The
+        native constructor runs as usual (its own ``reset_parameters()``
         included, so the same seed gives the same weights), then this layer
-        adopts the result. ``None`` leaves torch's default device or dtype in
-        place: explicit factory kwargs cost the constructor a few microseconds.
+        adopts the result. A device or dtype equal to torch's default is not
+        passed: explicit factory kwargs cost the constructor a few microseconds.
         """
         native = self.native_class
         if native is None:
@@ -310,6 +317,7 @@ class Layer(nn.Module):
         if _takes_factory_kwargs(native):
             if device is not None:
                 arguments["device"] = device
+            dtype = dtype or next((t.dtype for t in tensors if t.is_floating_point()), None)
             if dtype is not None and dtype != torch.get_default_dtype():
                 arguments["dtype"] = dtype
         try:

@@ -58,16 +58,28 @@ class MetaSwap:
 
     def __init__(self) -> None:
         self._swapped: list[tuple[dict[str, Any], str, torch.Tensor]] = []
+        self._stand_ins: dict[tuple[torch.Size, torch.dtype], torch.Tensor] = {}
 
     def add(self, module: nn.Module) -> None:
         """Swap every non-meta parameter and buffer of ``module`` (recursively)."""
+        if not (module._parameters or module._buffers or module._modules):
+            return
         for sub in module.modules() if module._modules else (module,):
             stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
             for store in stores:
                 for name, tensor in store.items():
-                    if tensor is not None and tensor.device.type != "meta":
+                    if tensor is not None and not tensor.is_meta:
                         self._swapped.append((store, name, tensor))
-                        store[name] = torch.empty_like(tensor, device="meta")
+                        store[name] = self._stand_in(tensor)
+
+    def _stand_in(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A meta tensor like ``tensor``; one per shape and dtype, since meta
+        tensors hold no data (in-place updates to them change nothing)."""
+        key = (tensor.shape, tensor.dtype)
+        stand_in = self._stand_ins.get(key)
+        if stand_in is None:
+            stand_in = self._stand_ins[key] = torch.empty(tensor.shape, dtype=tensor.dtype, device="meta")
+        return stand_in
 
     def restore(self) -> None:
         """Put every swapped tensor back."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 from torch import nn
 
 from torchx.core import Layer, ShapeError, SpecError
 from torchx.core.layer import all_or_nothing
+from torchx.core.shapes import current_build_target
 from torchx.core.specs import SpecReader, SpecWriter
 
 __all__ = ["Sequential"]
@@ -97,7 +99,8 @@ class Sequential(Layer, nn.Sequential):
         return input
 
     def _build_forward(self, input: Any) -> Any:
-        with all_or_nothing(self):
+        # Inside torchx.build, the build itself is all-or-nothing already.
+        with nullcontext() if current_build_target() else all_or_nothing(self):
             for index, module in enumerate(self._modules.values()):
                 try:
                     input = module(input)
