@@ -134,3 +134,18 @@ def test_layer_subclass_without_native_must_define_forward() -> None:
 
     with pytest.raises(NotImplementedError, match="Bare must override forward"):
         Bare()(torch.zeros(1))
+
+
+def test_placement_asked_of_an_unbuilt_layer_applies_when_it_builds() -> None:
+    layer = Dense(3).double()
+    torchx.build(layer, (2, 4))
+    assert layer.weight.dtype == torch.float64
+    half = Dense(3).to(torch.float16)
+    half(torch.zeros(2, 4, dtype=torch.float16))
+    assert half.weight.dtype == torch.float16
+    meta = Dense(3).to("meta")
+    meta(torch.zeros(2, 4, device="meta"))
+    assert meta.weight.is_meta
+    built = Dense(3)
+    built(torch.zeros(1, 2))
+    assert built.double().weight.dtype == torch.float64

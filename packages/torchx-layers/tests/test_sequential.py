@@ -286,3 +286,10 @@ def test_layer_names_in_specs_must_be_usable_module_names(fresh_plugins: object)
             L.Layer.from_spec({"type": "Sequential", "layers": {name: {"type": "ReLU"}}})
     sliced = L.Sequential(L.Linear(2), L.ReLU(), L.Linear(3))[1:]
     assert L.Layer.from_spec(sliced.to_spec()).to_spec() == sliced.to_spec()
+
+
+def test_dtype_asked_before_the_build_reaches_every_layer() -> None:
+    model = seed_cnn().double()
+    torchx.build(model, (2, 3, 32, 32))
+    assert {p.dtype for p in model.parameters()} == {torch.float64}
+    assert model(torch.randn(2, 3, 32, 32, dtype=torch.float64)).dtype == torch.float64

@@ -271,12 +271,14 @@ class Layer(nn.Module):
         abstract = target is not None and all(t.is_meta for t in tensors)
         with _BUILD_LOCK:  # two threads calling one unbuilt layer build it once
             built_here = not self.is_built
-            if built_here and target is not None and abstract:
-                device = None if target.device_is_default else target.device
-                self._build(inputs, tensors, device, target.dtype)
-            elif built_here:
-                device = tensors[0].device if tensors else torch.get_default_device()
-                self._build(inputs, tensors, device, None)
+            if built_here:
+                if abstract:
+                    device = None if target.device_is_default else target.device  # type: ignore[union-attr]
+                    dtype = target.dtype  # type: ignore[union-attr]
+                else:
+                    device, dtype = tensors[0].device if tensors else torch.get_default_device(), None
+                requested_device, requested_dtype = self.__dict__.get("_torchx_placement", (None, None))
+                self._build(inputs, tensors, requested_device or device, requested_dtype or dtype)
         try:
             if not abstract:
                 return self.forward(*inputs, **kwargs)
@@ -395,6 +397,20 @@ class Layer(nn.Module):
         )
 
     # -- interoperability -------------------------------------------------------
+
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:
+        """``.to()``, ``.cuda()``, ``.double()``... on an unbuilt layer are remembered
+        and applied when it builds; on a built layer they act as on any module."""
+        if type(self)._torchx_built or self.native_class is None:
+            return super()._apply(fn, recurse)
+        probe = fn(torch.empty(0))
+        device, dtype = self.__dict__.get("_torchx_placement", (None, None))
+        if probe.device != torch.device("cpu"):
+            device = probe.device
+        if probe.dtype != torch.float32:
+            dtype = probe.dtype
+        self.__dict__["_torchx_placement"] = (device, dtype)
+        return self
 
     def extra_repr(self) -> str:
         arguments = ", ".join(f"{name}={value!r}" for name, value in self._given_arguments().items())
