@@ -149,3 +149,14 @@ def test_placement_asked_of_an_unbuilt_layer_applies_when_it_builds() -> None:
     built = Dense(3)
     built(torch.zeros(1, 2))
     assert built.double().weight.dtype == torch.float64
+
+
+def test_an_unbuilt_layer_has_exactly_the_module_state_of_nn_module() -> None:
+    first, second = Dense(2), Dense(3)
+    expected = set(nn.Module().__dict__) | {"_torchx_arguments"}
+    assert set(first.__dict__) == expected
+    for key, value in first.__dict__.items():
+        if isinstance(value, (dict, set)) and key != "_torchx_arguments":
+            assert value is not second.__dict__[key], key
+    first.register_forward_pre_hook(lambda module, args: None)
+    assert not second._forward_pre_hooks

@@ -158,56 +158,51 @@ def test_unknown_names_are_plain_attribute_errors(fresh_plugins: PluginManager) 
         L.Lienar  # noqa: B018
 
 
+def install_plugin(site: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> None:
+    """Install a one-module plugin distribution ``name`` under ``site``."""
+    monkeypatch.syspath_prepend(str(site))
+    module = "tx_" + name.replace("-", "_")
+    install_fake_distribution(site, name, plugins={name: module}, modules={module: source})
+
+
+SCALED_TANH_PLUGIN = """
+    import torch
+    from torch import nn
+    from torchx.core import FromInput, Layer, hookimpl
+
+    class ScaledTanhModule(nn.Module):
+        def __init__(self, features):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(features))
+        def forward(self, x):
+            return torch.tanh(x * self.scale)
+
+    class ScaledTanh(Layer):
+        native_class = ScaledTanhModule
+        inferred_arguments = {"features": FromInput(dim=-1)}
+        def __init__(self) -> None:
+            super().__init__()
+
+    @hookimpl
+    def torchx_register_layers(registry):
+        registry.register(ScaledTanh)
+"""
+
+
 def test_a_third_party_layer_appears_on_the_facade_and_in_specs(
     fresh_plugins: PluginManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(tmp_path))
-    install_fake_distribution(
-        tmp_path,
-        "torchx-swish",
-        plugins={"torchx-swish": "tx_swish"},
-        modules={
-            "tx_swish": """
-        import torch
-        from torch import nn
-        from torchx.core import FromInput, Layer, hookimpl
-
-        class ScaledSwish(nn.Module):
-            def __init__(self, features):
-                super().__init__()
-                self.scale = nn.Parameter(torch.ones(features))
-            def forward(self, x):
-                return x * torch.sigmoid(x * self.scale)
-
-        class Swish(Layer):
-            native_class = ScaledSwish
-            inferred_arguments = {"features": FromInput(dim=-1)}
-            def __init__(self) -> None:
-                super().__init__()
-
-        @hookimpl
-        def torchx_register_layers(registry):
-            registry.register(Swish)
-    """
-        },
-    )
-    swish = L.Swish
-    model = L.Sequential(L.Linear(6), swish(), L.Linear(2))
+    install_plugin(tmp_path, monkeypatch, "torchx-scaled-tanh", SCALED_TANH_PLUGIN)
+    model = L.Sequential(L.Linear(6), L.ScaledTanh(), L.Linear(2))
     assert model(torch.zeros(3, 4)).shape == (3, 2)
     assert model[1].scale.shape == (6,)
-    assert L.Layer.from_spec(model.to_spec()).to_spec()["layers"][1] == {"type": "Swish"}
+    assert L.Layer.from_spec(model.to_spec()).to_spec()["layers"][1] == {"type": "ScaledTanh"}
 
 
 def test_a_broken_plugin_leaves_the_host_working(
     fresh_plugins: PluginManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(tmp_path))
-    install_fake_distribution(
-        tmp_path,
-        "torchx-broken",
-        plugins={"torchx-broken": "tx_broken_plugin"},
-        modules={"tx_broken_plugin": "raise RuntimeError('half-installed')"},
-    )
+    install_plugin(tmp_path, monkeypatch, "torchx-broken", "raise RuntimeError('half-installed')")
     with pytest.warns(
         PluginWarning, match="'torchx-broken' failed \\(import\\): RuntimeError: half-installed"
     ):

@@ -41,6 +41,21 @@ __all__ = ["FromInput", "Layer", "all_or_nothing", "is_shape_problem", "shapes_o
 _NOT_MODULE_STATE = frozenset({"_parameters", "_buffers", "_non_persistent_buffers_set", "_modules"})
 _MODULE_STATE = frozenset(key for key in nn.Module().__dict__ if key not in _NOT_MODULE_STATE)
 """``nn.Module`` bookkeeping (hooks, training flag) that a layer keeps across its build."""
+_MODULE_PROTOTYPE = tuple(
+    (key, type(value) if isinstance(value, (dict, set)) else None, value)
+    for key, value in nn.Module().__dict__.items()
+)
+
+
+def _init_module_state(module: nn.Module) -> None:
+    """What ``nn.Module.__init__`` sets up (fresh hook dicts, empty parameter
+    stores, the training flag), copied from a prototype: about twice as fast,
+    which counts when thousands of unbuilt layers are created in bulk."""
+    state = module.__dict__
+    for key, container, value in _MODULE_PROTOTYPE:
+        state[key] = container() if container else value
+
+
 _META = torch.device("meta")
 _BUILD_LOCK = threading.RLock()
 
@@ -157,9 +172,13 @@ class Layer(nn.Module):
     _torchx_layer_class: ClassVar[type[Layer]]
     _torchx_built_class: ClassVar[type[Layer]]
     _torchx_arguments: dict[str, Any]
+    _torchx_plain_init: ClassVar[bool] = False
 
     def __init__(self, **arguments: Any) -> None:
-        super().__init__()
+        if type(self)._torchx_plain_init:
+            _init_module_state(self)
+        else:
+            super().__init__()
         for name in self.positive_arguments:
             value = arguments.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
@@ -171,6 +190,7 @@ class Layer(nn.Module):
         if cls.__dict__.get("_torchx_built", False):
             return
         cls._torchx_layer_class = cls
+        cls._torchx_plain_init = cls.__mro__[cls.__mro__.index(Layer) + 1] is nn.Module
         if cls.native_class is not None:
             cls._torchx_built_class = _make_built_class(cls, cls.native_class)
 
