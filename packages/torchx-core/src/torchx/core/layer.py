@@ -422,7 +422,7 @@ class Layer(nn.Module):
         """``.to()``, ``.cuda()``, ``.double()``... on an unbuilt layer are remembered
         and applied when it builds; on a built layer they act as on any module."""
         if type(self)._torchx_built or self.native_class is None:
-            return super()._apply(fn, recurse)
+            return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
         probe = fn(torch.empty(0))
         device, dtype = self.__dict__.get("_torchx_placement", (None, None))
         if probe.device != torch.device("cpu"):
