@@ -32,6 +32,7 @@ from torch.utils._pytree import tree_leaves
 
 from torchx.core.errors import ArgumentError, ShapeError, TorchXError, format_shape
 from torchx.core.shapes import Shape, current_build_target, run_on_meta
+from torchx.core.symbolic import find_symbolic
 
 if TYPE_CHECKING:
     from torchx.core.specs import SpecReader, SpecWriter
@@ -281,6 +282,9 @@ class Layer(nn.Module):
         Inside :func:`torchx.build`, meta inputs build the native module on the
         build's device and return meta outputs: no FLOPs, no activations.
         """
+        symbolic = find_symbolic(inputs, kwargs)
+        if symbolic is not None:
+            return symbolic.__torchx_call__(self, inputs, kwargs)
         if torch.compiler.is_compiling():
             raise TorchXError(
                 f"{self.layer_label()} is not built, and a layer cannot build itself while "
@@ -390,9 +394,16 @@ class Layer(nn.Module):
                 return torch.empty(shape, dtype=inputs[0].dtype, device=_META)  # type: ignore[arg-type]
         return run_on_meta(self, inputs, kwargs, call=self.forward)
 
-    def _forward_failed(self, error: RuntimeError, args: tuple[Any, ...]) -> Any:
-        """The slow path of a built layer's forward, taken only when torch raised:
-        re-raise, as a ShapeError when the input no longer fits the built layer."""
+    def _forward_failed(self, error: RuntimeError, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The slow path of a built layer's forward, taken only when torch raised.
+
+        A symbolic input (a graph placeholder) raises to get here: hand it the
+        call. Otherwise re-raise, as a ShapeError when the input no longer fits
+        the built layer.
+        """
+        symbolic = find_symbolic(args, kwargs)
+        if symbolic is not None:
+            return symbolic.__torchx_call__(self, args, kwargs)
         mismatch = self._shape_mismatch(args)
         if mismatch is None:
             raise error
@@ -517,7 +528,7 @@ def _make_built_class(layer_class: type[Layer], native: type[nn.Module]) -> type
         try:
             return native_forward(self, *args, **kwargs)
         except RuntimeError as error:
-            return self._forward_failed(error, args)
+            return self._forward_failed(error, args, kwargs)
 
     forward.__doc__ = native_forward.__doc__
     namespace = {

@@ -7,12 +7,14 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
 
+import torch
 from torch import nn
 
 from torchx.core import Layer, ShapeError, SpecError
 from torchx.core.layer import all_or_nothing
 from torchx.core.shapes import current_build_target
 from torchx.core.specs import SpecReader, SpecWriter
+from torchx.core.symbolic import is_symbolic
 
 __all__ = ["Sequential"]
 
@@ -89,6 +91,8 @@ class Sequential(Layer, nn.Sequential):
         )
 
     def forward(self, input: Any) -> Any:
+        if type(input) is not torch.Tensor and is_symbolic(input):
+            return input.__torchx_call__(self, (input,), {})
         if not self._torchx_ready:
             return self._build_forward(input)
         try:

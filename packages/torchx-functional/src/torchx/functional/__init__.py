@@ -1,0 +1,14 @@
+"""torchx.functional: Placeholder graphs and the Functional model.
+
+Layers and torch operations called on :class:`Placeholder` values are recorded;
+:class:`Functional` turns the recorded graph into an ``nn.Module`` whose
+forward is generated Python code. Also on the façade as ``L.Placeholder`` and
+``L.Functional`` once torchx-functional is installed.
+"""
+
+from torchx.functional._functional import Functional as Functional
+from torchx.functional._placeholder import Placeholder as Placeholder
+from torchx.functional._program import Input as Input
+from torchx.functional._version import __version__ as __version__
+
+__all__ = ["Functional", "Input", "Placeholder", "__version__"]

@@ -1,0 +1,199 @@
+"""Python source for a Program: the Functional's forward, one statement per step.
+
+The code reads like a hand-written forward (``conv2d = self.conv2d(x)``,
+``mul = conv2d * conv2d_1``) and costs what one costs: no graph walk, no
+per-call wrapper. Its source is registered with ``linecache``, so tracebacks
+show the generated line.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import linecache
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from torchx.core.symbolic import is_symbolic
+from torchx.functional._ops import INFIX, name_of_function
+from torchx.functional._program import BatchOf, Input, Program, Step, Var
+
+__all__ = ["MISSING", "compile_forward", "generate"]
+
+_files = itertools.count()
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing input>"
+
+
+MISSING = _Missing()
+"""Default of every forward parameter, so that missing inputs are reported together."""
+
+
+class _Writer:
+    """Renders values as source; what has no literal goes into the globals."""
+
+    def __init__(self) -> None:
+        self.globals: dict[str, Any] = {"torch": torch, "F": F, "operator": operator, "builtins": builtins}
+        self._constants = itertools.count()
+
+    def constant(self, value: Any) -> str:
+        name = f"_constant_{next(self._constants)}"
+        self.globals[name] = value
+        return name
+
+    def value(self, value: Any) -> str:
+        if isinstance(value, Var):
+            return value.name
+        if isinstance(value, BatchOf):
+            return f"{value.name}.shape[0]"
+        if value is None or isinstance(value, (bool, int, str)) or value is Ellipsis:
+            return "..." if value is Ellipsis else repr(value)
+        if isinstance(value, float):
+            return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+        if isinstance(value, torch.dtype):
+            return str(value)
+        if isinstance(value, slice):
+            return f"slice({self.value(value.start)}, {self.value(value.stop)}, {self.value(value.step)})"
+        if isinstance(value, tuple):
+            items = ", ".join(self.value(item) for item in value)
+            return f"({items},)" if len(value) == 1 else f"({items})"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.value(item) for item in value) + "]"
+        if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+            return "{" + ", ".join(f"{key!r}: {self.value(item)}" for key, item in value.items()) + "}"
+        return self.constant(value)
+
+    def index(self, value: Any) -> str:
+        """An index as written between brackets: ``x[:, 1:3, None]``."""
+        if isinstance(value, slice):
+            parts = [
+                "" if part is None else self.value(part) for part in (value.start, value.stop, value.step)
+            ]
+            return ":".join(parts[:2]) + (f":{parts[2]}" if value.step is not None else "")
+        if isinstance(value, tuple) and value:
+            return ", ".join(self.index(item) for item in value)
+        return self.value(value)
+
+    def function(self, function: Callable[..., Any]) -> str:
+        name = name_of_function(function)
+        if name is not None:
+            return name
+        return self.constant(function)
+
+    def call(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        parts = [self.value(arg) for arg in args] + [
+            f"{key}={self.value(item)}" for key, item in kwargs.items()
+        ]
+        return f"{function}({', '.join(parts)})"
+
+    def step(self, step: Step) -> str:
+        if step.kind == "module":
+            return self.call(f"self.{step.target}", step.args, step.kwargs)
+        if step.kind == "method":
+            receiver, *rest = step.args
+            return self.call(f"{self.value(receiver)}.{step.target}", tuple(rest), step.kwargs)
+        target = step.target
+        if not step.kwargs:
+            if target in INFIX and len(step.args) == 2:
+                left, right = (self.value(arg) for arg in step.args)
+                return f"{left} {INFIX[target]} {right}"
+            if target is operator.getitem and len(step.args) == 2:
+                return f"{self.value(step.args[0])}[{self.index(step.args[1])}]"
+            if target in (operator.neg, operator.pos, operator.invert) and len(step.args) == 1:
+                sign = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}[target]
+                return f"{sign}{self.value(step.args[0])}"
+        return self.call(self.function(target), step.args, step.kwargs)
+
+
+def _structure(writer: _Writer, structure: Any) -> str:
+    if isinstance(structure, Var):
+        return structure.name
+    if isinstance(structure, dict):
+        return (
+            "{" + ", ".join(f"{key!r}: {_structure(writer, item)}" for key, item in structure.items()) + "}"
+        )
+    if isinstance(structure, tuple):
+        items = ", ".join(_structure(writer, item) for item in structure)
+        return f"({items},)" if len(structure) == 1 else f"({items})"
+    if isinstance(structure, list):
+        return "[" + ", ".join(_structure(writer, item) for item in structure) + "]"
+    raise TypeError(f"unexpected output structure {structure!r}")
+
+
+def _unpack_lines(name: str, structure: Any) -> list[str]:
+    """Statements binding nested inputs inside a parameter (``meta_0 = meta[0]``)."""
+    lines: list[str] = []
+    if isinstance(structure, Input):
+        return lines
+    items = structure.items() if isinstance(structure, dict) else enumerate(structure)
+    for key, item in items:
+        if isinstance(item, Input):
+            lines.append(f"{item.name} = {name}[{key!r}]")
+        else:
+            nested = f"{name}[{key!r}]"
+            lines.extend(line for line in _unpack_lines(nested, item))
+    return lines
+
+
+def parameters_of(program: Program) -> list[tuple[str, Any]]:
+    """The forward's parameters: (name, the input structure it receives)."""
+    inputs = program.inputs
+    if isinstance(inputs, Input):
+        return [(inputs.name, inputs)]
+    if isinstance(inputs, dict):
+        return [(item.name if isinstance(item, Input) else key, item) for key, item in inputs.items()]
+    return [
+        (item.name if isinstance(item, Input) else f"inputs_{index}", item)
+        for index, item in enumerate(inputs)
+    ]
+
+
+def generate(program: Program) -> tuple[str, dict[str, Any]]:
+    """The forward's source and the globals it needs."""
+    writer = _Writer()
+    parameters = parameters_of(program)
+    names = [name for name, _ in parameters]
+    signature = ", ".join(f"{name}=_MISSING" for name in names)
+    lines = [f"def forward(self, {signature}):"]
+    body: list[str] = []
+    if isinstance(program.inputs, dict):
+        rest = " and ".join(f"{name} is _MISSING" for name in names[1:]) or "True"
+        body.append(f"if type({names[0]}) is dict and {rest}:")
+        body.append(
+            f"    {', '.join(names)}{',' if len(names) == 1 else ''} = _unpack_inputs(self, {names[0]})"
+        )
+    missing = " or ".join(f"{name} is _MISSING" for name in names)
+    body.append(f"if {missing}:")
+    body.append(f"    raise _missing_inputs(self, {{{', '.join(f'{name!r}: {name}' for name in names)}}})")
+    symbolic = " or ".join(f"(type({name}) is not _Tensor and _is_symbolic({name}))" for name in names)
+    arguments = ", ".join(names) + ("," if len(names) == 1 else "")
+    body.append(f"if {symbolic}:")
+    body.append(f"    return {names[0]}.__torchx_call__(self, ({arguments}), {{}})")
+    body.append("try:")
+    for name, structure in parameters:
+        body.extend(f"    {line}" for line in _unpack_lines(name, structure))
+    for step in program.steps:
+        body.append(f"    {step.var} = {writer.step(step)}")
+    body.append(f"    return {_structure(writer, program.outputs)}")
+    body.append("except Exception as error:")
+    body.append(f"    raise _explain(self, error, {{{', '.join(f'{name!r}: {name}' for name in names)}}})")
+    lines.extend(f"    {line}" for line in body)
+    writer.globals.update(_MISSING=MISSING, _Tensor=torch.Tensor, _is_symbolic=is_symbolic)
+    return "\n".join(lines) + "\n", writer.globals
+
+
+def compile_forward(source: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+    """Compile ``source`` (one function named ``forward``), visible to tracebacks."""
+    filename = f"<torchx-functional-{next(_files)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    exec(compile(source, filename, "exec"), namespace)  # our own generated code
+    forward: Callable[..., Any] = namespace["forward"]
+    return forward

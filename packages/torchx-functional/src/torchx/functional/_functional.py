@@ -1,0 +1,143 @@
+"""``Functional``: a model defined by placeholders, run by generated code."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from torchx.core import Layer, ShapeError
+from torchx.core.errors import format_shape
+from torchx.core.specs import SpecReader, SpecWriter
+from torchx.functional._codegen import MISSING, compile_forward, generate, parameters_of
+from torchx.functional._program import Input, trace
+
+__all__ = ["Functional"]
+
+
+class Functional(Layer):
+    """A model from placeholders: ``Functional(inputs=x, outputs=y)``.
+
+    ``inputs`` and ``outputs`` are each a placeholder, or a list, tuple or dict
+    of them (nested allowed). The model's ``forward`` takes the inputs in that
+    structure — positionally for a single placeholder or a list, by keyword (or
+    as one dict) for a dict — and returns the outputs in theirs (dict outputs
+    keep their key order). Inputs may be intermediate placeholders: the model is
+    then the sub-graph between them and the outputs.
+
+    The forward is generated Python, one statement per recorded operation (see
+    :attr:`code`); a layer called at several places is one submodule. A
+    Functional is a TorchX layer: call it on placeholders inside another graph,
+    put it in ``L.Sequential`` or in any ``nn.Module``.
+
+    Examples::
+
+        >>> x = Placeholder((8, 3, 32, 32))
+        >>> y = L.Linear(10)(L.Conv2d(16, 3)(x).flatten())
+        >>> model = Functional(inputs=x, outputs=y)
+        >>> model(torch.randn(30, 3, 32, 32)).shape
+        torch.Size([30, 10])
+    """
+
+    def __init__(self, inputs: Any, outputs: Any) -> None:
+        super().__init__()
+        program = trace(inputs, outputs)
+        for name, module in program.modules.items():
+            self.add_module(name, module)
+        program.modules = {}
+        self.__dict__["_torchx_program"] = program
+        self._compile()
+
+    def _compile(self) -> None:
+        source, namespace = generate(self._torchx_program)
+        namespace.update(_unpack_inputs=_unpack_inputs, _missing_inputs=_missing_inputs, _explain=_explain)
+        self.__dict__["_torchx_code"] = source
+        self.__dict__["forward"] = compile_forward(source, namespace).__get__(self)
+
+    @property
+    def code(self) -> str:
+        """The generated ``forward``'s Python source."""
+        return self._torchx_code  # type: ignore[no-any-return]
+
+    @property
+    def is_built(self) -> bool:
+        return True
+
+    @property
+    def inputs(self) -> list[Input]:
+        """The model's inputs: name, shape (``None``: dynamic) and dtype."""
+        return self._torchx_program.input_list()  # type: ignore[no-any-return]
+
+    # -- copies and pickles regenerate the forward -----------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("forward", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._compile()
+
+    def extra_repr(self) -> str:
+        inputs = ", ".join(f"{item.name}: {format_shape(item.shape)}" for item in self.inputs)
+        return f"inputs=({inputs})"
+
+    # -- specs and summaries are in their own modules --------------------------------
+
+    def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
+        from torchx.functional._spec import program_to_spec
+
+        return program_to_spec(self, writer)
+
+    @classmethod
+    def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
+        from torchx.functional._spec import program_from_spec
+
+        inputs, outputs = program_from_spec(fields, reader)
+        return cls(inputs, outputs)
+
+    def summary(self) -> str:
+        """A table: node, layer or operation, output shape, parameters; and totals."""
+        from torchx.functional._summary import summarize
+
+        return summarize(self)
+
+
+def _unpack_inputs(model: Functional, given: dict[str, Any]) -> tuple[Any, ...]:
+    """The forward's parameters from one dict of inputs."""
+    names = [name for name, _ in parameters_of(model._torchx_program)]
+    extra = sorted(set(given) - set(names))
+    if extra:
+        raise TypeError(f"Functional got unexpected inputs {extra}; it takes {names}")
+    return tuple(given.get(name, MISSING) for name in names)
+
+
+def _missing_inputs(model: Functional, given: dict[str, Any]) -> TypeError:
+    missing = [name for name, value in given.items() if value is MISSING]
+    return TypeError(f"Functional is missing inputs {missing}; it takes {list(given)}")
+
+
+def _fits(expected: tuple[int | None, ...], got: tuple[int, ...]) -> bool:
+    """Whether shape ``got`` fits ``expected`` (dim 0, the batch, always fits)."""
+    return len(got) == len(expected) and all(
+        want is None or index == 0 or want == size
+        for index, (want, size) in enumerate(zip(expected, got, strict=True))
+    )
+
+
+def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exception:
+    """A ShapeError naming the input whose shape does not fit, else ``error`` itself."""
+    for name, structure in parameters_of(model._torchx_program):
+        value = given.get(name)
+        if isinstance(structure, Input) and isinstance(value, torch.Tensor):
+            got = tuple(value.shape)
+            if not _fits(structure.shape, got):
+                shown = format_shape((None, *structure.shape[1:]) if structure.shape else ())
+                return ShapeError(
+                    f"Functional input {name!r}",
+                    f"expected shape {shown} (dim 0 is the batch), got {format_shape(got)}",
+                    fix="pass inputs shaped as the placeholders the model was defined with",
+                )
+    return error

@@ -1,0 +1,385 @@
+"""Placeholders: symbolic tensors on which layer calls and torch operations are recorded.
+
+Every placeholder is the output of one :class:`Node`. A node keeps what
+produced it (an input, a module call, a function or a tensor method), its
+arguments (other nodes, or constants) and its output on the meta device,
+computed when the node is recorded — so a shape error surfaces at definition
+time, naming the operation. A ``None`` dim is dynamic: nodes downstream of one
+also keep a second meta output, from a second probe size, and report the dims
+that differ as ``None``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_flatten, tree_map
+
+from torchx.core import ShapeError, TorchXError
+from torchx.core.errors import format_shape
+from torchx.core.layer import all_or_nothing, unbuilt_layers
+from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
+
+__all__ = ["BatchSize", "Node", "Placeholder"]
+
+NodeKind = Literal["input", "module", "function", "method"]
+
+_ids = itertools.count()
+
+BATCH_SIZED_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty"})
+"""Methods whose first size argument, when it equals the batch size the graph
+was defined with, is recorded as "the batch size of the input" instead."""
+
+
+@dataclass(frozen=True)
+class BatchSize:
+    """A size argument that stands for dim 0 of ``node``'s output at run time."""
+
+    node: Node
+
+
+class Node:
+    """One recorded step of a graph; placeholders point at nodes, nodes at nodes."""
+
+    __slots__ = ("args", "id", "kind", "kwargs", "meta", "meta_b", "name", "target")
+
+    def __init__(
+        self,
+        kind: NodeKind,
+        target: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        meta: Any,
+        meta_b: Any,
+        name: str | None = None,
+    ) -> None:
+        self.id = next(_ids)
+        self.kind = kind
+        self.target = target
+        self.args = args
+        self.kwargs = kwargs
+        self.meta = meta
+        self.meta_b = meta_b
+        self.name = name
+
+    def inputs(self) -> list[Node]:
+        """The nodes this node reads."""
+        leaves, _ = tree_flatten((self.args, self.kwargs))
+        return [
+            leaf.node if isinstance(leaf, BatchSize) else leaf
+            for leaf in leaves
+            if isinstance(leaf, (Node, BatchSize))
+        ]
+
+    @property
+    def shape(self) -> tuple[int | None, ...]:
+        """The output shape, ``None`` where it follows a dynamic dim."""
+        first = tuple(self.meta.shape)
+        if self.meta_b is None:
+            return first
+        second = tuple(self.meta_b.shape)
+        return tuple(a if a == b else None for a, b in zip(first, second, strict=True))
+
+    def describe(self) -> str:
+        """A short name for messages: the layer class, function or method."""
+        if self.kind == "module":
+            return type(self.target).__name__
+        if self.kind == "method":
+            return f"Tensor.{self.target}"
+        if self.kind == "input":
+            return f"Placeholder {self.name!r}" if self.name else "Placeholder"
+        return getattr(self.target, "__name__", repr(self.target))
+
+
+def _as_meta(value: Any, probe: Literal[0, 1]) -> Any:
+    """``value`` with placeholders replaced by their meta outputs for ``probe``."""
+
+    def convert(leaf: Any) -> Any:
+        if isinstance(leaf, Placeholder):
+            node = leaf.node
+            return node.meta_b if probe and node.meta_b is not None else node.meta
+        if isinstance(leaf, BatchSize):
+            node = leaf.node
+            meta = node.meta_b if probe and node.meta_b is not None else node.meta
+            return meta.shape[0]
+        return leaf
+
+    return tree_map(convert, value)
+
+
+def _as_nodes(value: Any) -> Any:
+    return tree_map(lambda leaf: leaf.node if isinstance(leaf, Placeholder) else leaf, value)
+
+
+def _check_leaves(what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Refuse real tensors beside placeholders; say whether any input is dynamic."""
+    leaves, _ = tree_flatten((args, kwargs))
+    dynamic = False
+    for leaf in leaves:
+        if isinstance(leaf, Placeholder):
+            dynamic = dynamic or leaf.node.meta_b is not None
+        elif isinstance(leaf, nn.Parameter):
+            raise _ModuleCall(what)
+        elif isinstance(leaf, torch.Tensor):
+            raise TorchXError(
+                f"{what} was called on a mix of placeholders and a real tensor of shape "
+                f"{format_shape(tuple(leaf.shape))}; a graph takes its data only through its inputs. "
+                "Fix: make the tensor a Placeholder input, or register it in a layer"
+            )
+    return dynamic
+
+
+class _ModuleCall(TorchXError, RuntimeError):
+    """Raised inside a native forward that touched a parameter with a placeholder:
+    the TorchX layer around it catches this and records the whole module call."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"{what} used a module's parameter on a placeholder. Plain torch modules with "
+            "parameters cannot be recorded in a graph: use the TorchX layer (torchx.layers) instead"
+        )
+
+
+def _compute(
+    what: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], dynamic: bool
+) -> tuple[Any, Any]:
+    """Run ``function`` on the meta values of its inputs, for one or two probes."""
+    try:
+        first = function(*_as_meta(args, 0), **_as_meta(kwargs, 0))
+        second = function(*_as_meta(args, 1), **_as_meta(kwargs, 1)) if dynamic else None
+    except (RuntimeError, ValueError, IndexError, TypeError, AssertionError) as error:
+        if isinstance(error, _ModuleCall):
+            raise
+        shapes = ", ".join(
+            format_shape(leaf.shape) if isinstance(leaf, Placeholder) else repr(leaf)
+            for leaf in tree_flatten((args, kwargs))[0]
+        )
+        raise ShapeError(
+            what,
+            f"cannot take ({shapes}): {error}",
+            fix="change the inputs' shapes or the operation's arguments",
+        ) from None
+    return first, second
+
+
+def record(
+    kind: NodeKind,
+    target: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    function: Callable[..., Any],
+    what: str,
+) -> Any:
+    """Record one operation on placeholders and return placeholder output(s)."""
+    dynamic = _check_leaves(what, args, kwargs)
+    meta, meta_b = _compute(what, function, args, kwargs, dynamic)
+    node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs), meta, meta_b)
+    return _outputs(node)
+
+
+def _outputs(node: Node) -> Any:
+    """Placeholder(s) for ``node``'s output: one per tensor, via getitem nodes."""
+    if isinstance(node.meta, torch.Tensor):
+        return Placeholder._of(node)
+    if isinstance(node.meta, (tuple, list)):
+        parts = []
+        for index, part in enumerate(node.meta):
+            part_b = None if node.meta_b is None else node.meta_b[index]
+            if not isinstance(part, torch.Tensor):
+                parts.append(part)
+                continue
+            item = Node("function", operator.getitem, (node, index), {}, part, part_b)
+            parts.append(Placeholder._of(item))
+        if hasattr(node.meta, "_fields"):  # torch.return_types (values, indices)
+            return type(node.meta)(parts)
+        return type(node.meta)(parts) if isinstance(node.meta, tuple) else parts
+    raise TorchXError(
+        f"{node.describe()} returned {type(node.meta).__name__}; graph nodes must return tensors"
+    )
+
+
+def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """Build ``module`` for the placeholders' shapes if needed; its meta outputs."""
+    what = type(module).__name__
+    dynamic = _check_leaves(what, args, kwargs)
+    metas, meta_kwargs = _as_meta(args, 0), _as_meta(kwargs, 0)
+    if unbuilt_layers(module):
+        with (
+            all_or_nothing(module),
+            build_target(torch.get_default_device(), None) as target,
+            torch.no_grad(),
+        ):
+            target.swap.add(module)
+            first = module(*metas, **meta_kwargs)
+    else:
+        first = run_on_meta(module, metas, meta_kwargs)
+    second = run_on_meta(module, _as_meta(args, 1), _as_meta(kwargs, 1)) if dynamic else None
+    return first, second
+
+
+class Placeholder:
+    """A symbolic tensor: the input of a graph, or the output of an operation on one.
+
+    Args:
+        shape: the input's shape; ``None`` marks a dynamic dim (typically the
+            batch). Dim 0 is the batch: a graph defined on batch 8 runs on any
+            batch size.
+        dtype: the input's dtype. Default: torch's default dtype.
+        name: the input's name (the generated ``forward``'s parameter name).
+
+    Layers called on placeholders return placeholders; so do torch functions
+    (``torch.cat``, ``F.relu``...), tensor methods and operators. ``flatten()``
+    with no arguments keeps the batch dim. Pass placeholders to
+    :class:`~torchx.functional.Functional` to make a model.
+
+    Examples::
+
+        >>> x = Placeholder((None, 3, 32, 32), name="image")
+        >>> y = L.Conv2d(8, kernel_size=3)(x).flatten()
+        >>> y.shape
+        (None, 7200)
+    """
+
+    __slots__ = ("node",)
+
+    node: Node
+
+    def __init__(
+        self, shape: Sequence[int | None], dtype: torch.dtype | None = None, name: str | None = None
+    ) -> None:
+        dims = tuple(shape)
+        for dim in dims:
+            if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
+                raise TorchXError(
+                    f"Placeholder shape {dims!r}: every dim must be a non-negative int or None (dynamic)"
+                )
+        if name is not None and not name.isidentifier():
+            raise TorchXError(f"Placeholder name {name!r} is not a Python identifier")
+        dtype = dtype or torch.get_default_dtype()
+        first = torch.empty(
+            [DYNAMIC_PROBES[0] if dim is None else dim for dim in dims], dtype=dtype, device="meta"
+        )
+        second = None
+        if None in dims:
+            second = torch.empty(
+                [DYNAMIC_PROBES[1] if dim is None else dim for dim in dims], dtype=dtype, device="meta"
+            )
+        self.node = Node("input", None, (), {}, first, second, name)
+
+    @classmethod
+    def _of(cls, node: Node) -> Placeholder:
+        placeholder = cls.__new__(cls)
+        placeholder.node = node
+        return placeholder
+
+    # -- what a tensor tells about itself ----------------------------------------
+
+    @property
+    def shape(self) -> tuple[int | None, ...]:
+        """The shape, with ``None`` for dynamic dims."""
+        return self.node.shape
+
+    def size(self, dim: int | None = None) -> Any:
+        """``shape``, or one dim of it."""
+        return self.shape if dim is None else self.shape[dim]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.node.meta.dtype  # type: ignore[no-any-return]
+
+    @property
+    def name(self) -> str | None:
+        return self.node.name
+
+    def __repr__(self) -> str:
+        origin = self.node.describe()
+        return f"Placeholder(shape={format_shape(self.shape)}, dtype={self.dtype}, from={origin})"
+
+    def __len__(self) -> int:
+        raise TorchXError("len() of a Placeholder is not recorded; use placeholder.shape[0]")
+
+    def __bool__(self) -> bool:
+        raise TorchXError("a Placeholder has no truth value at definition time (graphs have no control flow)")
+
+    def __iter__(self) -> Any:
+        raise TorchXError("a Placeholder cannot be iterated; use torch.unbind(x, dim) or x.split(...)")
+
+    __hash__ = object.__hash__
+
+    # -- recording ---------------------------------------------------------------
+
+    @classmethod
+    def __torch_function__(
+        cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        what = getattr(func, "__name__", repr(func))
+        return record("function", func, tuple(args), kwargs, func, what)
+
+    def __torchx_call__(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Record ``module(*args, **kwargs)``, building the module first if needed."""
+        meta, meta_b = _call_module(module, args, kwargs)
+        node = Node("module", module, _as_nodes(args), _as_nodes(kwargs), meta, meta_b)
+        return _outputs(node)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or not callable(getattr(torch.Tensor, name, None)):
+            raise AttributeError(f"Placeholder has no attribute {name!r}")
+        return lambda *args, **kwargs: self._method(name, args, kwargs)
+
+    def _method(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if name == "flatten" and not args and not kwargs:
+            args = (1,)  # keep the batch dim
+        if name in BATCH_SIZED_METHODS and args:
+            args = self._batch_size_in(args)
+        elif name in BATCH_SIZED_METHODS and len(args) == 0 and kwargs.get("size") is not None:
+            kwargs = {**kwargs, "size": self._batch_size_in(tuple(kwargs["size"]))}
+
+        def call(tensor: torch.Tensor, *rest: Any, **options: Any) -> Any:
+            return getattr(tensor, name)(*rest, **options)
+
+        return record("method", name, (self, *args), kwargs, call, f"Tensor.{name}")
+
+    def _batch_size_in(self, sizes: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Sizes with a leading size equal to the defined batch recorded as "the batch"."""
+        packed = len(sizes) == 1 and isinstance(sizes[0], (tuple, list))
+        dims = tuple(sizes[0]) if packed else sizes
+        if dims and self.shape and dims[0] == self.node.meta.shape[0] and isinstance(dims[0], int):
+            dims = (BatchSize(self.node), *dims[1:])
+        return (dims,) if packed else dims
+
+
+def _operator(function: Callable[..., Any], reflected: bool = False) -> Callable[..., Any]:
+    def method(self: Placeholder, *others: Any) -> Any:
+        args = (others[0], self) if reflected else (self, *others)
+        return record("function", function, args, {}, function, function.__name__)
+
+    return method
+
+
+for _name, _function in {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul,
+    "and": operator.and_, "or": operator.or_, "xor": operator.xor,
+}.items():  # fmt: skip
+    setattr(Placeholder, f"__{_name}__", _operator(_function))
+    setattr(Placeholder, f"__r{_name}__", _operator(_function, reflected=True))
+for _name, _function in {
+    "neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert,
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+    "eq": operator.eq, "ne": operator.ne, "getitem": operator.getitem,
+}.items():  # fmt: skip
+    setattr(Placeholder, f"__{_name}__", _operator(_function))

@@ -1,0 +1,14 @@
+"""torchx-functional as a TorchX plugin: ``Functional`` as a spec type, ``Placeholder`` on the façade."""
+
+from __future__ import annotations
+
+from torchx.core import LayerRegistry, hookimpl
+from torchx.functional._functional import Functional
+from torchx.functional._placeholder import Placeholder
+
+
+@hookimpl
+def torchx_register_layers(registry: LayerRegistry) -> None:
+    registry.register(Functional, aliases=("Model",))
+    registry.export("Placeholder", Placeholder)
+    registry.export("Input", Placeholder)

@@ -1,0 +1,221 @@
+"""Functional specs: inputs, modules (layer specs), nodes and outputs as data.
+
+Writing refuses, with a SpecError naming the node, any module that is not a
+TorchX layer and any operation outside the op tables. Reading replays the
+nodes on placeholders, so a loaded graph is checked exactly like a written one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from torchx.core import SpecError
+from torchx.core.specs import SpecReader, SpecWriter
+from torchx.functional._ops import METHODS, function_named, name_of_function
+from torchx.functional._placeholder import BatchSize, Placeholder
+from torchx.functional._program import BatchOf, Input, Var
+
+if TYPE_CHECKING:
+    from torchx.functional._functional import Functional
+
+__all__ = ["program_from_spec", "program_to_spec"]
+
+_DTYPES = {
+    str(dtype).removeprefix("torch."): dtype
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.uint8,
+                  torch.int16, torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128)
+}  # fmt: skip
+
+
+def _encode(value: Any, where: str, writer: SpecWriter) -> Any:
+    if isinstance(value, Var):
+        return {"node": value.name}
+    if isinstance(value, BatchOf):
+        return {"batch_of": value.name}
+    if isinstance(value, Input):
+        return {
+            "input": value.name,
+            "shape": list(value.shape),
+            "dtype": str(value.dtype).removeprefix("torch."),
+        }
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    if isinstance(value, slice):
+        return {"slice": [_encode(part, where, writer) for part in (value.start, value.stop, value.step)]}
+    if value is Ellipsis:
+        return {"ellipsis": True}
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(item, where, writer) for item in value]}
+    if isinstance(value, list):
+        return {"list": [_encode(item, where, writer) for item in value]}
+    if isinstance(value, dict):
+        return {"dict": {str(key): _encode(item, where, writer) for key, item in value.items()}}
+    return writer.value(value, where)
+
+
+def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
+    """The spec fields of ``model``: inputs, modules, nodes, outputs."""
+    program = model._torchx_program
+    where = writer.where
+    modules = {
+        name: writer.layer(module, f"{where}.modules.{name}") for name, module in model.named_children()
+    }
+    nodes = []
+    for index, step in enumerate(program.steps):
+        place = f"{where}.nodes[{index}]"
+        node: dict[str, Any] = {"name": step.var}
+        if step.kind == "module":
+            node["module"] = step.target
+        elif step.kind == "method":
+            if step.target not in METHODS:
+                raise SpecError(
+                    place, f"node {step.var!r} calls Tensor.{step.target}, which specs cannot name"
+                )
+            node["method"] = step.target
+        else:
+            name = name_of_function(step.target)
+            if name is None:
+                shown = getattr(step.target, "__qualname__", repr(step.target))
+                raise SpecError(
+                    place,
+                    f"node {step.var!r} calls {shown}, which is not in the op registry; specs cannot name it",
+                )
+            node["op"] = name
+        node["args"] = [_encode(arg, place, writer) for arg in step.args]
+        if step.kwargs:
+            node["kwargs"] = {key: _encode(item, place, writer) for key, item in step.kwargs.items()}
+        nodes.append(node)
+    return {
+        "inputs": _encode(program.inputs, f"{where}.inputs", writer),
+        "modules": modules,
+        "nodes": nodes,
+        "outputs": _encode(program.outputs, f"{where}.outputs", writer),
+    }
+
+
+class _Replay:
+    """Decodes spec values, replaying nodes on placeholders."""
+
+    def __init__(self, reader: SpecReader) -> None:
+        self.reader = reader
+        self.env: dict[str, Any] = {}
+
+    def decode(self, value: Any, where: str) -> Any:
+        if not isinstance(value, Mapping):
+            if isinstance(value, list):
+                raise SpecError(where, 'lists are written as {"list": [...]}')
+            return value
+        if len(value) != 1:
+            raise SpecError(
+                where, f"expected one tag (node, list, tuple, dict, slice, dtype...), got {sorted(value)}"
+            )
+        ((tag, content),) = value.items()
+        if tag in ("node", "batch_of"):
+            if content not in self.env:
+                raise SpecError(
+                    where, f"refers to node {content!r}, which is not defined before it (a dangling edge)"
+                )
+            found = self.env[content]
+            if tag == "batch_of":
+                if not isinstance(found, Placeholder):
+                    raise SpecError(where, f"batch_of needs a tensor node, {content!r} is not one")
+                return BatchSize(found.node)
+            return found
+        if tag in ("list", "tuple") and isinstance(content, list):
+            items = [self.decode(item, f"{where}[{i}]") for i, item in enumerate(content)]
+            return items if tag == "list" else tuple(items)
+        if tag == "dict" and isinstance(content, Mapping):
+            return {key: self.decode(item, f"{where}.{key}") for key, item in content.items()}
+        if tag == "slice" and isinstance(content, list) and len(content) == 3:
+            return slice(*(self.decode(part, where) for part in content))
+        if tag == "ellipsis":
+            return Ellipsis
+        if tag == "dtype" and content in _DTYPES:
+            return _DTYPES[content]
+        raise SpecError(where, f"unknown value tag {tag!r} or malformed content")
+
+    def inputs(self, value: Any, where: str) -> Any:
+        if isinstance(value, Mapping) and "input" in value:
+            name, shape, dtype = value.get("input"), value.get("shape"), value.get("dtype", "float32")
+            if not isinstance(name, str) or not isinstance(shape, list) or dtype not in _DTYPES:
+                raise SpecError(where, 'an input is {"input": name, "shape": [...], "dtype": "float32"}')
+            if name in self.env:
+                raise SpecError(where, f"two inputs are named {name!r}")
+            try:
+                placeholder = Placeholder(shape, dtype=_DTYPES[dtype], name=name)
+            except Exception as error:  # noqa: BLE001 - report as a spec problem
+                raise SpecError(where, str(error)) from None
+            self.env[name] = placeholder
+            return placeholder
+        if isinstance(value, Mapping) and len(value) == 1:
+            ((tag, content),) = value.items()
+            if tag in ("list", "tuple") and isinstance(content, list):
+                items = [self.inputs(item, f"{where}[{i}]") for i, item in enumerate(content)]
+                return items if tag == "list" else tuple(items)
+            if tag == "dict" and isinstance(content, Mapping):
+                return {key: self.inputs(item, f"{where}.{key}") for key, item in content.items()}
+        raise SpecError(where, "expected an input, or a list/tuple/dict of inputs")
+
+
+def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[Any, Any]:
+    """Replay a Functional spec on placeholders; returns (inputs, outputs)."""
+    where = reader.where
+    extra = sorted(set(fields) - {"inputs", "modules", "nodes", "outputs"})
+    if extra:
+        raise SpecError(
+            f"{where}.{extra[0]}", "unknown key; a Functional spec has inputs, modules, nodes, outputs"
+        )
+    replay = _Replay(reader)
+    inputs = replay.inputs(fields.get("inputs"), f"{where}.inputs")
+    raw_modules = fields.get("modules", {})
+    if not isinstance(raw_modules, Mapping):
+        raise SpecError(f"{where}.modules", "expected an object of named layer specs")
+    modules = {name: reader.layer(spec, f"{where}.modules.{name}") for name, spec in raw_modules.items()}
+    nodes = fields.get("nodes")
+    if not isinstance(nodes, list):
+        raise SpecError(f"{where}.nodes", "expected a list of nodes")
+    for index, node in enumerate(nodes):
+        place = f"{where}.nodes[{index}]"
+        if not isinstance(node, Mapping) or not isinstance(node.get("name"), str):
+            raise SpecError(place, "a node is an object with a 'name'")
+        args = node.get("args", [])
+        kwargs = node.get("kwargs", {})
+        if not isinstance(args, list) or not isinstance(kwargs, Mapping):
+            raise SpecError(place, "'args' is a list and 'kwargs' an object")
+        call_args = tuple(replay.decode(arg, f"{place}.args[{i}]") for i, arg in enumerate(args))
+        call_kwargs = {key: replay.decode(item, f"{place}.kwargs.{key}") for key, item in kwargs.items()}
+        replay.env[node["name"]] = _call(node, modules, call_args, call_kwargs, place)
+    outputs = replay.decode(fields.get("outputs"), f"{where}.outputs")
+    return inputs, outputs
+
+
+def _call(
+    node: Mapping[str, Any],
+    modules: Mapping[str, Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    place: str,
+) -> Any:
+    if "module" in node:
+        module = modules.get(node["module"])
+        if module is None:
+            raise SpecError(
+                f"{place}.module", f"unknown module {node['module']!r}; modules are {sorted(modules)}"
+            )
+        return module(*args, **kwargs)
+    if "method" in node:
+        method = node["method"]
+        if method not in METHODS or not args or not isinstance(args[0], Placeholder):
+            raise SpecError(
+                f"{place}.method", f"unknown tensor method {method!r}, or no tensor to call it on"
+            )
+        return getattr(args[0], method)(*args[1:], **kwargs)
+    function = function_named(node.get("op", ""))
+    if function is None:
+        raise SpecError(
+            f"{place}.op", f"unknown operation {node.get('op')!r}; ops come only from the op registry"
+        )
+    return function(*args, **kwargs)

@@ -1,0 +1,43 @@
+"""``Functional.summary()``: one row per node, with output shapes and parameter counts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from torchx.core.errors import format_shape
+
+if TYPE_CHECKING:
+    from torchx.functional._functional import Functional
+
+__all__ = ["summarize"]
+
+
+def summarize(model: Functional) -> str:
+    """The summary table of ``model`` as text."""
+    rows = [(item.name, "Placeholder", format_shape(item.shape), "0") for item in model.inputs]
+    counted: set[str] = set()
+    for step in model._torchx_program.steps:
+        if step.kind == "module":
+            module = getattr(model, step.target)
+            what = f"{type(module).__name__} ({step.target})"
+            params = sum(p.numel() for p in module.parameters())
+            shown = f"{params:,}" if step.target not in counted else f"(shared: {params:,})"
+            counted.add(step.target)
+        else:
+            what = (
+                f"Tensor.{step.target}" if step.kind == "method" else getattr(step.target, "__name__", "op")
+            )
+            shown = "0"
+        rows.append((step.var, what, format_shape(step.shape) if step.shape is not None else "-", shown))
+    total = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    headers = ("node", "layer / operation", "output shape", "parameters")
+    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(4)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        left = "  ".join(cell.ljust(width) for cell, width in zip(cells[:3], widths, strict=False))
+        return f"{left}  {cells[3].rjust(widths[3])}"
+
+    text = [line(headers), "-" * (sum(widths) + 6), *(line(row) for row in rows)]
+    text.append(f"total parameters: {total:,} (trainable {trainable:,}, frozen {total - trainable:,})")
+    return "\n".join(text)
