@@ -11,7 +11,7 @@ from torchx.core import Layer, ShapeError
 from torchx.core.errors import format_shape
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.functional._codegen import MISSING, compile_forward, generate, parameters_of
-from torchx.functional._program import Input, trace
+from torchx.functional._program import Input, Program, trace
 
 __all__ = ["Functional"]
 
@@ -40,6 +40,9 @@ class Functional(Layer):
         torch.Size([30, 10])
     """
 
+    _torchx_program: Program
+    _torchx_code: str
+
     def __init__(self, inputs: Any, outputs: Any) -> None:
         super().__init__()
         program = trace(inputs, outputs)
@@ -58,7 +61,7 @@ class Functional(Layer):
     @property
     def code(self) -> str:
         """The generated ``forward``'s Python source."""
-        return self._torchx_code  # type: ignore[no-any-return]
+        return self._torchx_code
 
     @property
     def is_built(self) -> bool:
@@ -67,7 +70,7 @@ class Functional(Layer):
     @property
     def inputs(self) -> list[Input]:
         """The model's inputs: name, shape (``None``: dynamic) and dtype."""
-        return self._torchx_program.input_list()  # type: ignore[no-any-return]
+        return self._torchx_program.input_list()
 
     # -- copies and pickles regenerate the forward -----------------------------------
 
@@ -77,7 +80,7 @@ class Functional(Layer):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
+        super().__setstate__(state)  # type: ignore[no-untyped-call]
         self._compile()
 
     def extra_repr(self) -> str:

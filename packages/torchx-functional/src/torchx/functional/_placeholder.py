@@ -33,8 +33,9 @@ NodeKind = Literal["input", "module", "function", "method"]
 _ids = itertools.count()
 
 BATCH_SIZED_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty"})
-"""Methods whose first size argument, when it equals the batch size the graph
-was defined with, is recorded as "the batch size of the input" instead."""
+"""Methods whose first size argument, when it is ``None`` (as ``x.shape[0]`` is
+for a dynamic batch) or equals the batch size the graph was defined with, is
+recorded as "the batch size of the input" instead."""
 
 
 @dataclass(frozen=True)
@@ -146,13 +147,57 @@ class _ModuleCall(TorchXError, RuntimeError):
         )
 
 
+_RESULTS: dict[Any, Any] = {}
+_RESULTS_LIMIT = 4096
+
+
+def _signature(value: Any) -> Any:
+    """A hashable description of a meta argument: what decides the output's
+    shape and dtype; raises TypeError for values that cannot be described."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), value.stride(), value.dtype)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, *(_signature(item) for item in value))
+    if isinstance(value, dict):
+        return ("dict", *((key, _signature(item)) for key, item in value.items()))
+    if isinstance(value, slice):
+        return ("slice", _signature(value.start), _signature(value.stop), _signature(value.step))
+    if value is None or value is Ellipsis or isinstance(value, (bool, int, float, str, torch.dtype)):
+        return (type(value).__name__, value)
+    raise TypeError(type(value).__name__)
+
+
+def _run_cached(key: Any, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``function(*args, **kwargs)`` on meta values, remembered by signature.
+
+    Meta outputs hold no data, so the same operation on the same shapes (a
+    chain of ``x + 1``, repeated residual blocks) is computed once.
+    """
+    try:
+        signature = (key, _signature(args), _signature(kwargs))
+    except TypeError:
+        return function(*args, **kwargs)
+    found = _RESULTS.get(signature)
+    if found is None:
+        found = function(*args, **kwargs)
+        if len(_RESULTS) >= _RESULTS_LIMIT:
+            _RESULTS.clear()
+        _RESULTS[signature] = found
+    return found
+
+
 def _compute(
-    what: str, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], dynamic: bool
+    what: str,
+    key: Any,
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    dynamic: bool,
 ) -> tuple[Any, Any]:
     """Run ``function`` on the meta values of its inputs, for one or two probes."""
     try:
-        first = function(*_as_meta(args, 0), **_as_meta(kwargs, 0))
-        second = function(*_as_meta(args, 1), **_as_meta(kwargs, 1)) if dynamic else None
+        first = _run_cached(key, function, _as_meta(args, 0), _as_meta(kwargs, 0))
+        second = _run_cached(key, function, _as_meta(args, 1), _as_meta(kwargs, 1)) if dynamic else None
     except (RuntimeError, ValueError, IndexError, TypeError, AssertionError) as error:
         if isinstance(error, _ModuleCall):
             raise
@@ -178,7 +223,7 @@ def record(
 ) -> Any:
     """Record one operation on placeholders and return placeholder output(s)."""
     dynamic = _check_leaves(what, args, kwargs)
-    meta, meta_b = _compute(what, function, args, kwargs, dynamic)
+    meta, meta_b = _compute(what, (kind, target), function, args, kwargs, dynamic)
     node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs), meta, meta_b)
     return _outputs(node)
 
@@ -357,7 +402,10 @@ class Placeholder:
         """Sizes with a leading size equal to the defined batch recorded as "the batch"."""
         packed = len(sizes) == 1 and isinstance(sizes[0], (tuple, list))
         dims = tuple(sizes[0]) if packed else sizes
-        if dims and self.shape and dims[0] == self.node.meta.shape[0] and isinstance(dims[0], int):
+        leading = dims[0] if dims else 0
+        if self.shape and (
+            leading is None or (isinstance(leading, int) and leading == self.node.meta.shape[0])
+        ):
             dims = (BatchSize(self.node), *dims[1:])
         return (dims,) if packed else dims
 
@@ -370,16 +418,18 @@ def _operator(function: Callable[..., Any], reflected: bool = False) -> Callable
     return method
 
 
-for _name, _function in {
+_BINARY: dict[str, Callable[..., Any]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
     "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul,
     "and": operator.and_, "or": operator.or_, "xor": operator.xor,
-}.items():  # fmt: skip
-    setattr(Placeholder, f"__{_name}__", _operator(_function))
-    setattr(Placeholder, f"__r{_name}__", _operator(_function, reflected=True))
-for _name, _function in {
+}  # fmt: skip
+_OTHER: dict[str, Callable[..., Any]] = {
     "neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert,
     "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
     "eq": operator.eq, "ne": operator.ne, "getitem": operator.getitem,
-}.items():  # fmt: skip
+}  # fmt: skip
+for _name, _function in _BINARY.items():
+    setattr(Placeholder, f"__{_name}__", _operator(_function))
+    setattr(Placeholder, f"__r{_name}__", _operator(_function, reflected=True))
+for _name, _function in _OTHER.items():
     setattr(Placeholder, f"__{_name}__", _operator(_function))

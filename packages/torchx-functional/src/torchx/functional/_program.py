@@ -82,19 +82,23 @@ def _snake(name: str) -> str:
 
 
 class Namespace:
-    """Hands out unique identifiers: ``conv2d``, ``conv2d_1``, ..."""
+    """Hands out unique identifiers: ``conv2d``, ``conv2d_1``, ... (O(1) each)."""
 
     def __init__(self, reserved: set[str]) -> None:
         self._taken = set(reserved)
+        self._next: dict[str, int] = {}
 
     def claim(self, base: str) -> str:
         base = re.sub(r"\W", "_", base).strip("_") or "value"
         if base[0].isdigit() or keyword.iskeyword(base):
             base = f"_{base}"
-        name, count = base, 0
+        name, count = base, self._next.get(base, 0)
+        if count:
+            name = f"{base}_{count}"
         while name in self._taken:
             count += 1
             name = f"{base}_{count}"
+        self._next[base] = count + 1
         self._taken.add(name)
         return name
 

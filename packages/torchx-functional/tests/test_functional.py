@@ -1,0 +1,210 @@
+"""Functional models: structures, sub-graphs, shared layers, nesting, codegen, interop."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+from torch import nn
+
+import torchx.layers as L
+from torchx.core import ShapeError, TorchXError
+from torchx.functional import Functional, Placeholder
+
+
+def two_tower() -> tuple[dict[str, Placeholder], dict[str, Placeholder]]:
+    image = Placeholder((None, 3, 8, 8))
+    meta = Placeholder((None, 5))
+    features = L.Flatten()(L.ReLU()(L.Conv2d(4, 3)(image)))
+    joined = torch.cat([features, L.Linear(6)(meta)], dim=1)
+    return {"image": image, "meta": meta}, {"logits": L.Linear(3)(joined), "embedding": joined}
+
+
+def test_dict_inputs_by_keyword_or_one_dict_and_dict_outputs_in_order() -> None:
+    inputs, outputs = two_tower()
+    model = Functional(inputs=inputs, outputs=outputs)
+    image, meta = torch.randn(2, 3, 8, 8), torch.randn(2, 5)
+    by_keyword = model(image=image, meta=meta)
+    by_dict = model({"image": image, "meta": meta})
+    assert list(by_keyword) == ["logits", "embedding"]
+    assert by_keyword["logits"].shape == (2, 3) and by_keyword["embedding"].shape == (2, 4 * 6 * 6 + 6)
+    assert all(torch.equal(by_keyword[key], by_dict[key]) for key in by_keyword)
+
+
+def test_missing_and_extra_inputs_list_the_expected_names() -> None:
+    model = Functional(*two_tower())
+    with pytest.raises(TypeError, match=r"missing inputs \['meta'\]; it takes \['image', 'meta'\]"):
+        model(image=torch.randn(2, 3, 8, 8))
+    with pytest.raises(TypeError, match=r"unexpected inputs \['extra'\]"):
+        model({"image": torch.randn(2, 3, 8, 8), "meta": torch.randn(2, 5), "extra": 1})
+
+
+def test_list_and_nested_structures() -> None:
+    a, b, c = Placeholder((2, 3)), Placeholder((2, 3)), Placeholder((2, 3))
+    model = Functional(inputs=[a, {"pair": (b, c)}], outputs=(a + b, [b * c, {"sum": a + b + c}]))
+    x, y, z = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+    first, (second, third) = model(x, {"pair": (y, z)})
+    assert torch.allclose(first, x + y) and torch.allclose(second, y * z)
+    assert torch.allclose(third["sum"], x + y + z)
+
+
+def test_sub_graph_from_an_intermediate_placeholder_skips_unused_branches() -> None:
+    x = Placeholder((None, 4))
+    hidden = L.Linear(8)(x)
+    calls: list[str] = []
+    side = L.Linear(2)
+    side_out = side(hidden)
+    side.register_forward_hook(lambda *_: calls.append("side"))
+    head = L.Linear(3)(L.ReLU()(hidden))
+    full = Functional(inputs=x, outputs=[head, side_out])
+    tail = Functional(inputs=hidden, outputs=head)
+    assert tail(torch.randn(5, 8)).shape == (5, 3)
+    assert calls == [] and "side" not in dict(tail.named_children())
+    full(torch.randn(5, 4))
+    assert calls == ["side"]
+
+
+def test_a_shared_layer_is_one_module_with_one_set_of_parameters() -> None:
+    a, b = Placeholder((None, 4)), Placeholder((None, 4))
+    shared = L.Linear(5)
+    model = Functional(inputs=[a, b], outputs=shared(a) - shared(b))
+    assert list(model.state_dict()) == ["linear.weight", "linear.bias"]
+    assert sum(p.numel() for p in model.parameters()) == 25
+    x = torch.randn(3, 4)
+    assert torch.allclose(model(x, x), torch.zeros(3, 5))
+    assert "(shared: 25)" in model.summary()
+
+
+def test_nesting_in_graphs_sequentials_and_plain_modules() -> None:
+    inner_in = Placeholder((None, 4))
+    inner = Functional(inputs=inner_in, outputs=L.ReLU()(L.Linear(6)(inner_in)))
+    x = Placeholder((None, 4))
+    outer = Functional(inputs=x, outputs=L.Linear(2)(inner(x)))
+    assert list(outer.state_dict()) == [
+        "functional.linear.weight",
+        "functional.linear.bias",
+        "linear.weight",
+        "linear.bias",
+    ]
+    assert outer(torch.randn(3, 4)).shape == (3, 2)
+    chain = L.Sequential(inner, L.Linear(1))
+    assert chain(torch.randn(3, 4)).shape == (3, 1)
+
+    class Holder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = outer
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.body(x).sum(dim=1)
+
+    holder = Holder()
+    optimizer = torch.optim.SGD(holder.parameters(), lr=0.1)
+    assert len(optimizer.param_groups[0]["params"]) == 4
+    before = holder.body.linear.weight.clone()
+    holder(torch.randn(3, 4)).sum().backward()
+    optimizer.step()
+    assert not torch.equal(before, holder.body.linear.weight)
+    again = Holder()
+    again.body = Functional(
+        inputs=(y := Placeholder((None, 4))),
+        outputs=L.Linear(2)(
+            Functional(inputs=(z := Placeholder((None, 4))), outputs=L.ReLU()(L.Linear(6)(z)))(y)
+        ),
+    )
+    again.load_state_dict(holder.state_dict())
+    t = torch.randn(3, 4)
+    assert torch.allclose(again(t), holder(t))
+
+
+def test_outputs_that_need_a_missing_input_name_it() -> None:
+    a, b = Placeholder((2, 3), name="a"), Placeholder((2, 3), name="meta")
+    with pytest.raises(
+        TorchXError, match=r"depend on the placeholder 'meta' \(2, 3\), which is not among the inputs"
+    ):
+        Functional(inputs=a, outputs=a + b)
+    with pytest.raises(TorchXError, match=r"input 'meta' \(2, 3\) is not used by any output"):
+        Functional(inputs=[a, b], outputs=a * 2)
+
+
+def test_two_inputs_with_the_same_name_are_refused() -> None:
+    a, b = Placeholder((2, 3), name="x"), Placeholder((2, 3), name="x")
+    with pytest.raises(TorchXError, match="two Functional inputs are named 'x'"):
+        Functional(inputs=[a, b], outputs=a + b)
+
+
+def test_wrong_input_shapes_name_the_input_and_its_shape() -> None:
+    x = Placeholder((8, 3, 16, 16), name="image")
+    model = Functional(inputs=x, outputs=L.Linear(2)(L.Conv2d(4, 3)(x).flatten()))
+    with pytest.raises(
+        ShapeError,
+        match=r"^Functional input 'image': expected shape \(None, 3, 16, 16\) .*got \(8, 3, 20, 20\)",
+    ):
+        model(torch.randn(8, 3, 20, 20))
+    with pytest.raises(ShapeError, match=r"got \(3, 16, 16\)"):
+        model(torch.randn(3, 16, 16))
+
+
+def test_generated_code_reads_like_a_hand_written_forward() -> None:
+    x = Placeholder((None, 3, 32, 32))
+    stem = L.Conv2d(10, kernel_size=5, stride=2)(x)
+    y = L.Conv2d(30, 7, padding=2)(stem) * L.Conv2d(30, 5, padding=1)(stem)
+    model = Functional(inputs=x, outputs=L.Linear(10)(y.flatten()))
+    body = [line.strip() for line in model.code.splitlines()]
+    assert "conv2d = self.conv2d(x)" in body
+    assert "mul = conv2d_1 * conv2d_2" in body
+    assert "flatten = mul.flatten(1)" in body
+    assert "return linear" in body
+
+
+def test_state_dict_keys_are_identical_across_two_constructions() -> None:
+    def make() -> Functional:
+        x = Placeholder((None, 4))
+        return Functional(inputs=x, outputs=L.Linear(2)(L.BatchNorm1d()(L.Linear(3)(x))))
+
+    assert list(make().state_dict()) == list(make().state_dict())
+    assert list(make().state_dict())[:2] == ["linear.weight", "linear.bias"]
+
+
+def test_eight_threads_call_one_model() -> None:
+    model = Functional(*two_tower()).eval()
+    inputs = [(torch.randn(2, 3, 8, 8), torch.randn(2, 5)) for _ in range(32)]
+    with torch.no_grad():
+        expected = [model(image=a, meta=b)["logits"] for a, b in inputs]
+
+        def call(pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+            return model(image=pair[0], meta=pair[1])["logits"]
+
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(call, inputs))
+    assert all(torch.equal(a, b) for a, b in zip(results, expected, strict=True))
+
+
+def test_torch_compile_fullgraph_and_export() -> None:
+    x = Placeholder((None, 3, 8, 8))
+    model = Functional(inputs=x, outputs=L.Linear(4)(L.ReLU()(L.Conv2d(4, 3)(x)).flatten())).eval()
+    t = torch.randn(2, 3, 8, 8)
+    compiled = torch.compile(model, fullgraph=True, backend="eager")
+    assert torch.allclose(compiled(t), model(t))
+    exported = torch.export.export(model, (t,))
+    assert torch.allclose(exported.module()(t), model(t))
+
+
+def test_pickle_and_deepcopy_regenerate_the_forward() -> None:
+    model = Functional(*two_tower()).eval()
+    image, meta = torch.randn(2, 3, 8, 8), torch.randn(2, 5)
+    expected = model(image=image, meta=meta)["logits"]
+    for twin in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert torch.equal(twin(image=image, meta=meta)["logits"], expected)
+        assert twin.conv2d is not model.conv2d
+
+
+def test_summary_counts_parameters_like_torch() -> None:
+    model = Functional(*two_tower())
+    text = model.summary()
+    total = sum(p.numel() for p in model.parameters())
+    assert f"total parameters: {total:,}" in text
+    assert "(None, 3, 8, 8)" in text and "Conv2d (conv2d)" in text

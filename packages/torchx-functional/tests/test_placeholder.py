@@ -1,0 +1,152 @@
+"""Placeholders: recorded operations, shapes at definition time, batch flexibility."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torchx.layers as L
+from torchx.core import ShapeError, TorchXError
+from torchx.functional import Functional, Placeholder
+
+
+def seed_diamond() -> tuple[Placeholder, Placeholder]:
+    xp_input = L.Placeholder((8, 3, 32, 32))
+    xp = L.Conv2d(10, kernel_size=5, stride=2)(xp_input)
+    branch1 = L.Conv2d(30, kernel_size=7, padding=2)(xp)
+    branch2 = L.Conv2d(30, kernel_size=5, padding=1)(xp)
+    xp = branch1 * branch2
+    xp = xp.flatten()
+    xp = L.Linear(80)(xp)
+    xp = L.Linear(10)(xp)
+    return xp_input, xp
+
+
+def test_the_seed_diamond_example_runs_verbatim() -> None:
+    xp_input, xp = seed_diamond()
+    model = L.Functional(inputs=xp_input, outputs=xp)
+    x = torch.randn((8, 3, 32, 32))
+    y = model(x)
+    assert y.size() == (8, 10)
+    assert model.linear.in_features == 4320
+
+
+def test_a_graph_defined_on_batch_8_runs_on_any_batch() -> None:
+    model = Functional(*seed_diamond())
+    assert model(torch.randn(30, 3, 32, 32)).shape == (30, 10)
+    assert model(torch.randn(1, 3, 32, 32)).shape == (1, 10)
+
+
+def test_shapes_dtype_and_names() -> None:
+    x = Placeholder((None, 3, 32, 32), dtype=torch.float64, name="image")
+    y = L.Conv2d(8, kernel_size=3)(x)
+    assert (x.shape, x.dtype, x.name) == ((None, 3, 32, 32), torch.float64, "image")
+    assert y.shape == (None, 8, 30, 30) and y.dtype == torch.float64
+    assert y.flatten().shape == (None, 7200)
+    model = Functional(inputs=x, outputs=y)
+    assert model.conv2d.weight.dtype == torch.float64
+    assert "def forward(self, image=_MISSING)" in model.code
+
+
+def check(build: Callable[..., object], *shapes: tuple[int, ...]) -> None:
+    """The graph recorded by ``build`` on placeholders equals ``build`` run eagerly."""
+    placeholders = [Placeholder(shape) for shape in shapes]
+    model = Functional(inputs=placeholders, outputs=build(*placeholders))
+    for batch in (shapes[0][0], 5):
+        tensors = [torch.randn(batch, *shape[1:]) + 2.0 for shape in shapes]
+        expected = build(*tensors)
+        got = model(*tensors)
+        flat_expected = expected if isinstance(expected, (list, tuple)) else [expected]
+        flat_got = got if isinstance(got, (list, tuple)) else [got]
+        for a, b in zip(flat_got, flat_expected, strict=True):
+            assert torch.allclose(a.float(), b.float(), equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("build", "shapes"),
+    [
+        (lambda a, b: a + b - a * b / (b + 3.0), [(2, 4), (2, 4)]),
+        (lambda a, b: (-a) ** 2 + 2**b, [(2, 4), (2, 4)]),
+        (lambda a, b: a @ b.transpose(1, 2), [(2, 3, 4), (2, 5, 4)]),
+        (lambda a, b: ((a > b) | (a <= 1.0)).float() + (a == a).float() - (a != b).float(), [(2, 4), (2, 4)]),
+        (lambda a: a[:, 1:3] * a[:, None, 0].squeeze(1).unsqueeze(-1), [(2, 5)]),
+        (lambda a: a[..., -1] + a[:, 0], [(2, 4, 4)]),
+        (
+            lambda a: a.view(a.shape[0], -1).reshape(a.shape[0], 3, 4).permute(0, 2, 1).transpose(1, 2),
+            [(2, 12)],
+        ),
+        (lambda a: a.flatten(1) + a.reshape(a.shape[0], -1), [(2, 3, 4)]),
+        (
+            lambda a, b: torch.cat([a, b], dim=1) + torch.stack([a, b], dim=1).sum(dim=1).repeat(1, 2),
+            [(2, 3), (2, 3)],
+        ),
+        (lambda a: torch.split(a, 2, dim=1)[1] * a.chunk(3, dim=1)[0], [(2, 6)]),
+        (lambda a: a.sum(dim=1) + a.mean(dim=1) + a.max(dim=1).values + torch.max(a, 1)[0], [(2, 6)]),
+        (lambda a: F.relu(a) + F.softmax(a, dim=-1) + torch.tanh(a), [(2, 6)]),
+        (lambda a, b: torch.where(a > b, a, b), [(2, 6), (2, 6)]),
+        (lambda a: abs(a) % 3 // 1, [(2, 6)]),
+    ],
+)
+def test_recorded_operations_equal_eager_evaluation(
+    build: Callable[..., object], shapes: list[tuple[int, ...]]
+) -> None:
+    check(build, *shapes)
+
+
+def test_a_shape_error_at_definition_names_the_operation_and_shapes() -> None:
+    a, b = Placeholder((8, 3)), Placeholder((8, 4))
+    with pytest.raises(ShapeError, match=r"^add: cannot take \(\(8, 3\), \(8, 4\)\)"):
+        a + b
+    with pytest.raises(
+        ShapeError, match=r"^Sequential\[0\] Conv2d: expected input of shape \(N, C_in, H, W\)"
+    ):
+        L.Sequential(L.Conv2d(3, 3))(a)
+    with pytest.raises(ShapeError, match=r"^cat: cannot take"):
+        torch.cat([a, b], dim=0)
+
+
+def test_view_with_the_defined_batch_size_keeps_the_batch_flexible() -> None:
+    x = Placeholder((8, 4, 5))
+    model = Functional(inputs=x, outputs=x.view(8, -1))
+    assert model(torch.randn(3, 4, 5)).shape == (3, 20)
+    assert "view(x.shape[0], -1)" in model.code
+
+
+def test_placeholder_dims_must_be_non_negative_ints_or_none() -> None:
+    for shape in [(-1, 3), (2.5, 3), ("8", 3), (True, 3)]:
+        with pytest.raises(TorchXError, match="every dim must be a non-negative int or None"):
+            Placeholder(shape)  # type: ignore[arg-type]
+
+
+def test_placeholders_refuse_python_control_flow() -> None:
+    x = Placeholder((2, 3))
+    with pytest.raises(TorchXError, match="no truth value"):
+        bool(x > 0)
+    with pytest.raises(TorchXError, match="cannot be iterated"):
+        list(x)
+
+
+def test_mixing_real_tensors_and_placeholders_is_refused() -> None:
+    x = Placeholder((2, 3))
+    with pytest.raises(TorchXError, match="mix of placeholders and a real tensor of shape \\(3,\\)"):
+        x + torch.ones(3)
+    with pytest.raises(TorchXError, match="mix of placeholders and a real tensor"):
+        L.Bilinear(4)(x, torch.ones(2, 3))
+
+
+def test_a_plain_torch_module_with_parameters_says_to_use_the_layer() -> None:
+    with pytest.raises(TorchXError, match="use the TorchX layer"):
+        torch.nn.Linear(3, 4)(Placeholder((2, 3)))
+    assert torch.nn.ReLU()(Placeholder((2, 3))).shape == (2, 3)
+
+
+def test_operators_record_reflected_forms() -> None:
+    x = Placeholder((2, 3))
+    model = Functional(inputs=x, outputs=[1.0 - x, 2.0 / (x + 1), operator.neg(x)])
+    t = torch.rand(2, 3)
+    a, b, c = model(t)
+    assert torch.allclose(a, 1.0 - t) and torch.allclose(b, 2.0 / (t + 1)) and torch.equal(c, -t)

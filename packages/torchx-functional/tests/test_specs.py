@@ -1,0 +1,114 @@
+"""Functional specs: round trips, refusals that name the node, malformed graphs."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import pytest
+import torch
+
+import torchx
+import torchx.layers as L
+from torchx.core import PluginManager, SpecError
+from torchx.functional import Functional, Placeholder
+
+
+def model() -> Functional:
+    image, meta = Placeholder((None, 3, 8, 8), name="image"), Placeholder((None, 5), name="meta")
+    stem = L.Conv2d(4, 3)(image)
+    left, right = torch.split(stem, 2, dim=1)
+    mixed = (left * right).flatten()[:, :16]
+    shared = L.Linear(6)
+    joined = torch.cat([shared(mixed[:, :6]), shared(L.Linear(6)(meta.view(meta.shape[0], -1)))], dim=1)
+    logits = L.Linear(3)(torch.nn.functional.relu(joined))
+    return Functional(inputs={"image": image, "meta": meta}, outputs={"logits": logits, "joined": joined})
+
+
+def test_round_trip_gives_an_equivalent_model(fresh_plugins: PluginManager) -> None:
+    original = model().eval()
+    spec = original.to_spec()
+    assert json.loads(json.dumps(spec)) == spec
+    assert spec["type"] == "Functional" and spec["format_version"] == 1
+    rebuilt = L.Layer.from_spec(spec)
+    assert isinstance(rebuilt, Functional)
+    assert rebuilt.to_spec() == spec
+    rebuilt.load_state_dict(original.state_dict())
+    rebuilt.eval()
+    inputs = {"image": torch.randn(4, 3, 8, 8), "meta": torch.randn(4, 5)}
+    for key, value in original(inputs).items():
+        assert torch.allclose(rebuilt(inputs)[key], value)
+
+
+def test_a_graph_using_lambda_or_an_unregistered_op_names_the_node(fresh_plugins: PluginManager) -> None:
+    x = Placeholder((2, 3))
+    with_lambda = Functional(inputs=x, outputs=L.Lambda(torch.sin)(x))
+    with pytest.raises(SpecError, match=r"\$\.modules\._lambda: Lambda wraps a Python callable"):
+        with_lambda.to_spec()
+    odd = Functional(inputs=x, outputs=torch.special.expit(x))
+    with pytest.raises(
+        SpecError, match=r"\$\.nodes\[0\]: node 'special_expit' calls .*not in the op registry"
+    ):
+        odd.to_spec()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (
+            lambda s: s["nodes"][1]["args"].__setitem__(0, {"node": "nowhere"}),
+            r"\$\.nodes\[1\]\.args\[0\]: refers to node 'nowhere'.*dangling",
+        ),
+        (
+            lambda s: s["nodes"][2].__setitem__("module", "ghost"),
+            r"\$\.nodes\[2\]\.module: unknown module 'ghost'",
+        ),
+        (
+            lambda s: s["nodes"][0].__setitem__("op", "os.system"),
+            r"\$\.nodes\[0\]\.op: unknown operation 'os.system'",
+        ),
+        (lambda s: s["nodes"][3].__setitem__("method", "__class__"), r"unknown tensor method '__class__'"),
+        (lambda s: s.__setitem__("outputs", {"node": "missing"}), r"\$\.outputs: refers to node 'missing'"),
+        (lambda s: s.__setitem__("extra", 1), r"\$\.extra: unknown key"),
+        (lambda s: s["inputs"].__setitem__("shape", [-1, 3]), r"\$\.inputs: .*non-negative int"),
+    ],
+)
+def test_malformed_graph_specs_are_spec_errors_with_paths(
+    fresh_plugins: PluginManager, mutate: object, match: str
+) -> None:
+    x = Placeholder((None, 3), name="x")
+    spec = Functional(inputs=x, outputs=L.Linear(2)(torch.relu(x) + x).flatten() * 2).to_spec()
+    mutate(spec)  # type: ignore[operator]
+    with pytest.raises(SpecError, match=match):
+        L.Layer.from_spec(spec)
+
+
+def test_the_facade_offers_placeholder_and_functional(fresh_plugins: PluginManager) -> None:
+    assert L.Placeholder is Placeholder and L.Functional is Functional and L.Input is Placeholder
+
+
+def test_a_ten_thousand_node_chain_defines_builds_runs_and_serialises(fresh_plugins: PluginManager) -> None:
+    limit = sys.getrecursionlimit()
+    x = Placeholder((None, 4))
+    y = x
+    for _ in range(10_000):
+        y = y + 1.0
+    model = Functional(inputs=x, outputs=L.Linear(2)(y))
+    assert sys.getrecursionlimit() == limit
+    t = torch.zeros(3, 4)
+    assert torch.allclose(model(t), model.linear(t + 10_000.0))
+    spec = model.to_spec()
+    assert len(spec["nodes"]) == 10_001
+    start = time.perf_counter()
+    again = L.Layer.from_spec(spec)
+    again.load_state_dict(model.state_dict())
+    assert torch.allclose(again(t), model(t))
+    assert time.perf_counter() - start < 30
+
+
+def test_json_file_round_trip(fresh_plugins: PluginManager, tmp_path: object) -> None:
+    original = model()
+    path = f"{tmp_path}/graph.json"
+    torchx.save_spec(original, path)
+    assert torchx.load_spec(path).to_spec() == original.to_spec()
