@@ -208,3 +208,15 @@ def test_summary_counts_parameters_like_torch() -> None:
     total = sum(p.numel() for p in model.parameters())
     assert f"total parameters: {total:,}" in text
     assert "(None, 3, 8, 8)" in text and "Conv2d (conv2d)" in text
+
+
+def test_replacing_a_submodule_changes_what_the_forward_calls() -> None:
+    x = Placeholder((None, 3))
+    model = Functional(inputs=x, outputs=L.Linear(2)(x))
+    replacement = torch.nn.Linear(3, 2)
+    model.linear = replacement
+    t = torch.randn(4, 3)
+    assert torch.equal(model(t), replacement(t))
+    del model.linear
+    with pytest.raises(AttributeError):
+        model(t)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -520,17 +520,59 @@ def _tensors_in(inputs: tuple[Any, ...]) -> list[torch.Tensor]:
     return [leaf for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)]
 
 
+def _guarded_forward(native_forward: Callable[..., Any]) -> Callable[..., Any]:
+    """``native_forward`` behind a ``try`` that hands torch's errors to
+    :meth:`Layer._forward_failed`, with the native signature.
+
+    The wrapper repeats the native parameters instead of taking ``*args,
+    **kwargs``: packing and unpacking those on every call costs more than the
+    extra frame itself, and a built layer's forward must cost what the native
+    one costs. Signatures that cannot be repeated fall back to the generic form.
+    """
+    try:
+        parameters = list(inspect.signature(native_forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        parameters = None
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    if parameters is None or any(p.kind not in kinds for p in parameters):
+
+        def forward(self: Layer, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return native_forward(self, *args, **kwargs)
+            except RuntimeError as error:
+                return self._forward_failed(error, args, kwargs)
+
+        return forward
+    defaults = {f"_default_{i}": p.default for i, p in enumerate(parameters) if p.default is not p.empty}
+    declared, positional, keywords = [], [], []
+    for index, parameter in enumerate(parameters):
+        default = f"=_default_{index}" if parameter.default is not parameter.empty else ""
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+            if "*" not in declared:
+                declared.append("*")
+            keywords.append(f"{parameter.name}={parameter.name}")
+        else:
+            positional.append(parameter.name)
+        declared.append(f"{parameter.name}{default}")
+    call = ", ".join(["self", *positional, *keywords])
+    packed = "(" + "".join(f"{name}, " for name in positional) + ")"
+    source = (
+        f"def forward(self, {', '.join(declared)}):\n"
+        f"    try:\n"
+        f"        return native_forward({call})\n"
+        f"    except RuntimeError as error:\n"
+        f"        return self._forward_failed(error, {packed}, {{}})\n"
+    )
+    namespace: dict[str, Any] = {"native_forward": native_forward, **defaults}
+    exec(compile(source, f"<torchx guarded {native_forward.__qualname__}>", "exec"), namespace)
+    forward: Callable[..., Any] = namespace["forward"]
+    return forward
+
+
 def _make_built_class(layer_class: type[Layer], native: type[nn.Module]) -> type[Layer]:
     """The class a ``layer_class`` instance becomes once built: layer + native."""
-    native_forward = native.forward
-
-    def forward(self: Layer, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return native_forward(self, *args, **kwargs)
-        except RuntimeError as error:
-            return self._forward_failed(error, args, kwargs)
-
-    forward.__doc__ = native_forward.__doc__
+    forward = _guarded_forward(native.forward)
+    forward.__doc__ = native.forward.__doc__
     namespace = {
         "forward": forward,
         "extra_repr": native.extra_repr,

@@ -48,6 +48,7 @@ class Functional(Layer):
         program = trace(inputs, outputs)
         for name, module in program.modules.items():
             self.add_module(name, module)
+            self.__dict__[name] = module  # see __setattr__
         program.modules = {}
         self.__dict__["_torchx_program"] = program
         self._compile()
@@ -71,6 +72,17 @@ class Functional(Layer):
     def inputs(self) -> list[Input]:
         """The model's inputs: name, shape (``None``: dynamic) and dtype."""
         return self._torchx_program.input_list()
+
+    # -- submodules are also plain instance attributes ------------------------------
+    # ``self.conv2d`` in the generated forward then resolves like any attribute,
+    # without nn.Module.__getattr__'s fallback search: the forward costs what a
+    # hand-written one costs. nn.Module.__setattr__ drops the shadow when a
+    # submodule is replaced; deleting one must drop it too.
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._modules:
+            self.__dict__.pop(name, None)
+        super().__delattr__(name)
 
     # -- copies and pickles regenerate the forward -----------------------------------
 
