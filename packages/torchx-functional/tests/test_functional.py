@@ -220,3 +220,33 @@ def test_replacing_a_submodule_changes_what_the_forward_calls() -> None:
     del model.linear
     with pytest.raises(AttributeError):
         model(t)
+
+
+def test_input_names_are_kept_or_refused_never_silently_changed() -> None:
+    mask = Placeholder((2, 3))
+    model = Functional(inputs={"_mask": mask}, outputs=mask * 2)
+    assert torch.equal(model(_mask=torch.ones(2, 3)), torch.full((2, 3), 2.0))
+    for name in ("self", "type", "class", "a b"):
+        with pytest.raises(TorchXError, match=f"input name {name!r} cannot be a parameter name"):
+            x = Placeholder((2, 3))
+            Functional(inputs={name: x}, outputs=x + 1)
+
+
+def test_a_nested_model_whose_inputs_are_containers_records_as_one_node() -> None:
+    a, b = Placeholder((None, 3)), Placeholder((None, 3))
+    inner = Functional(inputs=[[a], b], outputs=L.Linear(2)(a + b))
+    p, q = Placeholder((None, 3)), Placeholder((None, 3))
+    outer = Functional(inputs=[p, q], outputs=inner([p], q))
+    assert list(dict(outer.named_children())) == ["functional"]
+    t, u = torch.randn(4, 3), torch.randn(4, 3)
+    assert torch.allclose(outer(t, u), inner([t], u))
+
+
+def test_submodules_replaced_through_modules_are_used() -> None:
+    x = Placeholder((None, 3))
+    model = Functional(inputs=x, outputs=L.Linear(4)(x))
+    model._modules["linear"] = replacement = torch.nn.Linear(3, 7)
+    assert model(torch.randn(2, 3)).shape == (2, 7)
+    twin = copy.deepcopy(model)
+    twin._modules["linear"] = torch.nn.Linear(3, 5)
+    assert twin(torch.randn(2, 3)).shape == (2, 5) and model.linear is replacement

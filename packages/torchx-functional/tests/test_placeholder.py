@@ -150,3 +150,34 @@ def test_operators_record_reflected_forms() -> None:
     t = torch.rand(2, 3)
     a, b, c = model(t)
     assert torch.allclose(a, 1.0 - t) and torch.allclose(b, 2.0 / (t + 1)) and torch.equal(c, -t)
+
+
+def test_in_place_operations_are_refused_at_definition() -> None:
+    x = Placeholder((8, 6))
+    for record in (
+        lambda: x.mul_(0),
+        lambda: x.unsqueeze_(0),
+        lambda: F.relu(x, inplace=True),
+        lambda: torch.relu_(x),
+    ):
+        with pytest.raises(TorchXError, match="works in place, which a graph cannot record"):
+            record()
+    assert x.shape == (8, 6)
+
+
+def test_nested_tuple_indices_and_builtin_named_results() -> None:
+    check(lambda a: a[:, (0, 1)] + a[:, [2, 0]], (2, 3, 4))
+    check(
+        lambda a: (
+            a.type(torch.float64).float()
+            + a.isnan().float()
+            + F.pad(a, (0, 0), value=float("nan")).nan_to_num()
+        ),
+        (2, 3),
+    )
+
+
+def test_reshape_functions_keep_the_batch_flexible() -> None:
+    x = Placeholder((8, 42))
+    model = Functional(inputs=x, outputs=torch.reshape(x, (8, 6, 7)) + x.reshape(shape=(x.shape[0], 6, 7)))
+    assert model(torch.ones(5, 42)).shape == (5, 6, 7)

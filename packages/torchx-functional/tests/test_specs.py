@@ -112,3 +112,28 @@ def test_json_file_round_trip(fresh_plugins: PluginManager, tmp_path: object) ->
     path = f"{tmp_path}/graph.json"
     torchx.save_spec(original, path)
     assert torchx.load_spec(path).to_spec() == original.to_spec()
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda s: s["nodes"][0].__setitem__("op", ["torch.relu"]),
+        lambda s: s["nodes"][1]["args"].__setitem__(0, {"node": {"x": 1}}),
+        lambda s: s["nodes"][2].__setitem__("kwargs", {"bogus": 1}),
+        lambda s: s["nodes"][0].__setitem__("args", [{"node": "x"}, {"dtype": ["float32"]}]),
+        lambda s: s.__setitem__("outputs", 5),
+        lambda s: s.__setitem__("outputs", {"list": []}),
+        lambda s: s["nodes"].append({"name": "x", "op": "torch.relu", "args": [{"node": "x"}]}),
+        lambda s: s["nodes"][0].__setitem__("module", "linear"),
+        lambda s: s["nodes"][3]["args"].append("x"),
+        lambda s: s.__setitem__("nodes", {"a": 1}),
+    ],
+)
+def test_malformed_graph_specs_never_raise_anything_but_spec_errors(
+    fresh_plugins: PluginManager, mutate: object
+) -> None:
+    x = Placeholder((None, 3), name="x")
+    spec = Functional(inputs=x, outputs=L.Linear(2)(torch.relu(x) + x).flatten() * 2).to_spec()
+    mutate(spec)  # type: ignore[operator]
+    with pytest.raises(SpecError):
+        L.Layer.from_spec(spec)

@@ -536,13 +536,13 @@ def _guarded_forward(native_forward: Callable[..., Any]) -> Callable[..., Any]:
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     if parameters is None or any(p.kind not in kinds for p in parameters):
 
-        def forward(self: Layer, *args: Any, **kwargs: Any) -> Any:
+        def generic(self: Layer, *args: Any, **kwargs: Any) -> Any:
             try:
                 return native_forward(self, *args, **kwargs)
             except RuntimeError as error:
                 return self._forward_failed(error, args, kwargs)
 
-        return forward
+        return generic
     defaults = {f"_default_{i}": p.default for i, p in enumerate(parameters) if p.default is not p.empty}
     declared, positional, keywords = [], [], []
     for index, parameter in enumerate(parameters):

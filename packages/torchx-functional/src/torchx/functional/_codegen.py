@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from torchx.core.symbolic import is_symbolic
+from torchx.core.symbolic import find_symbolic, is_symbolic
 from torchx.functional._ops import INFIX, name_of_function
 from torchx.functional._program import BatchOf, Input, Program, Step, Var
 
@@ -72,14 +72,18 @@ class _Writer:
         return self.constant(value)
 
     def index(self, value: Any) -> str:
-        """An index as written between brackets: ``x[:, 1:3, None]``."""
+        """An index as written between brackets: ``x[:, 1:3, None]``; only the
+        outermost tuple loses its parentheses."""
+        if isinstance(value, tuple) and value:
+            return ", ".join(self._index_item(item) for item in value) + ("," if len(value) == 1 else "")
+        return self._index_item(value)
+
+    def _index_item(self, value: Any) -> str:
         if isinstance(value, slice):
             parts = [
                 "" if part is None else self.value(part) for part in (value.start, value.stop, value.step)
             ]
             return ":".join(parts[:2]) + (f":{parts[2]}" if value.step is not None else "")
-        if isinstance(value, tuple) and value:
-            return ", ".join(self.index(item) for item in value)
         return self.value(value)
 
     def function(self, function: Callable[..., Any]) -> str:
@@ -145,15 +149,7 @@ def _unpack_lines(name: str, structure: Any) -> list[str]:
 
 def parameters_of(program: Program) -> list[tuple[str, Any]]:
     """The forward's parameters: (name, the input structure it receives)."""
-    inputs = program.inputs
-    if isinstance(inputs, Input):
-        return [(inputs.name, inputs)]
-    if isinstance(inputs, dict):
-        return [(item.name if isinstance(item, Input) else key, item) for key, item in inputs.items()]
-    return [
-        (item.name if isinstance(item, Input) else f"inputs_{index}", item)
-        for index, item in enumerate(inputs)
-    ]
+    return program.parameters
 
 
 def generate(program: Program) -> tuple[str, dict[str, Any]]:
@@ -173,10 +169,15 @@ def generate(program: Program) -> tuple[str, dict[str, Any]]:
     missing = " or ".join(f"{name} is _MISSING" for name in names)
     body.append(f"if {missing}:")
     body.append(f"    raise _missing_inputs(self, {{{', '.join(f'{name!r}: {name}' for name in names)}}})")
-    symbolic = " or ".join(f"(type({name}) is not _Tensor and _is_symbolic({name}))" for name in names)
+    symbolic = " or ".join(
+        f"(type({name}) is not _Tensor and _is_symbolic({name}))"
+        if isinstance(structure, Input)
+        else f"_find_symbolic(({name},), {{}}) is not None"
+        for name, structure in parameters
+    )
     arguments = ", ".join(names) + ("," if len(names) == 1 else "")
-    body.append(f"if {symbolic}:")
-    body.append(f"    return {names[0]}.__torchx_call__(self, ({arguments}), {{}})")
+    body.append(f"if {symbolic}:  # called on placeholders: record this model as one node")
+    body.append(f"    return _find_symbolic(({arguments}), {{}}).__torchx_call__(self, ({arguments}), {{}})")
     body.append("try:")
     for name, structure in parameters:
         body.extend(f"    {line}" for line in _unpack_lines(name, structure))
@@ -186,7 +187,9 @@ def generate(program: Program) -> tuple[str, dict[str, Any]]:
     body.append("except Exception as error:")
     body.append(f"    raise _explain(self, error, {{{', '.join(f'{name!r}: {name}' for name in names)}}})")
     lines.extend(f"    {line}" for line in body)
-    writer.globals.update(_MISSING=MISSING, _Tensor=torch.Tensor, _is_symbolic=is_symbolic)
+    writer.globals.update(
+        _MISSING=MISSING, _Tensor=torch.Tensor, _is_symbolic=is_symbolic, _find_symbolic=find_symbolic
+    )
     return "\n".join(lines) + "\n", writer.globals
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+from torch import nn
 
 from torchx.core import Layer, ShapeError
 from torchx.core.errors import format_shape
@@ -46,9 +47,7 @@ class Functional(Layer):
     def __init__(self, inputs: Any, outputs: Any) -> None:
         super().__init__()
         program = trace(inputs, outputs)
-        for name, module in program.modules.items():
-            self.add_module(name, module)
-            self.__dict__[name] = module  # see __setattr__
+        self._mirror_modules(program.modules)
         program.modules = {}
         self.__dict__["_torchx_program"] = program
         self._compile()
@@ -73,26 +72,26 @@ class Functional(Layer):
         """The model's inputs: name, shape (``None``: dynamic) and dtype."""
         return self._torchx_program.input_list()
 
-    # -- submodules are also plain instance attributes ------------------------------
-    # ``self.conv2d`` in the generated forward then resolves like any attribute,
-    # without nn.Module.__getattr__'s fallback search: the forward costs what a
-    # hand-written one costs. nn.Module.__setattr__ drops the shadow when a
-    # submodule is replaced; deleting one must drop it too.
-
-    def __delattr__(self, name: str) -> None:
-        if name in self._modules:
-            self.__dict__.pop(name, None)
-        super().__delattr__(name)
-
     # -- copies and pickles regenerate the forward -----------------------------------
+
+    def _mirror_modules(self, modules: Mapping[str, nn.Module | None]) -> None:
+        """Hold ``modules`` as submodules that are also plain attributes."""
+        mirrored = _AttributeModules(self)
+        self.__dict__["_modules"] = mirrored
+        for name, module in modules.items():
+            mirrored[name] = module
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("forward", None)
+        state["_modules"] = modules = dict(self._modules)
+        for name in modules:
+            state.pop(name, None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)  # type: ignore[no-untyped-call]
+        self._mirror_modules(dict(self._modules))
         self._compile()
 
     def extra_repr(self) -> str:
@@ -108,16 +107,41 @@ class Functional(Layer):
 
     @classmethod
     def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
-        from torchx.functional._spec import program_from_spec
+        from torchx.functional._spec import as_spec_error, program_from_spec
 
         inputs, outputs = program_from_spec(fields, reader)
-        return cls(inputs, outputs)
+        with as_spec_error(reader.where):
+            return cls(inputs, outputs)
 
     def summary(self) -> str:
         """A table: node, layer or operation, output shape, parameters; and totals."""
         from torchx.functional._summary import summarize
 
         return summarize(self)
+
+
+class _AttributeModules(dict[str, "nn.Module | None"]):
+    """A Functional's ``_modules`` that mirrors every entry as a plain instance
+    attribute, so that ``self.conv2d`` in the generated forward resolves like any
+    attribute, without nn.Module.__getattr__'s fallback search: the forward costs
+    what a hand-written one costs. Every way torch adds, replaces or removes a
+    submodule goes through this dict, so the mirror cannot go stale."""
+
+    def __init__(self, owner: nn.Module) -> None:
+        super().__init__()
+        self._owner_state = owner.__dict__  # the owner's attributes, mirrored into
+
+    def __setitem__(self, name: str, module: nn.Module | None) -> None:
+        super().__setitem__(name, module)
+        self._owner_state[name] = module
+
+    def __delitem__(self, name: str) -> None:
+        super().__delitem__(name)
+        self._owner_state.pop(name, None)
+
+    def pop(self, name: str, *default: Any) -> Any:
+        self._owner_state.pop(name, None)
+        return super().pop(name, *default)
 
 
 def _unpack_inputs(model: Functional, given: dict[str, Any]) -> tuple[Any, ...]:

@@ -136,6 +136,17 @@ def _check_leaves(what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> b
     return dynamic
 
 
+def _refuse_in_place(what: str, kwargs: dict[str, Any]) -> None:
+    """In-place operations change their input, which a recorded graph cannot
+    express (nodes are values): refuse them at definition time."""
+    name = what.rsplit(".", 1)[-1]
+    if (name.endswith("_") and not name.endswith("__")) or kwargs.get("inplace") is True:
+        raise TorchXError(
+            f"{what} works in place, which a graph cannot record; use the out-of-place form "
+            f"({name.rstrip('_')}(...), or inplace=False) and use its result"
+        )
+
+
 class _ModuleCall(TorchXError, RuntimeError):
     """Raised inside a native forward that touched a parameter with a placeholder:
     the TorchX layer around it catches this and records the whole module call."""
@@ -298,6 +309,12 @@ class Placeholder:
     def __init__(
         self, shape: Sequence[int | None], dtype: torch.dtype | None = None, name: str | None = None
     ) -> None:
+        if not isinstance(shape, (tuple, list, torch.Size)):
+            raise TorchXError(f"Placeholder shape must be a tuple of dims, got {shape!r}")
+        if dtype is not None and not isinstance(dtype, torch.dtype):
+            raise TorchXError(f"Placeholder dtype must be a torch.dtype, got {dtype!r}")
+        if name is not None and not isinstance(name, str):
+            raise TorchXError(f"Placeholder name must be a string, got {name!r}")
         dims = tuple(shape)
         for dim in dims:
             if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
@@ -372,6 +389,9 @@ class Placeholder:
     ) -> Any:
         kwargs = kwargs or {}
         what = getattr(func, "__name__", repr(func))
+        _refuse_in_place(what, kwargs)
+        if func is torch.reshape and len(args) == 2 and isinstance(args[0], Placeholder):
+            args = (args[0], *args[0]._batch_size_in((args[1],)))
         return record("function", func, tuple(args), kwargs, func, what)
 
     def __torchx_call__(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -386,12 +406,15 @@ class Placeholder:
         return lambda *args, **kwargs: self._method(name, args, kwargs)
 
     def _method(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        _refuse_in_place(f"Tensor.{name}", kwargs)
         if name == "flatten" and not args and not kwargs:
             args = (1,)  # keep the batch dim
         if name in BATCH_SIZED_METHODS and args:
             args = self._batch_size_in(args)
-        elif name in BATCH_SIZED_METHODS and len(args) == 0 and kwargs.get("size") is not None:
-            kwargs = {**kwargs, "size": self._batch_size_in(tuple(kwargs["size"]))}
+        elif name in BATCH_SIZED_METHODS:
+            for key in ("shape", "size"):
+                if isinstance(kwargs.get(key), (tuple, list)):
+                    kwargs = {**kwargs, key: self._batch_size_in(tuple(kwargs[key]))}
 
         def call(tensor: torch.Tensor, *rest: Any, **options: Any) -> Any:
             return getattr(tensor, name)(*rest, **options)

@@ -68,6 +68,8 @@ class Program:
     inputs: Any
     steps: list[Step]
     outputs: Any
+    parameters: list[tuple[str, Any]]
+    """The forward's parameters: (name, the input structure it receives)."""
     modules: dict[str, nn.Module] = field(default_factory=dict)
 
     def input_list(self) -> list[Input]:
@@ -89,7 +91,7 @@ class Namespace:
         self._next: dict[str, int] = {}
 
     def claim(self, base: str) -> str:
-        base = re.sub(r"\W", "_", base).strip("_") or "value"
+        base = re.sub(r"\W", "_", base) or "value"
         if base[0].isdigit() or keyword.iskeyword(base):
             base = f"_{base}"
         name, count = base, self._next.get(base, 0)
@@ -103,7 +105,12 @@ class Namespace:
         return name
 
 
-RESERVED = {"self", "torch", "F", "operator", "Tensor", "builtins", "error"}
+RESERVED = {
+    "self", "torch", "F", "operator", "Tensor", "builtins", "error",  # what the generated code refers to
+    "type", "float", "dict", "slice",  # builtins it calls
+    "_MISSING", "_Tensor", "_is_symbolic", "_find_symbolic", "_unpack_inputs", "_missing_inputs", "_explain",
+}  # fmt: skip
+"""Names generated code uses; no input or variable may take them."""
 
 
 def _module_attributes() -> set[str]:
@@ -139,16 +146,25 @@ def _input_names(inputs: Any, namespace: Namespace) -> dict[int, str]:
         else enumerate(inputs if isinstance(inputs, (list, tuple)) else [inputs])
     )
     wanted: list[tuple[Placeholder, str | None]] = []
+    seen: set[int] = set()
     for key, value in top:
         for leaf in _leaves(value, Placeholder):
             given = key if isinstance(key, str) and leaf is value else leaf.name
-            if given is not None and not given.isidentifier():
-                raise TorchXError(f"Functional input name {given!r} is not a Python identifier")
+            if given is not None and (
+                not given.isidentifier() or keyword.iskeyword(given) or given in RESERVED
+            ):
+                raise TorchXError(
+                    f"Functional input name {given!r} cannot be a parameter name (not an identifier, a "
+                    f"keyword, or reserved: {sorted(RESERVED)}); choose another"
+                )
+            if id(leaf.node) in seen:
+                raise TorchXError(f"Functional inputs: {leaf!r} is given twice")
+            seen.add(id(leaf.node))
             wanted.append((leaf, given))
+    if not wanted:
+        raise TorchXError("Functional needs at least one input placeholder")
     names: dict[int, str] = {}
     for leaf, given in wanted:  # given names first, so that automatic ones never take them
-        if id(leaf.node) in names:
-            raise TorchXError(f"Functional inputs: {leaf!r} is given twice")
         if given is not None:
             if given in names.values():
                 raise TorchXError(f"two Functional inputs are named {given!r}; input names must be unique")
@@ -209,7 +225,25 @@ def trace(inputs: Any, outputs: Any) -> Program:
 
     program_inputs = tree_map(lambda leaf: Input(input_names[id(leaf.node)], leaf.shape, leaf.dtype), inputs)
     program_outputs = tree_map(lambda leaf: Var(variables[id(leaf.node)]), outputs)
-    return Program(program_inputs, steps, program_outputs, modules)
+    parameters = _parameters(program_inputs, namespace)
+    return Program(program_inputs, steps, program_outputs, parameters, modules)
+
+
+def _parameters(inputs: Any, namespace: Namespace) -> list[tuple[str, Any]]:
+    """The forward's parameters: an input is its own parameter; a nested list or
+    dict of inputs is one parameter, named by its dict key or ``inputs_<i>``."""
+    if isinstance(inputs, Input):
+        return [(inputs.name, inputs)]
+    entries = inputs.items() if isinstance(inputs, dict) else enumerate(inputs)
+    parameters = []
+    for key, item in entries:
+        if isinstance(item, Input):
+            parameters.append((item.name, item))
+            continue
+        if isinstance(key, str) and (not key.isidentifier() or keyword.iskeyword(key) or key in RESERVED):
+            raise TorchXError(f"Functional input name {key!r} cannot be a parameter name; choose another")
+        parameters.append((namespace.claim(key if isinstance(key, str) else f"inputs_{key}"), item))
+    return parameters
 
 
 def _reachable(outputs: Any, input_names: dict[int, str]) -> list[Node]:

@@ -7,7 +7,8 @@ nodes on placeholders, so a loaded graph is checked exactly like a written one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -21,7 +22,7 @@ from torchx.functional._program import BatchOf, Input, Var
 if TYPE_CHECKING:
     from torchx.functional._functional import Functional
 
-__all__ = ["program_from_spec", "program_to_spec"]
+__all__ = ["as_spec_error", "program_from_spec", "program_to_spec"]
 
 _DTYPES = {
     str(dtype).removeprefix("torch."): dtype
@@ -185,11 +186,32 @@ def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[An
         kwargs = node.get("kwargs", {})
         if not isinstance(args, list) or not isinstance(kwargs, Mapping):
             raise SpecError(place, "'args' is a list and 'kwargs' an object")
-        call_args = tuple(replay.decode(arg, f"{place}.args[{i}]") for i, arg in enumerate(args))
-        call_kwargs = {key: replay.decode(item, f"{place}.kwargs.{key}") for key, item in kwargs.items()}
-        replay.env[node["name"]] = _call(node, modules, call_args, call_kwargs, place)
-    outputs = replay.decode(fields.get("outputs"), f"{where}.outputs")
+        unknown = sorted(set(node) - {"name", "module", "op", "method", "args", "kwargs"})
+        kinds = [key for key in ("module", "op", "method") if key in node]
+        if unknown or len(kinds) != 1:
+            raise SpecError(place, "a node has a name, exactly one of module/op/method, and args/kwargs")
+        if node["name"] in replay.env:
+            raise SpecError(f"{place}.name", f"node name {node['name']!r} is already taken")
+        with as_spec_error(place):
+            call_args = tuple(replay.decode(arg, f"{place}.args[{i}]") for i, arg in enumerate(args))
+            call_kwargs = {
+                str(key): replay.decode(item, f"{place}.kwargs.{key}") for key, item in kwargs.items()
+            }
+            replay.env[node["name"]] = _call(node, modules, call_args, call_kwargs, place)
+    with as_spec_error(f"{where}.outputs"):
+        outputs = replay.decode(fields.get("outputs"), f"{where}.outputs")
     return inputs, outputs
+
+
+@contextmanager
+def as_spec_error(place: str) -> Iterator[None]:
+    """Report anything a replayed node raises as a SpecError at its place in the spec."""
+    try:
+        yield
+    except SpecError:
+        raise
+    except Exception as error:
+        raise SpecError(place, f"{type(error).__name__}: {error}") from error
 
 
 def _call(
