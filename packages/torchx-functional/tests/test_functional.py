@@ -250,3 +250,23 @@ def test_submodules_replaced_through_modules_are_used() -> None:
     twin = copy.deepcopy(model)
     twin._modules["linear"] = torch.nn.Linear(3, 5)
     assert twin(torch.randn(2, 3)).shape == (2, 5) and model.linear is replacement
+
+
+def test_summary_numbers_match_torchinfo() -> None:
+    torchinfo = pytest.importorskip("torchinfo")
+    image, meta = Placeholder((None, 3, 8, 8)), Placeholder((None, 5))
+    shared = L.Linear(6)
+    joined = torch.cat([L.Flatten()(L.ReLU()(L.Conv2d(4, 3)(image))), shared(meta), shared(meta)], dim=1)
+    model = Functional(inputs={"image": image, "meta": meta}, outputs=L.Linear(3)(joined))
+    report = torchinfo.summary(
+        model, input_data={"image": torch.randn(2, 3, 8, 8), "meta": torch.randn(2, 5)}, verbose=0
+    )
+    text = model.summary()
+    assert f"total parameters: {report.total_params:,} (trainable {report.trainable_params:,}" in text
+    rows = {line.split()[0]: line for line in text.splitlines()[2:-1]}
+    assert (
+        rows["conv2d"].endswith("112")
+        and rows["linear"].endswith("36")
+        and rows["linear_1_1"].endswith("471")
+    )
+    assert "relu" in rows and "(shared: 36)" in rows["linear_1"]

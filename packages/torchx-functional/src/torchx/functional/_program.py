@@ -79,8 +79,12 @@ class Program:
 
 
 def _snake(name: str) -> str:
-    words = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
-    return words.lower()
+    """``Conv2d`` -> ``conv2d``, ``BatchNorm2d`` -> ``batch_norm2d``, ``LeakyReLU``
+    -> ``leaky_relu``, ``GELU`` -> ``gelu``: a class name as an attribute name."""
+    if name.upper() == name:
+        return name.lower()
+    name = name.replace("ReLU", "Relu").replace("SiLU", "Silu")
+    return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 class Namespace:
