@@ -240,20 +240,19 @@ def record(
 
 
 def _outputs(node: Node) -> Any:
-    """Placeholder(s) for ``node``'s output: one per tensor, via getitem nodes."""
+    """Placeholder(s) for ``node``'s output: one per tensor, via getitem nodes,
+    through any nesting of tuples and lists (an LSTM returns ``(out, (h, c))``)."""
     if isinstance(node.meta, torch.Tensor):
         return Placeholder._of(node)
     if isinstance(node.meta, (tuple, list)):
         parts = []
         for index, part in enumerate(node.meta):
-            part_b = None if node.meta_b is None else node.meta_b[index]
-            if not isinstance(part, torch.Tensor):
+            if isinstance(part, (torch.Tensor, tuple, list)):
+                part_b = None if node.meta_b is None else node.meta_b[index]
+                parts.append(_outputs(Node("function", operator.getitem, (node, index), {}, part, part_b)))
+            else:
                 parts.append(part)
-                continue
-            item = Node("function", operator.getitem, (node, index), {}, part, part_b)
-            parts.append(Placeholder._of(item))
-        if hasattr(node.meta, "_fields"):  # torch.return_types (values, indices)
-            return type(node.meta)(parts)
+        # tuple subclasses keep their type: torch.return_types give .values/.indices
         return type(node.meta)(parts) if isinstance(node.meta, tuple) else parts
     raise TorchXError(
         f"{node.describe()} returned {type(node.meta).__name__}; graph nodes must return tensors"

@@ -1,0 +1,172 @@
+"""The native modules behind the recurrent layers: torch's RNN/LSTM/GRU plus
+the output selection TorchX adds (``return_sequences``, ``return_state``,
+``lengths=``). They add no parameters: ``state_dict`` keys and weights are
+torch's own, so checkpoints move both ways."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+__all__ = ["GRUModule", "GetRNNOutputModule", "GetRNNStateModule", "LSTMModule", "RNNModule"]
+
+
+class _Selecting:
+    """Runs the torch recurrent forward, then picks what the layer returns."""
+
+    return_sequences: bool
+    return_state: bool
+    batch_first: bool
+    bidirectional: bool
+
+    def _run(self, native: Any, input: Any, hx: Any, lengths: torch.Tensor | None) -> Any:
+        if lengths is not None and not isinstance(input, PackedSequence):
+            time_dim = 1 if self.batch_first else 0
+            packed = pack_padded_sequence(
+                input, lengths.cpu(), batch_first=self.batch_first, enforce_sorted=False
+            )
+            output, state = native.forward(self, packed, hx)
+            output, _ = pad_packed_sequence(
+                output, batch_first=self.batch_first, total_length=input.shape[time_dim]
+            )
+        else:
+            output, state = native.forward(self, input, hx)
+        if not self.return_sequences:
+            # The final hidden state is the forward direction's last (valid) step
+            # and the backward direction's first: exactly "the last step".
+            hidden = state[0] if isinstance(state, tuple) else state
+            directions = 2 if self.bidirectional else 1
+            output = torch.cat(list(hidden[-directions:]), dim=-1)
+        return (output, state) if self.return_state else output
+
+
+class RNNModule(_Selecting, nn.RNN):
+    """``nn.RNN`` with TorchX's output selection; batch-first by default."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = True,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        return_sequences: bool = True,
+        return_state: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            input_size, hidden_size, num_layers, nonlinearity, bias, batch_first, dropout, bidirectional,
+            device=device, dtype=dtype,
+        )  # fmt: skip
+        self.return_sequences, self.return_state = return_sequences, return_state
+
+    def forward(self, input: Any, hx: Any = None, lengths: torch.Tensor | None = None) -> Any:
+        return self._run(nn.RNN, input, hx, lengths)
+
+
+class LSTMModule(_Selecting, nn.LSTM):
+    """``nn.LSTM`` with TorchX's output selection; batch-first by default."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = True,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        return_sequences: bool = True,
+        return_state: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, proj_size,
+            device=device, dtype=dtype,
+        )  # fmt: skip
+        self.return_sequences, self.return_state = return_sequences, return_state
+
+    def forward(self, input: Any, hx: Any = None, lengths: torch.Tensor | None = None) -> Any:
+        return self._run(nn.LSTM, input, hx, lengths)
+
+
+class GRUModule(_Selecting, nn.GRU):
+    """``nn.GRU`` with TorchX's output selection; batch-first by default."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = True,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        return_sequences: bool = True,
+        return_state: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+            device=device, dtype=dtype,
+        )  # fmt: skip
+        self.return_sequences, self.return_state = return_sequences, return_state
+
+    def forward(self, input: Any, hx: Any = None, lengths: torch.Tensor | None = None) -> Any:
+        return self._run(nn.GRU, input, hx, lengths)
+
+
+class GetRNNOutputModule(nn.Module):
+    """The output of ``(output, state)``, as a recurrent layer with ``return_state`` returns."""
+
+    def forward(self, pair: tuple[Any, Any]) -> Any:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise ValueError(
+                f"GetRNNOutput expects the (output, state) pair of a recurrent layer with "
+                f"return_state=True, got {type(pair).__name__}"
+            )
+        return pair[0]
+
+
+class GetRNNStateModule(nn.Module):
+    """The last layer's final state of ``(output, state)``: ``(batch, directions * hidden)``.
+
+    ``mode``: ``"h"`` the hidden state, ``"c"`` the LSTM cell state, ``"concat"``
+    both, concatenated on the feature dim.
+    """
+
+    def __init__(self, mode: str = "h") -> None:
+        super().__init__()
+        self.mode = mode
+
+    def forward(self, pair: tuple[Any, Any]) -> torch.Tensor:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise ValueError(
+                "GetRNNState needs the state: give the recurrent layer before it return_state=True "
+                f"(got {type(pair).__name__}, so the output was already reduced)"
+            )
+        output, state = pair
+        is_lstm = isinstance(state, tuple)
+        if self.mode in ("c", "concat") and not is_lstm:
+            raise ValueError(
+                f"GetRNNState(mode={self.mode!r}) needs an LSTM's (h, c) state; this layer has only h"
+            )
+        hidden = state[0] if is_lstm else state
+        features = output.data if isinstance(output, PackedSequence) else output
+        directions = max(1, features.shape[-1] // hidden.shape[-1])
+        chosen = {
+            "h": [hidden],
+            "c": [state[1]] if is_lstm else [],
+            "concat": [hidden, state[1]] if is_lstm else [],
+        }
+        return torch.cat([part for tensor in chosen[self.mode] for part in tensor[-directions:]], dim=-1)

@@ -1,0 +1,176 @@
+"""Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` (batch-first) and their cells.
+
+``input_size`` is read off the last dim of the ``(batch, time, features)``
+input (or of a ``PackedSequence``'s data). With the same seed, weights equal
+torch's, and ``state_dict`` keys are torch's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from torch import nn
+from torch.nn.utils.rnn import PackedSequence
+
+from torchx.core import ArgumentError, FromInput, Layer
+from torchx.rnn._modules import GetRNNOutputModule, GetRNNStateModule, GRUModule, LSTMModule, RNNModule
+
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "GetRNNOutput", "GetRNNState", "LSTMCell", "RNNCell"]
+
+_SEQUENCE = FromInput(dim=-1, ranks=(3,))
+
+
+class _Recurrent(Layer):
+    """Shared by RNN, LSTM, GRU: ``input_size`` from the features of a 3-d input.
+
+    Returns the output at every step (``return_sequences=True``, the default)
+    or only the last step (forward direction's last, backward direction's
+    first); with ``return_state=True``, ``(output, state)``. Call it as
+    ``layer(x)``, ``layer(x, hx)`` or ``layer(x, lengths=lengths)`` (per-sample
+    lengths: padded steps are skipped and the last step is each sample's own).
+    """
+
+    input_layout = "(batch, time, features), or (time, batch, features) with batch_first=False"
+    positive_arguments = ("hidden_size", "num_layers")
+
+    def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
+        if inputs and isinstance(inputs[0], PackedSequence):
+            return {"input_size": int(inputs[0].data.shape[-1])}
+        return {"input_size": _SEQUENCE.read(self, inputs)}
+
+
+class RNN(_Recurrent):
+    """``nn.RNN`` (Elman) with ``input_size`` inferred; batch-first by default."""
+
+    native_class = RNNModule
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: Literal["tanh", "relu"] = "tanh",
+        bias: bool = True,
+        batch_first: bool = True,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        return_sequences: bool = True,
+        return_state: bool = False,
+    ) -> None:
+        super().__init__(
+            hidden_size=hidden_size, num_layers=num_layers, nonlinearity=nonlinearity, bias=bias,
+            batch_first=batch_first, dropout=dropout, bidirectional=bidirectional,
+            return_sequences=return_sequences, return_state=return_state,
+        )  # fmt: skip
+
+
+class LSTM(_Recurrent):
+    """``nn.LSTM`` with ``input_size`` inferred; batch-first by default.
+
+    Examples::
+
+        >>> L.LSTM(32)(torch.zeros(4, 10, 8)).shape
+        torch.Size([4, 10, 32])
+        >>> L.LSTM(32, bidirectional=True, return_sequences=False)(torch.zeros(4, 10, 8)).shape
+        torch.Size([4, 64])
+    """
+
+    native_class = LSTMModule
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = True,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        return_sequences: bool = True,
+        return_state: bool = False,
+    ) -> None:
+        super().__init__(
+            hidden_size=hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
+            dropout=dropout, bidirectional=bidirectional, proj_size=proj_size,
+            return_sequences=return_sequences, return_state=return_state,
+        )  # fmt: skip
+
+
+class GRU(_Recurrent):
+    """``nn.GRU`` with ``input_size`` inferred; batch-first by default."""
+
+    native_class = GRUModule
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = True,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        return_sequences: bool = True,
+        return_state: bool = False,
+    ) -> None:
+        super().__init__(
+            hidden_size=hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
+            dropout=dropout, bidirectional=bidirectional,
+            return_sequences=return_sequences, return_state=return_state,
+        )  # fmt: skip
+
+
+class _Cell(Layer):
+    inferred_arguments: ClassVar = {"input_size": FromInput(dim=-1, ranks=(1, 2))}
+    input_layout = "(batch, features)"
+    positive_arguments = ("hidden_size",)
+
+    def __init__(self, hidden_size: int, bias: bool = True) -> None:
+        super().__init__(hidden_size=hidden_size, bias=bias)
+
+
+class RNNCell(_Cell):
+    """``nn.RNNCell`` with ``input_size`` inferred."""
+
+    native_class = nn.RNNCell
+
+    def __init__(
+        self, hidden_size: int, bias: bool = True, nonlinearity: Literal["tanh", "relu"] = "tanh"
+    ) -> None:
+        Layer.__init__(self, hidden_size=hidden_size, bias=bias, nonlinearity=nonlinearity)
+
+
+class LSTMCell(_Cell):
+    """``nn.LSTMCell`` with ``input_size`` inferred."""
+
+    native_class = nn.LSTMCell
+
+
+class GRUCell(_Cell):
+    """``nn.GRUCell`` with ``input_size`` inferred."""
+
+    native_class = nn.GRUCell
+
+
+class GetRNNOutput(Layer):
+    """Takes the output from a recurrent layer's ``(output, state)``."""
+
+    native_class = GetRNNOutputModule
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+class GetRNNState(Layer):
+    """Takes the final state from a recurrent layer's ``(output, state)``.
+
+    Args:
+        mode: ``"h"`` (hidden state), ``"c"`` (LSTM cell state) or ``"concat"``
+            (both). The result is ``(batch, directions * size)``: the last
+            layer's state, directions concatenated.
+    """
+
+    native_class = GetRNNStateModule
+
+    def __init__(self, mode: Literal["h", "c", "concat"] = "h") -> None:
+        if mode not in ("h", "c", "concat"):
+            raise ArgumentError(f"GetRNNState: mode must be 'h', 'c' or 'concat', got {mode!r}")
+        super().__init__(mode=mode)

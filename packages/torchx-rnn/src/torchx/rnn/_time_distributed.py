@@ -1,0 +1,95 @@
+"""``TimeDistributed``: the same layers applied to every time step, by folding time into batch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from torchx.core import Layer, ShapeError, SpecError
+from torchx.core.errors import format_shape
+from torchx.core.layer import unbuilt_layers
+from torchx.core.specs import SpecReader, SpecWriter
+from torchx.core.symbolic import is_symbolic
+from torchx.layers import Sequential
+
+__all__ = ["TimeDistributed"]
+
+
+class TimeDistributed(Layer):
+    """Applies ``layers`` to every temporal slice of a ``(batch, time, ...)`` input.
+
+    Time is folded into the batch (``(batch * time, ...)``), the layers run
+    once, and the result is unfolded to ``(batch, time, ...)``: no Python loop
+    over time steps. The layers' input-side sizes are inferred from one slice.
+    Any module works inside (TorchX layers, plain modules, Sequential,
+    Functional); layers that carry state from one step to the next do not
+    belong here. Because of the fold, a BatchNorm inside normalises over
+    batch and time together.
+
+    Call it as ``layer(x)`` or ``layer(x, lengths=lengths)``: with per-sample
+    ``lengths``, the outputs of padded steps are zeros.
+
+    Examples::
+
+        >>> frames = torch.zeros(4, 16, 3, 16, 16)
+        >>> L.TimeDistributed(L.Conv2d(8, 3), L.ReLU(), L.Flatten(), L.Linear(10))(frames).shape
+        torch.Size([4, 16, 10])
+    """
+
+    input_layout = "(batch, time, ...), at least 3-d"
+
+    def __init__(self, *layers: nn.Module) -> None:
+        super().__init__()
+        if not layers:
+            raise TypeError("TimeDistributed needs at least one layer")
+        self.layers = Sequential(*layers)
+
+    @property
+    def is_built(self) -> bool:
+        return not unbuilt_layers(self.layers)
+
+    def forward(self, input: Any, lengths: torch.Tensor | None = None) -> Any:
+        if type(input) is not torch.Tensor and is_symbolic(input):
+            return input.__torchx_call__(self, (input,), {} if lengths is None else {"lengths": lengths})
+        if not isinstance(input, torch.Tensor) or input.dim() < 3:
+            shape = (
+                format_shape(tuple(input.shape)) if isinstance(input, torch.Tensor) else type(input).__name__
+            )
+            raise self.shape_error(
+                f"expected input of shape {self.input_layout}, got {shape}",
+                fix="give it (batch, time, features...): a batch of sequences",
+            )
+        batch, time = input.shape[0], input.shape[1]
+        try:
+            output = self.layers(input.flatten(0, 1))
+        except ShapeError as error:
+            raise error.within("TimeDistributed", self) from None
+        output = output.unflatten(0, (batch, time))
+        if lengths is not None:
+            steps = torch.arange(time, device=output.device)
+            valid = steps < lengths.to(output.device).unsqueeze(1)
+            output = output * valid.view(batch, time, *([1] * (output.dim() - 2))).to(output.dtype)
+        return output
+
+    def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
+        return {
+            "layers": [
+                writer.layer(module, f"{writer.where}.layers[{i}]") for i, module in enumerate(self.layers)
+            ]
+        }
+
+    @classmethod
+    def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
+        layers = fields.get("layers")
+        extra = sorted(set(fields) - {"layers"})
+        if extra or not isinstance(layers, list) or not layers:
+            raise SpecError(
+                reader.where, "a TimeDistributed spec has only 'type' and a non-empty 'layers' list"
+            )
+        return cls(*(reader.layer(data, f"{reader.where}.layers[{i}]") for i, data in enumerate(layers)))
+
+    def extra_repr(self) -> str:
+        return ""

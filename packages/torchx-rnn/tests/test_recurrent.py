@@ -1,0 +1,130 @@
+"""Recurrent layers: parity with torch, output selection, lengths, helpers, bad input."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+import torchx
+import torchx.layers as L
+from torchx.core import ArgumentError, PluginManager, ShapeError
+from torchx.rnn import GRU, LSTM, RNN, GetRNNOutput, GetRNNState, GRUCell, LSTMCell, RNNCell, TimeDistributed
+
+CASES = [
+    (
+        lambda: RNN(12, num_layers=2, nonlinearity="relu"),
+        lambda: nn.RNN(8, 12, 2, nonlinearity="relu", batch_first=True),
+    ),
+    (
+        lambda: LSTM(12, bidirectional=True, proj_size=5),
+        lambda: nn.LSTM(8, 12, bidirectional=True, proj_size=5, batch_first=True),
+    ),
+    (
+        lambda: GRU(12, num_layers=2, dropout=0.0, bias=False),
+        lambda: nn.GRU(8, 12, 2, bias=False, batch_first=True),
+    ),
+]
+
+
+@pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
+@pytest.mark.parametrize(("make", "make_native"), CASES)
+def test_same_seed_same_weights_keys_and_outputs_as_torch(make: object, make_native: object) -> None:
+    x = torch.randn(3, 7, 8)
+    torch.manual_seed(1)
+    native = make_native()  # type: ignore[operator]
+    torch.manual_seed(1)
+    layer = torchx.build(make(), x)  # type: ignore[operator]
+    assert list(layer.state_dict()) == list(native.state_dict())
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(layer.state_dict().values(), native.state_dict().values(), strict=True)
+    )
+    assert torch.allclose(layer(x), native(x)[0])
+    native.load_state_dict(layer.state_dict())
+
+
+@pytest.mark.parametrize(
+    ("make", "native"),
+    [(lambda: RNNCell(6), nn.RNNCell), (lambda: LSTMCell(6), nn.LSTMCell), (lambda: GRUCell(6), nn.GRUCell)],
+)
+def test_cells_infer_input_size(make: object, native: type) -> None:
+    x = torch.randn(5, 4)
+    torch.manual_seed(2)
+    reference = native(4, 6)
+    torch.manual_seed(2)
+    out = make()(x)  # type: ignore[operator]
+    expected = reference(x)
+    assert torch.allclose(
+        out[0] if isinstance(out, tuple) else out, expected[0] if isinstance(expected, tuple) else expected
+    )
+
+
+def test_last_step_of_a_bidirectional_layer_is_forward_last_and_backward_first() -> None:
+    x = torch.randn(3, 7, 8)
+    layer = LSTM(5, bidirectional=True, return_sequences=False)
+    last = layer(x)
+    full = nn.LSTM.forward(layer, x)[0]
+    assert last.shape == (3, 10)
+    assert torch.allclose(last[:, :5], full[:, -1, :5]) and torch.allclose(last[:, 5:], full[:, 0, 5:])
+
+
+def test_return_state_initial_state_and_batch_first_false() -> None:
+    layer = LSTM(5, return_state=True, batch_first=False)
+    x = torch.randn(7, 3, 8)
+    output, (h, c) = layer(x, (torch.zeros(1, 3, 5), torch.zeros(1, 3, 5)))
+    assert output.shape == (7, 3, 5) and h.shape == (1, 3, 5) and c.shape == (1, 3, 5)
+
+
+def test_lengths_give_each_sample_its_own_last_step() -> None:
+    layer = GRU(4, return_sequences=False)
+    x = torch.randn(3, 6, 2)
+    lengths = torch.tensor([6, 2, 4])
+    last = layer(x, lengths=lengths)
+    for index, length in enumerate(lengths.tolist()):
+        expected = layer(x[index : index + 1, :length])  # the same layer on the unpadded sample
+        assert torch.allclose(last[index], expected[0], atol=1e-6)
+    padded = GRU(4)
+    padded(x)
+    out = padded(x, lengths=lengths)
+    assert torch.equal(out[1, 2:], torch.zeros(4, 4))
+
+
+def test_packed_sequences_work_as_in_torch() -> None:
+    layer = LSTM(4, return_sequences=False)
+    x = torch.randn(3, 6, 2)
+    packed = pack_padded_sequence(x, torch.tensor([6, 5, 2]), batch_first=True)
+    assert layer(packed).shape == (3, 4)
+    assert layer.input_size == 2
+
+
+def test_helpers_chain_recurrent_layers_in_sequential() -> None:
+    x = torch.randn(3, 6, 2)
+    for mode, width in (("h", 8), ("c", 8), ("concat", 16)):
+        model = L.Sequential(LSTM(4, bidirectional=True, return_state=True), GetRNNState(mode))
+        assert model(x).shape == (3, width)
+    assert L.Sequential(GRU(4, return_state=True), GetRNNOutput(), L.Linear(2))(x).shape == (3, 6, 2)
+
+
+def test_bad_input() -> None:
+    with pytest.raises(ShapeError, match=r"^LSTM: expected input of shape \(batch, time, features\)"):
+        LSTM(4)(torch.randn(6, 2))
+    layer = LSTM(4)
+    layer(torch.randn(3, 6, 2))
+    with pytest.raises(ShapeError, match=r"input_size=5 \(built with 2\)"):
+        layer(torch.randn(3, 6, 5))
+    with pytest.raises(ArgumentError, match="mode must be 'h', 'c' or 'concat'"):
+        GetRNNState("x")  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match="give the recurrent layer before it return_state=True"):
+        L.Sequential(LSTM(4, return_sequences=False), GetRNNState())(torch.randn(3, 6, 2))
+    with pytest.raises(ShapeError, match=r"needs an LSTM's \(h, c\) state"):
+        L.Sequential(GRU(4, return_state=True), GetRNNState("c"))(torch.randn(3, 6, 2))
+
+
+def test_specs_round_trip_and_the_facade(fresh_plugins: PluginManager) -> None:
+    assert L.LSTM is LSTM and L.TimeDistributed is TimeDistributed
+    for layer in (RNN(3, nonlinearity="relu"), LSTM(3, proj_size=2, return_state=True), GRU(3, bidirectional=True),
+                  RNNCell(3), LSTMCell(3), GRUCell(3), GetRNNOutput(), GetRNNState("concat")):  # fmt: skip
+        spec = layer.to_spec()
+        assert L.Layer.from_spec(spec).to_spec() == spec

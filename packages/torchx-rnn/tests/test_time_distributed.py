@@ -1,0 +1,93 @@
+"""TimeDistributed: folding time into batch, any inner module, lengths, errors, specs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torchx.layers as L
+from torchx.core import PluginManager, ShapeError
+from torchx.rnn import LSTM, TimeDistributed
+
+
+def test_applies_the_same_layers_to_every_step() -> None:
+    layer = TimeDistributed(L.Conv2d(8, 3), L.ReLU(), L.Flatten(), L.Linear(10))
+    frames = torch.randn(4, 16, 3, 16, 16)
+    out = layer(frames)
+    assert out.shape == (4, 16, 10)
+    assert layer.layers[0].in_channels == 3 and layer.layers[3].in_features == 8 * 14 * 14
+    for step in (0, 7, 15):
+        assert torch.allclose(out[:, step], layer.layers(frames[:, step]), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "inner",
+    [lambda: nn.Linear(5, 3), lambda: L.Sequential(L.Linear(4), L.ReLU()), lambda: L.Linear(3)],
+)
+def test_any_inner_module(inner: object) -> None:
+    out = TimeDistributed(inner())(torch.randn(2, 6, 5))  # type: ignore[operator]
+    assert out.shape[:2] == (2, 6)
+
+
+def test_inner_functional_and_nesting_with_an_lstm() -> None:
+    functional = pytest.importorskip("torchx.functional", reason="torchx-functional is not installed")
+    Functional, Placeholder = functional.Functional, functional.Placeholder
+
+    x = Placeholder((None, 5))
+    inner = Functional(inputs=x, outputs=L.Linear(3)(x) * 2)
+    model = L.Sequential(TimeDistributed(inner), LSTM(4, return_sequences=False), L.Linear(1))
+    assert model(torch.randn(2, 6, 5)).shape == (2, 1)
+
+
+def test_lengths_zero_padded_steps() -> None:
+    out = TimeDistributed(L.Linear(3))(torch.randn(2, 5, 4), lengths=torch.tensor([5, 2]))
+    assert torch.equal(out[1, 2:], torch.zeros(3, 3)) and out[0].abs().sum() > 0
+
+
+def test_two_dimensional_input_names_the_layout() -> None:
+    with pytest.raises(
+        ShapeError,
+        match=r"^TimeDistributed: expected input of shape \(batch, time, \.\.\.\), at least 3-d, got \(2, 5\)",
+    ):
+        TimeDistributed(L.Linear(3))(torch.randn(2, 5))
+
+
+def test_inner_errors_carry_the_path() -> None:
+    with pytest.raises(ShapeError, match=r"^TimeDistributed Sequential\[0\] Conv2d"):
+        TimeDistributed(L.Conv2d(3, 3))(torch.randn(2, 5, 4))
+
+
+def test_batchnorm_normalises_over_batch_and_time() -> None:
+    layer = TimeDistributed(L.BatchNorm1d())
+    x = torch.randn(3, 7, 4) * 5 + 2
+    out = layer(x)
+    flat = out.reshape(21, 4)
+    assert torch.allclose(flat.mean(0), torch.zeros(4), atol=1e-5)
+
+
+def test_spec_round_trip(fresh_plugins: PluginManager) -> None:
+    layer = TimeDistributed(L.Conv2d(8, 3), L.ReLU(), L.Flatten(), L.Linear(10))
+    spec = layer.to_spec()
+    again = L.Layer.from_spec(spec)
+    assert again.to_spec() == spec
+    frames = torch.randn(2, 3, 3, 8, 8)
+    layer(frames)
+    again(frames)
+    again.load_state_dict(layer.state_dict())
+    assert torch.allclose(again(frames), layer(frames))
+
+
+def test_recurrent_layers_and_time_distributed_in_graphs(fresh_plugins: PluginManager) -> None:
+    functional = pytest.importorskip("torchx.functional", reason="torchx-functional is not installed")
+    x = functional.Placeholder((None, 10, 8))
+    frames = functional.Placeholder((None, 5, 3, 8, 8))
+    state = L.GetRNNState("concat")(LSTM(16, return_state=True)(x))
+    last = L.GRU(6, return_sequences=False)(TimeDistributed(L.Conv2d(4, 3), L.Flatten(), L.Linear(8))(frames))
+    model = functional.Functional(inputs=[x, frames], outputs=[state, last])
+    a, b = torch.randn(2, 10, 8), torch.randn(2, 5, 3, 8, 8)
+    out_state, out_last = model(a, b)
+    assert out_state.shape == (2, 32) and out_last.shape == (2, 6)
+    again = L.Layer.from_spec(model.to_spec())
+    again.load_state_dict(model.state_dict())
+    assert all(torch.allclose(p, q) for p, q in zip(again(a, b), model(a, b), strict=True))
