@@ -128,3 +128,13 @@ def test_specs_round_trip_and_the_facade(fresh_plugins: PluginManager) -> None:
                   RNNCell(3), LSTMCell(3), GRUCell(3), GetRNNOutput(), GetRNNState("concat")):  # fmt: skip
         spec = layer.to_spec()
         assert L.Layer.from_spec(spec).to_spec() == spec
+
+
+def test_lengths_may_be_a_list_and_deep_bidirectional_last_steps_are_the_last_layer() -> None:
+    x = torch.randn(3, 6, 2)
+    layer = LSTM(4, num_layers=2, bidirectional=True, return_sequences=False, batch_first=False)
+    last = layer(x.transpose(0, 1))
+    full = nn.LSTM.forward(layer, x.transpose(0, 1))[0]
+    assert torch.allclose(last[:, :4], full[-1, :, :4]) and torch.allclose(last[:, 4:], full[0, :, 4:])
+    assert GRU(4)(x, lengths=[6, 2, 4]).shape == (3, 6, 4)
+    assert TimeDistributed(L.Linear(3))(x, lengths=[6, 2, 4])[1, 2:].abs().sum() == 0

@@ -25,9 +25,8 @@ class _Selecting:
     def _run(self, native: Any, input: Any, hx: Any, lengths: torch.Tensor | None) -> Any:
         if lengths is not None and not isinstance(input, PackedSequence):
             time_dim = 1 if self.batch_first else 0
-            packed = pack_padded_sequence(
-                input, lengths.cpu(), batch_first=self.batch_first, enforce_sorted=False
-            )
+            on_cpu = torch.as_tensor(lengths).cpu()
+            packed = pack_padded_sequence(input, on_cpu, batch_first=self.batch_first, enforce_sorted=False)
             output, state = native.forward(self, packed, hx)
             output, _ = pad_packed_sequence(
                 output, batch_first=self.batch_first, total_length=input.shape[time_dim]

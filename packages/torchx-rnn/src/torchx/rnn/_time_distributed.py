@@ -70,7 +70,7 @@ class TimeDistributed(Layer):
         output = output.unflatten(0, (batch, time))
         if lengths is not None:
             steps = torch.arange(time, device=output.device)
-            valid = steps < lengths.to(output.device).unsqueeze(1)
+            valid = steps < torch.as_tensor(lengths, device=output.device).unsqueeze(1)
             output = output * valid.view(batch, time, *([1] * (output.dim() - 2))).to(output.dtype)
         return output
 
