@@ -138,3 +138,26 @@ def test_lengths_may_be_a_list_and_deep_bidirectional_last_steps_are_the_last_la
     assert torch.allclose(last[:, :4], full[-1, :, :4]) and torch.allclose(last[:, 4:], full[0, :, 4:])
     assert GRU(4)(x, lengths=[6, 2, 4]).shape == (3, 6, 4)
     assert TimeDistributed(L.Linear(3))(x, lengths=[6, 2, 4])[1, 2:].abs().sum() == 0
+
+
+def test_lengths_that_do_not_fit_the_batch_are_shape_errors() -> None:
+    layer = LSTM(4, return_sequences=False)
+    x = torch.randn(4, 10, 8)
+    with pytest.raises(ShapeError, match=r"lengths has shape \(2,\), but the batch has 4 samples"):
+        layer(x, lengths=[10, 10])
+    with pytest.raises(ShapeError, match=r"lengths must lie in \[1, 10\]"):
+        layer(x, lengths=[10, 0, 3, 11])
+
+
+def test_layers_called_with_lengths_build_on_meta() -> None:
+    class Tagger(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = LSTM(5)
+
+        def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+            return self.rnn(x, lengths=lengths)
+
+    model = torchx.build(Tagger(), (None, None, 8), torch.tensor([3, 10, 5, 1]))
+    assert model.rnn.input_size == 8
+    assert model(torch.randn(4, 10, 8), torch.tensor([3, 10, 5, 1])).shape == (4, 10, 5)

@@ -91,3 +91,15 @@ def test_recurrent_layers_and_time_distributed_in_graphs(fresh_plugins: PluginMa
     again = L.Layer.from_spec(model.to_spec())
     again.load_state_dict(model.state_dict())
     assert all(torch.allclose(p, q) for p, q in zip(again(a, b), model(a, b), strict=True))
+
+
+def test_padded_steps_are_zero_even_when_they_hold_inf() -> None:
+    x = torch.randn(2, 5, 4)
+    x[0, 3:] = float("inf")
+    out = TimeDistributed(L.Linear(3))(x, lengths=[3, 5])
+    assert torch.equal(out[0, 3:], torch.zeros(2, 3)) and torch.isfinite(out).all()
+
+
+def test_inner_layers_returning_tuples_are_a_clear_error() -> None:
+    with pytest.raises(ShapeError, match=r"returned a tuple, but TimeDistributed unfolds one tensor"):
+        TimeDistributed(LSTM(5, return_state=True))(torch.randn(4, 10, 6, 8))

@@ -11,6 +11,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from torchx.core import ShapeError
+
 __all__ = ["GRUModule", "GetRNNOutputModule", "GetRNNStateModule", "LSTMModule", "RNNModule"]
 
 
@@ -23,9 +25,11 @@ class _Selecting:
     bidirectional: bool
 
     def _run(self, native: Any, input: Any, hx: Any, lengths: torch.Tensor | None) -> Any:
-        if lengths is not None and not isinstance(input, PackedSequence):
+        if lengths is not None and not isinstance(input, PackedSequence) and not input.is_meta:
             time_dim = 1 if self.batch_first else 0
-            on_cpu = torch.as_tensor(lengths).cpu()
+            on_cpu = _checked_lengths(
+                type(self).__name__, lengths, input.shape[1 - time_dim], input.shape[time_dim]
+            )
             packed = pack_padded_sequence(input, on_cpu, batch_first=self.batch_first, enforce_sorted=False)
             output, state = native.forward(self, packed, hx)
             output, _ = pad_packed_sequence(
@@ -40,6 +44,18 @@ class _Selecting:
             directions = 2 if self.bidirectional else 1
             output = torch.cat(list(hidden[-directions:]), dim=-1)
         return (output, state) if self.return_state else output
+
+
+def _checked_lengths(layer: str, lengths: Any, batch: int, time: int) -> torch.Tensor:
+    """``lengths`` as a CPU tensor of one length in [1, time] per sample, or a ShapeError."""
+    values = torch.as_tensor(lengths).cpu()
+    if values.shape != (batch,):
+        raise ShapeError(layer, f"lengths has shape {tuple(values.shape)}, but the batch has {batch} samples",
+                         fix="pass one length per sample")  # fmt: skip
+    if values.numel() and (values.min() < 1 or values.max() > time):
+        raise ShapeError(layer, f"lengths must lie in [1, {time}] (the time steps), got {values.tolist()}",
+                         fix="give each sample its number of valid steps")  # fmt: skip
+    return values
 
 
 class RNNModule(_Selecting, nn.RNN):

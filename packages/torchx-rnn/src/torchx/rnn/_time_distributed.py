@@ -67,11 +67,16 @@ class TimeDistributed(Layer):
             output = self.layers(input.flatten(0, 1))
         except ShapeError as error:
             raise error.within("TimeDistributed", self) from None
-        output = output.unflatten(0, (batch, time))
+        if not isinstance(output, torch.Tensor):
+            raise self.shape_error(
+                f"its layers returned a {type(output).__name__}, but TimeDistributed unfolds one tensor",
+                fix="end the layers with one that returns a tensor (e.g. L.GetRNNOutput())",
+            )
+        output = output.reshape(batch, time, *output.shape[1:])
         if lengths is not None:
             steps = torch.arange(time, device=output.device)
-            valid = steps < torch.as_tensor(lengths, device=output.device).unsqueeze(1)
-            output = output * valid.view(batch, time, *([1] * (output.dim() - 2))).to(output.dtype)
+            padded = steps >= torch.as_tensor(lengths, device=output.device).unsqueeze(1)
+            output = output.masked_fill(padded.view(batch, time, *([1] * (output.dim() - 2))), 0)
         return output
 
     def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
