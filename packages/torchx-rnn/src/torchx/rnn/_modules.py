@@ -17,12 +17,35 @@ __all__ = ["GRUModule", "GetRNNOutputModule", "GetRNNStateModule", "LSTMModule",
 
 
 class _Selecting:
-    """Runs the torch recurrent forward, then picks what the layer returns."""
+    """Runs the torch recurrent forward, then picks what the layer returns.
 
+    Mixed in before ``nn.RNN``/``nn.LSTM``/``nn.GRU``: it takes the two extra
+    options, makes batch-first the default, and passes everything else (and
+    ``device``/``dtype``, named so that TorchX builds on the right device) to
+    torch's constructor unchanged.
+    """
+
+    _torch_class: type[nn.RNNBase]
     return_sequences: bool
     return_state: bool
     batch_first: bool
     bidirectional: bool
+
+    def __init__(
+        self,
+        *args: Any,
+        return_sequences: bool = True,
+        return_state: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("batch_first", True)
+        super().__init__(*args, device=device, dtype=dtype, **kwargs)  # type: ignore[call-arg]
+        self.return_sequences, self.return_state = return_sequences, return_state
+
+    def forward(self, input: Any, hx: Any = None, lengths: torch.Tensor | None = None) -> Any:
+        return self._run(self._torch_class, input, hx, lengths)
 
     def _run(self, native: Any, input: Any, hx: Any, lengths: torch.Tensor | None) -> Any:
         if lengths is not None and not isinstance(input, PackedSequence) and not input.is_meta:
@@ -61,84 +84,19 @@ def _checked_lengths(layer: str, lengths: Any, batch: int, time: int) -> torch.T
 class RNNModule(_Selecting, nn.RNN):
     """``nn.RNN`` with TorchX's output selection; batch-first by default."""
 
-    def __init__(
-        self,
-        input_size: int,
-        hidden_size: int,
-        num_layers: int = 1,
-        nonlinearity: str = "tanh",
-        bias: bool = True,
-        batch_first: bool = True,
-        dropout: float = 0.0,
-        bidirectional: bool = False,
-        return_sequences: bool = True,
-        return_state: bool = False,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            input_size, hidden_size, num_layers, nonlinearity, bias, batch_first, dropout, bidirectional,
-            device=device, dtype=dtype,
-        )  # fmt: skip
-        self.return_sequences, self.return_state = return_sequences, return_state
-
-    def forward(self, input: Any, hx: Any = None, lengths: torch.Tensor | None = None) -> Any:
-        return self._run(nn.RNN, input, hx, lengths)
+    _torch_class = nn.RNN
 
 
 class LSTMModule(_Selecting, nn.LSTM):
     """``nn.LSTM`` with TorchX's output selection; batch-first by default."""
 
-    def __init__(
-        self,
-        input_size: int,
-        hidden_size: int,
-        num_layers: int = 1,
-        bias: bool = True,
-        batch_first: bool = True,
-        dropout: float = 0.0,
-        bidirectional: bool = False,
-        proj_size: int = 0,
-        return_sequences: bool = True,
-        return_state: bool = False,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, proj_size,
-            device=device, dtype=dtype,
-        )  # fmt: skip
-        self.return_sequences, self.return_state = return_sequences, return_state
-
-    def forward(self, input: Any, hx: Any = None, lengths: torch.Tensor | None = None) -> Any:
-        return self._run(nn.LSTM, input, hx, lengths)
+    _torch_class = nn.LSTM
 
 
 class GRUModule(_Selecting, nn.GRU):
     """``nn.GRU`` with TorchX's output selection; batch-first by default."""
 
-    def __init__(
-        self,
-        input_size: int,
-        hidden_size: int,
-        num_layers: int = 1,
-        bias: bool = True,
-        batch_first: bool = True,
-        dropout: float = 0.0,
-        bidirectional: bool = False,
-        return_sequences: bool = True,
-        return_state: bool = False,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-            device=device, dtype=dtype,
-        )  # fmt: skip
-        self.return_sequences, self.return_state = return_sequences, return_state
-
-    def forward(self, input: Any, hx: Any = None, lengths: torch.Tensor | None = None) -> Any:
-        return self._run(nn.GRU, input, hx, lengths)
+    _torch_class = nn.GRU
 
 
 class GetRNNOutputModule(nn.Module):
