@@ -9,6 +9,17 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
+from typing import TYPE_CHECKING
+
+from torchx.core import (
+    CheckpointError as CheckpointError,
+)
+from torchx.core import (
+    DeviceError as DeviceError,
+)
+from torchx.core import (
+    DeviceUnavailableError as DeviceUnavailableError,
+)
 from torchx.core import (
     ShapeError as ShapeError,
 )
@@ -22,6 +33,12 @@ from torchx.core import (
     build as build,
 )
 from torchx.core import (
+    current_scope as current_scope,
+)
+from torchx.core import (
+    device_scope as device_scope,
+)
+from torchx.core import (
     infer_shapes as infer_shapes,
 )
 from torchx.core import (
@@ -32,13 +49,42 @@ from torchx.core import (
 )
 from torchx.core._version import __version__ as __version__
 
+if TYPE_CHECKING:
+    from torchx.device import DataParallel as DataParallel
+    from torchx.device import DistributedDataParallel as DistributedDataParallel
+
 __all__ = [
+    "CheckpointError",
+    "DeviceError",
+    "DeviceUnavailableError",
     "ShapeError",
     "SpecError",
     "TorchXError",
     "__version__",
     "build",
+    "current_scope",
+    "device_scope",
     "infer_shapes",
     "load_spec",
     "save_spec",
 ]
+
+_FROM_TORCHX_DEVICE = ("DataParallel", "DistributedDataParallel")
+"""Names of torchx-device offered here (not in ``__all__``: they may be absent)."""
+
+
+def __getattr__(name: str) -> object:
+    """``torchx.DataParallel`` and ``torchx.DistributedDataParallel``, from torchx-device."""
+    if name not in _FROM_TORCHX_DEVICE:
+        raise AttributeError(f"module 'torchx' has no attribute {name!r}")
+    try:
+        import torchx.device
+    except ModuleNotFoundError as error:
+        if error.name != "torchx.device":
+            raise
+        from torchx.core import MissingPackageError
+
+        raise MissingPackageError(
+            f"torchx.{name} is provided by torchx-device, which is not installed; run: pip install torchx-device"
+        ) from None
+    return getattr(torchx.device, name)

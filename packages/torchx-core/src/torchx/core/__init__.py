@@ -1,10 +1,22 @@
-"""torchx.core: the Layer protocol, the shape engine, specs, plugins and errors."""
+"""torchx.core: the Layer protocol, the shape engine, specs, plugins, device scopes and errors."""
 
 from torchx.core._version import __version__ as __version__
 from torchx.core.build import build as build
 from torchx.core.build import infer_shapes as infer_shapes
 from torchx.core.errors import (
     ArgumentError as ArgumentError,
+)
+from torchx.core.errors import (
+    CheckpointError as CheckpointError,
+)
+from torchx.core.errors import (
+    DeviceError as DeviceError,
+)
+from torchx.core.errors import (
+    DeviceUnavailableError as DeviceUnavailableError,
+)
+from torchx.core.errors import (
+    DeviceWarning as DeviceWarning,
 )
 from torchx.core.errors import (
     MissingPackageError as MissingPackageError,
@@ -24,9 +36,11 @@ from torchx.core.errors import (
 from torchx.core.errors import (
     TorchXError as TorchXError,
 )
+from torchx.core.helpers import ModuleHelpers as ModuleHelpers
 from torchx.core.hookspecs import hookimpl as hookimpl
 from torchx.core.layer import FromInput as FromInput
 from torchx.core.layer import Layer as Layer
+from torchx.core.placement import Placement as Placement
 from torchx.core.plugins import (
     PluginManager as PluginManager,
 )
@@ -37,6 +51,10 @@ from torchx.core.plugins import (
     use_plugins as use_plugins,
 )
 from torchx.core.registry import LayerRegistry as LayerRegistry
+from torchx.core.scope import DeviceScope as DeviceScope
+from torchx.core.scope import current_scope as current_scope
+from torchx.core.scope import device_scope as device_scope
+from torchx.core.scope import resolve_device as resolve_device
 from torchx.core.specs import (
     FORMAT_VERSION as FORMAT_VERSION,
 )
@@ -56,10 +74,17 @@ from torchx.core.specs import (
 __all__ = [
     "FORMAT_VERSION",
     "ArgumentError",
+    "CheckpointError",
+    "DeviceError",
+    "DeviceScope",
+    "DeviceUnavailableError",
+    "DeviceWarning",
     "FromInput",
     "Layer",
     "LayerRegistry",
     "MissingPackageError",
+    "ModuleHelpers",
+    "Placement",
     "PluginError",
     "PluginManager",
     "PluginWarning",
@@ -69,10 +94,13 @@ __all__ = [
     "__version__",
     "build",
     "current_plugins",
+    "current_scope",
+    "device_scope",
     "from_spec",
     "hookimpl",
     "infer_shapes",
     "load_spec",
+    "resolve_device",
     "save_spec",
     "to_spec",
     "use_plugins",

@@ -10,6 +10,7 @@ from torch import nn
 
 from torchx.core.errors import ShapeError
 from torchx.core.layer import all_or_nothing, unbuilt_layers
+from torchx.core.scope import current_scope
 from torchx.core.shapes import (
     DYNAMIC_PROBES,
     InputLike,
@@ -35,7 +36,8 @@ def _target_device(inputs: Sequence[InputLike], device: torch.device | str | int
     for value in inputs:
         if isinstance(value, torch.Tensor) and value.device.type != "meta":
             return value.device
-    return torch.get_default_device()
+    scope = current_scope()
+    return torch.get_default_device() if scope is None else scope.device
 
 
 def _meta_forward(
@@ -57,8 +59,9 @@ def build(
     Each input is a tensor (only its shape and dtype are used) or a shape, in
     which ``None`` marks a dynamic dim (such as the batch). The forward runs on
     meta tensors: no FLOPs and no activation memory. New parameters are created
-    on ``device`` (default: the first input tensor's device, else torch's
-    default device) with ``dtype`` (default: the input's floating dtype), so an
+    on ``device`` (default: the first input tensor's device, else the device
+    scope's, else torch's default device) with ``dtype`` (default: the input's
+    floating dtype, else the scope's), so an
     optimizer can be made before the first batch. ``device="meta"`` builds
     abstractly, allocating nothing. A model with nothing left to build is
     returned as it is. If the build fails, every layer it built returns to its
@@ -67,6 +70,8 @@ def build(
     if not unbuilt_layers(model):
         return model
     target = _target_device(inputs, device)
+    scope = current_scope()
+    dtype = dtype or (scope.dtype if scope is not None else None)
     metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
     with all_or_nothing(model):
         with build_target(target, dtype) as building, torch.no_grad():

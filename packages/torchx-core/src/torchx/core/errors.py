@@ -6,6 +6,10 @@ from collections.abc import Sequence
 
 __all__ = [
     "ArgumentError",
+    "CheckpointError",
+    "DeviceError",
+    "DeviceUnavailableError",
+    "DeviceWarning",
     "MissingPackageError",
     "PluginError",
     "PluginWarning",
@@ -78,12 +82,32 @@ class ArgumentError(TorchXError, ValueError):
     """A layer was constructed with an invalid argument (a zero size, say)."""
 
 
+class DeviceError(TorchXError, ValueError):
+    """A device id is malformed, or no installed device backend accepts it."""
+
+
+class DeviceUnavailableError(DeviceError):
+    """A well-formed device id names a device this machine does not have.
+
+    This is the one device error that ``device_scope(..., fallback="cpu")``
+    turns into a :class:`DeviceWarning`.
+    """
+
+
+class CheckpointError(TorchXError):
+    """A file is not a TorchX checkpoint, is damaged, or belongs to another model."""
+
+
 class PluginError(TorchXError):
     """A plugin failed to load or misbehaved, and strict plugin mode is on."""
 
 
 class MissingPackageError(TorchXError, AttributeError):
     """A name belongs to a TorchX distribution that is not installed."""
+
+
+class DeviceWarning(UserWarning):
+    """A device scope fell back to another device, as its ``fallback=`` asked."""
 
 
 class PluginWarning(UserWarning):

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
+    from torchx.core.placement import Placement
     from torchx.core.registry import LayerRegistry
 
 __all__ = ["hookimpl", "hookspec"]
@@ -59,6 +60,30 @@ def torchx_infer_output(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> 
     :param inputs: the positional inputs, as tensors on the meta device.
     :return: the output as meta tensors (any nesting of tuples, lists and
         dicts), or ``None`` when this plugin does not handle ``module``.
+
+    Stops at the first non-None result.
+    """
+
+
+# -- devices ------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def torchx_resolve_device(device_id: object) -> Placement | None:
+    """Resolve ``device_id`` (what the user passed to ``torchx.device_scope``).
+
+    Called once per distinct id (results are cached), the first time a scope
+    with that id is made. Backends registered later are asked first, so a
+    plugin can take over ids that torchx-device also accepts.
+
+    :param device_id: the id as given: an int, a string, a list of ints, a
+        ``torch.device``, or anything a backend chooses to accept.
+    :return: the validated :class:`~torchx.core.placement.Placement`, or
+        ``None`` when this backend does not handle ids of this form. Raise
+        :class:`~torchx.core.errors.DeviceError` for an id of this backend's
+        form that is malformed, and
+        :class:`~torchx.core.errors.DeviceUnavailableError` for a device that
+        is not present (``fallback=`` applies to that one only).
 
     Stops at the first non-None result.
     """

@@ -31,6 +31,7 @@ from torch import nn
 from torch.utils._pytree import tree_leaves
 
 from torchx.core.errors import ArgumentError, ShapeError, TorchXError, format_shape
+from torchx.core.helpers import ModuleHelpers
 from torchx.core.shapes import Shape, current_build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
 
@@ -146,12 +147,14 @@ def _new_built_layer(layer_class: type[Layer]) -> Layer:
     return built.__new__(built)
 
 
-class Layer(nn.Module):
-    """Base class of every TorchX layer: an ``nn.Module`` that infers its input side.
+class Layer(ModuleHelpers):
+    r"""Base class of every TorchX layer: an ``nn.Module`` that infers its input side.
 
     Until its first input a layer holds only its constructor arguments; after
     it, it *is* its native module (``isinstance(layer, nn.Linear)``), with the
-    native forward and ``state_dict`` keys.
+    native forward and ``state_dict`` keys. Every layer has the
+    :class:`~torchx.core.helpers.ModuleHelpers` methods (``soft_update``,
+    ``freeze``, ``save``...); containers are also ``torchx.nn.Module``\s.
     """
 
     native_class: ClassVar[type[nn.Module] | None] = None
@@ -191,7 +194,10 @@ class Layer(nn.Module):
         if cls.__dict__.get("_torchx_built", False):
             return
         cls._torchx_layer_class = cls
-        cls._torchx_plain_init = cls.__mro__[cls.__mro__.index(Layer) + 1] is nn.Module
+        after_layer = cls.__mro__[cls.__mro__.index(Layer) + 1 :]
+        cls._torchx_plain_init = (
+            next(base for base in after_layer if "__init__" in base.__dict__) is nn.Module
+        )
         if cls.native_class is not None:
             cls._torchx_built_class = _make_built_class(cls, cls.native_class)
 

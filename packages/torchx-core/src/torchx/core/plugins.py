@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from torchx.core import hookspecs
-from torchx.core.errors import PluginError, PluginWarning
+from torchx.core.errors import DeviceError, PluginError, PluginWarning
+from torchx.core.placement import Placement
 from torchx.core.registry import LayerRegistry
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ class PluginManager:
         self._loaded = False
         self._lock = threading.RLock()
         self._registry: LayerRegistry | None = None
+        self._placements: dict[object, Placement] = {}
         self.failures: list[PluginFailure] = []
 
     # -- discovery ----------------------------------------------------------
@@ -81,6 +83,7 @@ class PluginManager:
                 self._report(name, "register", error)
                 return
             self._registry = None
+            self._placements = {}
 
     def load(self) -> None:
         """Load every ``torchx.plugins`` entry point once (idempotent)."""
@@ -146,6 +149,46 @@ class PluginManager:
         self.load()
         return self._pm.hook.torchx_infer_output(module=module, inputs=inputs)
 
+    def resolve_device(self, device_id: object) -> Placement | None:
+        """The first backend's ``torchx_resolve_device`` result, or None (cached).
+
+        A backend's :class:`~torchx.core.errors.DeviceError` propagates: it is
+        the answer for an id of its form. Any other exception, or a result
+        that is not a Placement, is reported against that backend, and the
+        next one is asked.
+        """
+        key = _placement_key(device_id)
+        cached = self._placements.get(key) if key is not None else None
+        if cached is not None:
+            return cached
+        self.load()
+        for impl in reversed(self._pm.hook.torchx_resolve_device.get_hookimpls()):
+            try:
+                placement = impl.function(device_id=device_id)
+            except DeviceError:
+                raise
+            except Exception as error:  # noqa: BLE001 - isolate the plugin
+                self._report(impl.plugin_name, "torchx_resolve_device", error)
+                continue
+            if placement is None:
+                continue
+            if not isinstance(placement, Placement):
+                self._report(
+                    impl.plugin_name,
+                    "torchx_resolve_device",
+                    f"returned {type(placement).__name__}, expected a Placement or None",
+                )
+                continue
+            if key is not None:
+                self._placements[key] = placement
+            return placement
+        return None
+
+    def device_backends(self) -> list[str]:
+        """The plugins that implement ``torchx_resolve_device``, first asked first."""
+        self.load()
+        return [impl.plugin_name for impl in reversed(self._pm.hook.torchx_resolve_device.get_hookimpls())]
+
     # -- failure reporting --------------------------------------------------
 
     def _report(self, plugin: str, stage: str, error: BaseException | str) -> None:
@@ -155,6 +198,20 @@ class PluginManager:
         if os.environ.get(STRICT_ENV_VAR, "") not in ("", "0"):
             raise PluginError(message) from (error if isinstance(error, BaseException) else None)
         warnings.warn(message, PluginWarning, stacklevel=3)
+
+
+def _placement_key(device_id: object) -> object | None:
+    """A cache key for ``device_id`` that tells ``1`` from ``True`` and lists
+    from tuples; None when the id is unhashable."""
+    if isinstance(device_id, (list, tuple)):
+        key: object = (type(device_id), tuple((type(item), item) for item in device_id))
+    else:
+        key = (type(device_id), device_id)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 _current: contextvars.ContextVar[PluginManager | None] = contextvars.ContextVar(

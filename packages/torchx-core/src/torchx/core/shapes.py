@@ -21,6 +21,8 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_map
 
+from torchx.core.scope import current_scope
+
 __all__ = [
     "DYNAMIC_PROBES",
     "BuildTarget",
@@ -127,7 +129,9 @@ def build_target(device: torch.device, dtype: torch.dtype | None) -> Iterator[Bu
 
     Every tensor swapped to meta during the block is restored when it exits.
     """
-    target = BuildTarget(device, dtype, device == torch.get_default_device(), MetaSwap())
+    # Inside a device scope, "default" means the scope's device: say the device.
+    is_default = current_scope() is None and device == torch.get_default_device()
+    target = BuildTarget(device, dtype, is_default, MetaSwap())
     token = _target.set(target)
     try:
         yield target

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+import torchx.nn as nnx
 from torchx.core import Layer, ShapeError
 from torchx.core.errors import format_shape
 from torchx.core.specs import SpecReader, SpecWriter
@@ -17,7 +18,7 @@ from torchx.functional._program import Input, Program, trace
 __all__ = ["Functional"]
 
 
-class Functional(Layer):
+class Functional(Layer, nnx.Module):
     """A model from placeholders: ``Functional(inputs=x, outputs=y)``.
 
     ``inputs`` and ``outputs`` are each a placeholder, or a list, tuple or dict
@@ -82,7 +83,7 @@ class Functional(Layer):
             mirrored[name] = module
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
+        state = super().__getstate__()
         state.pop("forward", None)
         state["_modules"] = modules = dict(self._modules)
         for name in modules:

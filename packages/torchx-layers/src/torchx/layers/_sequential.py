@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
+import torchx.nn as nnx
 from torchx.core import Layer, ShapeError, SpecError
 from torchx.core.layer import all_or_nothing
 from torchx.core.shapes import current_build_target
@@ -19,7 +20,7 @@ from torchx.core.symbolic import is_symbolic
 __all__ = ["Sequential"]
 
 
-class Sequential(Layer, nn.Sequential):
+class Sequential(Layer, nnx.Module, nn.Sequential):
     """A chain of modules, like ``nn.Sequential``, whose TorchX layers build in order.
 
     Accepts modules as arguments or one ``OrderedDict`` of named modules; plain

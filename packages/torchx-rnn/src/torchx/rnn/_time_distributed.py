@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+import torchx.nn as nnx
 from torchx.core import Layer, ShapeError, SpecError
 from torchx.core.errors import format_shape
 from torchx.core.layer import unbuilt_layers
@@ -18,7 +19,7 @@ from torchx.layers import Sequential
 __all__ = ["TimeDistributed"]
 
 
-class TimeDistributed(Layer):
+class TimeDistributed(Layer, nnx.Module):
     """Applies ``layers`` to every temporal slice of a ``(batch, time, ...)`` input.
 
     Time is folded into the batch (``(batch * time, ...)``), the layers run

@@ -1,0 +1,169 @@
+"""Checkpoints: a model's state dict and, for TorchX layers, its spec, in one file.
+
+A checkpoint is a ``torch.save`` of plain data::
+
+    {"torchx_checkpoint": 1, "state_dict": {...}, "spec": {...} or None}
+
+and is read back with ``torch.load(weights_only=True)``, which refuses files
+that carry code. Loading checks the whole checkpoint against the model (spec,
+state-dict keys, shapes and dtypes) before it copies a single tensor, so a
+checkpoint that does not fit leaves the model untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+from torch import nn
+
+from torchx.core.errors import CheckpointError, SpecError, TorchXError
+from torchx.core.helpers import module_device, require_built
+
+__all__ = ["CHECKPOINT_FORMAT", "Checkpoint", "load_checkpoint", "read_checkpoint", "save_checkpoint"]
+
+CHECKPOINT_FORMAT = 1
+"""The checkpoint format this TorchX writes; it reads this version and older."""
+
+_MARKER = "torchx_checkpoint"
+
+_M = TypeVar("_M", bound=nn.Module)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a checkpoint file holds."""
+
+    state_dict: dict[str, torch.Tensor]
+    spec: dict[str, Any] | None
+    """The model's spec, when it is a TorchX layer whose spec can be written."""
+
+
+def _spec_of(module: nn.Module) -> dict[str, Any] | None:
+    from torchx.core.layer import Layer
+
+    if not isinstance(module, Layer):
+        return None
+    try:
+        return module.to_spec()
+    except SpecError:
+        return None  # a layer with no spec form (L.Lambda inside): weights only
+
+
+def save_checkpoint(module: nn.Module, path: str | os.PathLike[str]) -> None:
+    """Write ``module``'s state dict (and spec, when it has one) to ``path``."""
+    require_built(module, "save")
+    data = {_MARKER: CHECKPOINT_FORMAT, "state_dict": module.state_dict(), "spec": _spec_of(module)}
+    torch.save(data, path)
+
+
+def read_checkpoint(
+    path: str | os.PathLike[str], map_location: torch.device | str | None = None
+) -> Checkpoint:
+    """Read a checkpoint written by ``save`` without running any code from it.
+
+    :raises CheckpointError: the file is damaged, carries objects that
+        weights-only loading refuses, or is not a TorchX checkpoint.
+    """
+    try:
+        data = torch.load(path, map_location=map_location, weights_only=True)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except pickle.UnpicklingError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(
+            f"{os.fspath(path)}: refused: it holds objects that weights-only loading does not allow "
+            f"(it may carry code), so it is not a TorchX checkpoint ({first_line})"
+        ) from error
+    except Exception as error:
+        raise CheckpointError(
+            f"{os.fspath(path)}: not readable as a checkpoint (truncated, or not written by torch.save): "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    return _validated(data, os.fspath(path))
+
+
+def _validated(data: object, where: str) -> Checkpoint:
+    if not isinstance(data, Mapping) or _MARKER not in data:
+        raise CheckpointError(f"{where}: not a TorchX checkpoint (write one with model.save(path))")
+    version = data[_MARKER]
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= CHECKPOINT_FORMAT:
+        raise CheckpointError(
+            f"{where}: checkpoint format {version!r} is not one this TorchX reads (1 to {CHECKPOINT_FORMAT})"
+        )
+    state = data.get("state_dict")
+    if not isinstance(state, Mapping) or not all(
+        isinstance(key, str) and isinstance(value, torch.Tensor) for key, value in state.items()
+    ):
+        raise CheckpointError(f"{where}: its state_dict is not a mapping of names to tensors")
+    spec = data.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        raise CheckpointError(f"{where}: its spec is {type(spec).__name__}, not a dict")
+    return Checkpoint(dict(state), spec)
+
+
+def _first_difference(mine: Any, theirs: Any, where: str = "$") -> str | None:
+    """Where two spec documents first differ, as a ``$.path``, or None."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        for key in dict.fromkeys([*mine, *theirs]):
+            if key not in mine or key not in theirs:
+                return f"{where}.{key}"
+            found = _first_difference(mine[key], theirs[key], f"{where}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(mine, list) and isinstance(theirs, list):
+        for index, (a, b) in enumerate(zip(mine, theirs, strict=False)):
+            found = _first_difference(a, b, f"{where}[{index}]")
+            if found:
+                return found
+        return None if len(mine) == len(theirs) else f"{where}[{min(len(mine), len(theirs))}]"
+    return None if mine == theirs else where
+
+
+def _fit_problems(module: nn.Module, state: Mapping[str, torch.Tensor]) -> list[str]:
+    expected = module.state_dict()
+    problems = [f"missing {key!r}" for key in expected if key not in state]
+    problems += [f"unexpected {key!r}" for key in state if key not in expected]
+    for key, tensor in expected.items():
+        given = state.get(key)
+        if given is not None and (given.shape != tensor.shape or given.dtype != tensor.dtype):
+            problems.append(
+                f"{key!r} is {tuple(given.shape)} {given.dtype} in the checkpoint, "
+                f"{tuple(tensor.shape)} {tensor.dtype} in the model"
+            )
+    return problems
+
+
+def load_checkpoint(module: _M, path: str | os.PathLike[str]) -> _M:
+    """Load the checkpoint at ``path`` into ``module``; returns ``module``.
+
+    :raises CheckpointError: the file is not a TorchX checkpoint, or does not
+        fit ``module`` (another spec, other keys, shapes or dtypes). The
+        module is unchanged then.
+    """
+    require_built(module, "load")
+    try:
+        location: torch.device | str = module_device(module)
+    except TorchXError:
+        location = "cpu"
+    checkpoint = read_checkpoint(path, map_location=location)
+    where = os.fspath(path)
+    mine = _spec_of(module)
+    if mine is not None and checkpoint.spec is not None:
+        difference = _first_difference(mine, checkpoint.spec)
+        if difference is not None:
+            raise CheckpointError(
+                f"{where}: the checkpoint is of another model: its spec differs from this model's at "
+                f"{difference}"
+            )
+    problems = _fit_problems(module, checkpoint.state_dict)
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise CheckpointError(f"{where}: the checkpoint does not fit {type(module).__name__}: {shown}")
+    module.load_state_dict(checkpoint.state_dict)
+    return module

@@ -1,0 +1,317 @@
+"""Device scopes: ``with torchx.device_scope(id):`` puts new tensors on a device.
+
+Inside a scope, torch's tensor constructors (``torch.zeros``, ``torch.randn``,
+``torch.arange``, ``torch.tensor``... the set torch's own ``with
+torch.device(...)`` covers) create on the scope's device, and in its dtype when
+one is given, unless the call names its own; ``torchx.nn.Module``\\s move
+themselves there when called. ``*_like`` functions and ``Tensor.new_*``
+methods follow their input tensor, as in torch (so optimizer state made with
+``zeros_like(param)`` stays with its parameter).
+
+The scope in force is a ``ContextVar``: each thread and each asyncio task has
+its own. Constructors are redirected by a ``TorchFunctionMode`` that is pushed
+onto torch's (thread-local) mode stack only while a scope that changes
+something is open in the thread; a scope that changes nothing (``"cpu"`` with
+torch's defaults) pushes nothing, so code inside it runs at full speed.
+
+Device ids are resolved by device-backend plugins (``torchx_resolve_device``);
+torchx-device provides the standard ones.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from torchx.core.errors import ArgumentError, DeviceError, DeviceUnavailableError, DeviceWarning, TorchXError
+from torchx.core.placement import Placement
+
+__all__ = ["OPEN_SCOPES", "DeviceScope", "current_scope", "device_scope", "resolve_device"]
+
+_CONSTRUCTORS = frozenset(
+    {
+        torch.arange, torch.as_tensor, torch.asarray, torch.bartlett_window, torch.blackman_window,
+        torch.empty, torch.empty_permuted, torch.empty_strided, torch.eye, torch.fft.fftfreq,
+        torch.fft.rfftfreq, torch.full, torch.hamming_window, torch.hann_window, torch.kaiser_window,
+        torch.linspace, torch.logspace, torch.ones, torch.rand, torch.randint, torch.randn,
+        torch.randperm, torch.range, torch.scalar_tensor, torch.tensor, torch.tril_indices,
+        torch.triu_indices, torch.zeros,
+    }
+)  # fmt: skip
+"""The constructors a scope redirects: those of torch's own device context
+(``torch.utils._device``) but the sparse, nested and quantized ones, which
+torch.compile cannot trace through a mode."""
+
+_FLOATING = frozenset(
+    {
+        torch.bartlett_window, torch.blackman_window, torch.empty, torch.empty_permuted,
+        torch.empty_strided, torch.eye, torch.fft.fftfreq, torch.fft.rfftfreq, torch.hamming_window,
+        torch.hann_window, torch.kaiser_window, torch.linspace, torch.logspace, torch.ones, torch.rand,
+        torch.randn, torch.zeros,
+    }
+)  # fmt: skip
+"""Constructors whose result has torch's default floating dtype unless told otherwise."""
+
+_DTYPE_FROM_DATA = frozenset(
+    {torch.arange, torch.as_tensor, torch.asarray, torch.full, torch.range, torch.scalar_tensor, torch.tensor}
+)
+"""Constructors whose dtype follows their data: a scope's dtype replaces the
+default floating dtype only (``torch.tensor([1, 2])`` stays int64)."""
+
+
+class _Frame:
+    """One open scope in one context: the scope, the one outside it, and
+    whether opening it pushed the constructor mode in this thread."""
+
+    __slots__ = ("outer", "pushed", "scope")
+
+    def __init__(self, scope: DeviceScope, outer: _Frame | None, pushed: bool) -> None:
+        self.scope = scope
+        self.outer = outer
+        self.pushed = pushed
+
+
+_active: ContextVar[_Frame | None] = ContextVar("torchx_device_scope", default=None)
+
+
+class _OpenScopes:
+    """How many scopes are open in the whole process.
+
+    ``torchx.nn.Module.__call__`` reads this first: zero (the common case)
+    skips the scope lookup entirely, and torch.compile can trace a plain
+    attribute where it cannot trace a ``ContextVar``.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def change(self, delta: int) -> None:
+        with self._lock:
+            self.count += delta
+
+
+OPEN_SCOPES = _OpenScopes()
+
+
+class _ConstructorMode(TorchFunctionMode):
+    """Gives constructors the device (and dtype) of the scope in force.
+
+    Eager code asks the ContextVar, which is right per asyncio task; code that
+    torch.compile traces reads ``innermost``, the innermost scope opened in
+    this thread, because a ContextVar cannot be traced.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.innermost: DeviceScope | None = None
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
+        if func in _CONSTRUCTORS:
+            scope = self.innermost if torch.compiler.is_compiling() else current_scope()
+            if scope is not None:
+                return scope.construct(func, args, kwargs)
+        if kwargs:
+            return func(*args, **kwargs)
+        return func(*args)
+
+
+class _ThreadState(threading.local):
+    """This thread's constructor mode, how many open scopes pushed it, and
+    those scopes in opening order."""
+
+    def __init__(self) -> None:
+        self.mode = _ConstructorMode()
+        self.depth = 0
+        self.scopes: list[DeviceScope] = []
+
+
+_thread = _ThreadState()
+
+
+class DeviceScope:
+    """A device (and optional dtype) to create tensors on and run modules on.
+
+    Made by :func:`device_scope`; use it with ``with``. Reusable, re-entrant,
+    and safe to share between threads. An inner scope replaces the outer one
+    (device and dtype) until it closes.
+    """
+
+    __slots__ = ("_inner", "_target", "device_id", "dtype", "placement")
+
+    def __init__(self, device_id: object, placement: Placement, dtype: torch.dtype | None = None) -> None:
+        self.device_id = device_id
+        """The id as given to :func:`device_scope`."""
+        self.placement = placement
+        """The resolved, validated placement."""
+        self.dtype = dtype
+        """The floating dtype for constructors, or None for torch's default."""
+        self._target = (placement.device, dtype)
+        self._inner: DeviceScope | None = None
+
+    @property
+    def device(self) -> torch.device:
+        """Where constructors create: the placement's device."""
+        return self.placement.device
+
+    @property
+    def target(self) -> tuple[torch.device, torch.dtype | None]:
+        """Where a module called in this scope goes: ``(device, dtype)``."""
+        return self._target
+
+    def inner(self) -> DeviceScope:
+        """This scope without its parallel wrapping: the scope a wrapped module's
+        own forward runs in (so that it does not wrap itself again)."""
+        if self._inner is None:
+            self._inner = DeviceScope(self.device_id, Placement(self.placement.device), self.dtype)
+        return self._inner
+
+    def _changes_constructors(self) -> bool:
+        if self.placement.device.type != "cpu":
+            return True
+        if self.dtype is not None and self.dtype != torch.get_default_dtype():
+            return True
+        # Another mode (torch.device(...), set_default_device, an outer scope)
+        # may be redirecting constructors: then "cpu" must be said explicitly.
+        return bool(torch._C._len_torch_function_stack())
+
+    def __enter__(self) -> DeviceScope:
+        pushed = self._changes_constructors()
+        if pushed:
+            state = _thread
+            state.scopes.append(self)
+            state.mode.innermost = self
+            if state.depth == 0:
+                state.mode.__enter__()
+            state.depth += 1
+        _active.set(_Frame(self, _active.get(), pushed))
+        OPEN_SCOPES.change(1)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        frame = _active.get()
+        if frame is None or frame.scope is not self:
+            raise TorchXError(
+                f"{self!r} closed while another scope was innermost: close scopes innermost first"
+            )
+        _active.set(frame.outer)
+        OPEN_SCOPES.change(-1)
+        if frame.pushed:
+            state = _thread
+            scopes = state.scopes
+            del scopes[len(scopes) - 1 - scopes[::-1].index(self)]
+            state.mode.innermost = scopes[-1] if scopes else None
+            state.depth -= 1
+            if state.depth == 0:
+                state.mode.__exit__(None, None, None)
+
+    def construct(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any] | None
+    ) -> Any:
+        """Call constructor ``func`` with this scope's device and dtype filled in
+        where the call leaves them unset."""
+        given = dict(kwargs) if kwargs else {}
+        if given.get("device") is None:
+            given["device"] = self.placement.device
+        dtype = self.dtype
+        if dtype is None or given.get("dtype") is not None:
+            return func(*args, **given)
+        if func in _FLOATING:
+            given["dtype"] = dtype
+            return func(*args, **given)
+        result = func(*args, **given)
+        from_data = func in _DTYPE_FROM_DATA and not (args and isinstance(args[0], torch.Tensor))
+        if from_data and result.dtype == torch.get_default_dtype():
+            given["dtype"] = dtype
+            return func(*args, **given)
+        return result
+
+    def __repr__(self) -> str:
+        dtype = "" if self.dtype is None else f", dtype={self.dtype}"
+        return f"DeviceScope({self.device_id!r} -> {self.placement}{dtype})"
+
+
+def current_scope() -> DeviceScope | None:
+    """The innermost device scope open in this thread or task, or None."""
+    frame = _active.get()
+    return None if frame is None else frame.scope
+
+
+def resolve_device(device_id: object) -> Placement:
+    """``device_id`` resolved and validated by the installed device backends.
+
+    :raises DeviceError: no backend accepts the id, or the one whose form it
+        has finds it malformed.
+    :raises DeviceUnavailableError: the id names a device that is not present.
+    """
+    from torchx.core.plugins import current_plugins
+
+    manager = current_plugins()
+    placement = manager.resolve_device(device_id)
+    if placement is not None:
+        return placement
+    backends = manager.device_backends()
+    if not backends:
+        raise DeviceError(
+            f"device id {device_id!r}: no device backend is installed; run: pip install torchx-device"
+        )
+    raise DeviceError(
+        f"device id {device_id!r} is not one that any installed device backend accepts "
+        f"(asked: {', '.join(backends)}); see torchx.device_scope for the ids TorchX accepts"
+    )
+
+
+def device_scope(
+    device_id: object, dtype: torch.dtype | None = None, *, fallback: object | None = None
+) -> DeviceScope:
+    """A scope that creates tensors on ``device_id``'s device (and in ``dtype``).
+
+    With torchx-device installed, ``device_id`` is one of:
+
+    - an ``int >= 0``: GPU *n*; ``-1``: the CPU;
+    - ``"cuda:<n>"``, or its alias ``"gpu:<n>"``; ``"cuda"``: the current GPU;
+      ``"cpu"``; any other ``torch.device`` string, or a ``torch.device``;
+    - a list of GPU indices (``[0, 3, 5]``): data parallel over them, the first
+      being where constructors create; ``"cuda:all"``: every GPU;
+    - ``"ddp"``: this process's device in a ``torchrun`` job, modules wrapped
+      in ``DistributedDataParallel``.
+
+    Plugins may accept more. Ids are validated against the devices present:
+    an absent device raises :class:`~torchx.core.errors.DeviceUnavailableError`,
+    unless ``fallback`` (another id, such as ``"cpu"``) is given, which is
+    then used with a :class:`~torchx.core.errors.DeviceWarning`.
+
+    :param dtype: a floating dtype for constructors that would otherwise use
+        torch's default floating dtype, and for modules called in the scope.
+
+    Examples::
+
+        >>> with torchx.device_scope("cuda:1"):
+        ...     torch.zeros(3).device
+        device(type='cuda', index=1)
+    """
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ArgumentError(
+            f"device_scope: dtype must be a floating torch.dtype (torch.float32, torch.bfloat16, ...), "
+            f"got {dtype!r}"
+        )
+    try:
+        placement = resolve_device(device_id)
+    except DeviceUnavailableError as error:
+        if fallback is None:
+            raise
+        placement = resolve_device(fallback)
+        warnings.warn(f"{error}; using {fallback!r} instead, as fallback= asks", DeviceWarning, stacklevel=2)
+    return DeviceScope(device_id, placement, dtype)

@@ -1,0 +1,33 @@
+"""torchx.nn (``import torchx.nn as nnx``): ``nn.Module`` with device scopes and training helpers.
+
+``nnx.Module`` is a strict superset of ``torch.nn.Module``: it moves itself to
+the ``torchx.device_scope`` it is called in and has helper methods. The
+helpers also exist as functions that take any ``nn.Module``
+(``nnx.soft_update(target_net, online_net, tau=0.005)``).
+"""
+
+from torchx.core.checkpoint import Checkpoint as Checkpoint
+from torchx.core.checkpoint import read_checkpoint as read_checkpoint
+from torchx.core.helpers import clip_grad_norm as clip_grad_norm
+from torchx.core.helpers import clip_grad_value as clip_grad_value
+from torchx.core.helpers import clone as clone
+from torchx.core.helpers import freeze as freeze
+from torchx.core.helpers import hard_update as hard_update
+from torchx.core.helpers import num_parameters as num_parameters
+from torchx.core.helpers import soft_update as soft_update
+from torchx.core.helpers import unfreeze as unfreeze
+from torchx.nn._module import Module as Module
+
+__all__ = [
+    "Checkpoint",
+    "Module",
+    "clip_grad_norm",
+    "clip_grad_value",
+    "clone",
+    "freeze",
+    "hard_update",
+    "num_parameters",
+    "read_checkpoint",
+    "soft_update",
+    "unfreeze",
+]
