@@ -43,6 +43,8 @@ class Placement:
     kind: PlacementKind = "device"
     device_ids: tuple[int, ...] = ()
     wrap: Wrapper | None = field(default=None, compare=False, repr=False)
+    on_cpu: bool = field(init=False, compare=False, repr=False)
+    """Whether ``device`` is the CPU (derived; read when a scope opens)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, torch.device):
@@ -51,6 +53,7 @@ class Placement:
             raise TypeError(f"Placement.kind must be one of {', '.join(_KINDS)}, got {self.kind!r}")
         if (self.kind == "device") != (self.wrap is None):
             raise TypeError("a Placement has a wrap exactly when its kind is parallel")
+        object.__setattr__(self, "on_cpu", self.device.type == "cpu")
 
     def __str__(self) -> str:
         if self.kind == "data_parallel":

@@ -158,7 +158,10 @@ class PluginManager:
         next one is asked.
         """
         key = _placement_key(device_id)
-        cached = self._placements.get(key) if key is not None else None
+        try:
+            cached = self._placements.get(key)
+        except TypeError:  # an unhashable id (a list holding a dict, say): not cached
+            key = cached = None
         if cached is not None:
             return cached
         self.load()
@@ -200,18 +203,12 @@ class PluginManager:
         warnings.warn(message, PluginWarning, stacklevel=3)
 
 
-def _placement_key(device_id: object) -> object | None:
+def _placement_key(device_id: object) -> object:
     """A cache key for ``device_id`` that tells ``1`` from ``True`` and lists
-    from tuples; None when the id is unhashable."""
+    from tuples (it may be unhashable)."""
     if isinstance(device_id, (list, tuple)):
-        key: object = (type(device_id), tuple((type(item), item) for item in device_id))
-    else:
-        key = (type(device_id), device_id)
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+        return (type(device_id), tuple((type(item), item) for item in device_id))
+    return (type(device_id), device_id)
 
 
 _current: contextvars.ContextVar[PluginManager | None] = contextvars.ContextVar(
@@ -224,10 +221,10 @@ _default_lock = threading.Lock()
 def current_plugins() -> PluginManager:
     """The plugin manager in use: the one installed by :func:`use_plugins`, or
     the process-wide default (created, not yet loaded, on first call)."""
-    manager = _current.get()
+    global _default
+    manager = _current.get() or _default
     if manager is not None:
         return manager
-    global _default
     with _default_lock:
         if _default is None:
             _default = PluginManager()

@@ -31,8 +31,17 @@ from torch.overrides import TorchFunctionMode
 
 from torchx.core.errors import ArgumentError, DeviceError, DeviceUnavailableError, DeviceWarning, TorchXError
 from torchx.core.placement import Placement
+from torchx.core.plugins import current_plugins
 
-__all__ = ["OPEN_SCOPES", "DeviceScope", "current_scope", "device_scope", "resolve_device"]
+__all__ = [
+    "ACTIVE",
+    "OPEN_SCOPES",
+    "DeviceScope",
+    "ScopeFrame",
+    "current_scope",
+    "device_scope",
+    "resolve_device",
+]
 
 _CONSTRUCTORS = frozenset(
     {
@@ -65,39 +74,29 @@ _DTYPE_FROM_DATA = frozenset(
 default floating dtype only (``torch.tensor([1, 2])`` stays int64)."""
 
 
-class _Frame:
-    """One open scope in one context: the scope, the one outside it, and
+class ScopeFrame:
+    """One open scope in one context: the scope, the frame outside it, and
     whether opening it pushed the constructor mode in this thread."""
 
     __slots__ = ("outer", "pushed", "scope")
 
-    def __init__(self, scope: DeviceScope, outer: _Frame | None, pushed: bool) -> None:
+    def __init__(self, scope: DeviceScope, outer: ScopeFrame | None, pushed: bool) -> None:
         self.scope = scope
         self.outer = outer
         self.pushed = pushed
 
 
-_active: ContextVar[_Frame | None] = ContextVar("torchx_device_scope", default=None)
+ACTIVE: ContextVar[ScopeFrame | None] = ContextVar("torchx_device_scope", default=None)
+"""The innermost open scope's frame in this context (thread or asyncio task)."""
 
 
-class _OpenScopes:
-    """How many scopes are open in the whole process.
+OPEN_SCOPES: list[DeviceScope] = []
+"""Every scope open anywhere in the process (list appends and pops are atomic).
 
-    ``torchx.nn.Module.__call__`` reads this first: zero (the common case)
-    skips the scope lookup entirely, and torch.compile can trace a plain
-    attribute where it cannot trace a ``ContextVar``.
-    """
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._lock = threading.Lock()
-
-    def change(self, delta: int) -> None:
-        with self._lock:
-            self.count += delta
-
-
-OPEN_SCOPES = _OpenScopes()
+``torchx.nn.Module.__call__`` tests it first: when it is empty (the common
+case) the scope lookup is skipped entirely, and torch.compile can trace a
+list where it cannot trace a ``ContextVar``.
+"""
 
 
 class _ConstructorMode(TorchFunctionMode):
@@ -149,7 +148,7 @@ class DeviceScope:
     (device and dtype) until it closes.
     """
 
-    __slots__ = ("_inner", "_target", "device_id", "dtype", "placement")
+    __slots__ = ("_inner", "device_id", "dtype", "placement")
 
     def __init__(self, device_id: object, placement: Placement, dtype: torch.dtype | None = None) -> None:
         self.device_id = device_id
@@ -158,7 +157,6 @@ class DeviceScope:
         """The resolved, validated placement."""
         self.dtype = dtype
         """The floating dtype for constructors, or None for torch's default."""
-        self._target = (placement.device, dtype)
         self._inner: DeviceScope | None = None
 
     @property
@@ -169,7 +167,7 @@ class DeviceScope:
     @property
     def target(self) -> tuple[torch.device, torch.dtype | None]:
         """Where a module called in this scope goes: ``(device, dtype)``."""
-        return self._target
+        return (self.placement.device, self.dtype)
 
     def inner(self) -> DeviceScope:
         """This scope without its parallel wrapping: the scope a wrapped module's
@@ -179,9 +177,7 @@ class DeviceScope:
         return self._inner
 
     def _changes_constructors(self) -> bool:
-        if self.placement.device.type != "cpu":
-            return True
-        if self.dtype is not None and self.dtype != torch.get_default_dtype():
+        if not self.placement.on_cpu or (self.dtype is not None and self.dtype != torch.get_default_dtype()):
             return True
         # Another mode (torch.device(...), set_default_device, an outer scope)
         # may be redirecting constructors: then "cpu" must be said explicitly.
@@ -194,20 +190,20 @@ class DeviceScope:
             state.scopes.append(self)
             state.mode.innermost = self
             if state.depth == 0:
-                state.mode.__enter__()
+                state.mode.__enter__()  # type: ignore[no-untyped-call]
             state.depth += 1
-        _active.set(_Frame(self, _active.get(), pushed))
-        OPEN_SCOPES.change(1)
+        ACTIVE.set(ScopeFrame(self, ACTIVE.get(), pushed))
+        OPEN_SCOPES.append(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        frame = _active.get()
+        frame = ACTIVE.get()
         if frame is None or frame.scope is not self:
             raise TorchXError(
                 f"{self!r} closed while another scope was innermost: close scopes innermost first"
             )
-        _active.set(frame.outer)
-        OPEN_SCOPES.change(-1)
+        ACTIVE.set(frame.outer)
+        OPEN_SCOPES.remove(self)
         if frame.pushed:
             state = _thread
             scopes = state.scopes
@@ -215,7 +211,7 @@ class DeviceScope:
             state.mode.innermost = scopes[-1] if scopes else None
             state.depth -= 1
             if state.depth == 0:
-                state.mode.__exit__(None, None, None)
+                state.mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
 
     def construct(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any] | None
@@ -245,7 +241,7 @@ class DeviceScope:
 
 def current_scope() -> DeviceScope | None:
     """The innermost device scope open in this thread or task, or None."""
-    frame = _active.get()
+    frame = ACTIVE.get()
     return None if frame is None else frame.scope
 
 
@@ -256,8 +252,6 @@ def resolve_device(device_id: object) -> Placement:
         has finds it malformed.
     :raises DeviceUnavailableError: the id names a device that is not present.
     """
-    from torchx.core.plugins import current_plugins
-
     manager = current_plugins()
     placement = manager.resolve_device(device_id)
     if placement is not None:

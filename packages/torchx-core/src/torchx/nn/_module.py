@@ -9,15 +9,23 @@ import torch
 from torch import nn
 
 from torchx.core.helpers import ModuleHelpers
-from torchx.core.scope import OPEN_SCOPES, DeviceScope, current_scope
+from torchx.core.scope import ACTIVE, OPEN_SCOPES, DeviceScope
 
 __all__ = ["Module"]
 
 _module_call = nn.Module.__call__
+_is_compiling = torch.compiler.is_compiling
+_active_frame = ACTIVE.get
+
+_SCOPE = "_torchx_scope"
+"""Instance key: the scope the module was last called in, when it needed
+nothing more there (placed, no wrapper): the fast path's one comparison."""
 _PLACED = "_torchx_placed"
-"""Instance key: the ``(device, dtype)`` the module was last placed at by a scope."""
+"""Instance key: the ``(device, dtype)`` the module was last placed at by a scope,
+or ``_REPLICA``."""
 _WRAPPER = "_torchx_wrapper"
 """Instance key: ``(placement, wrapper)`` for the parallel placement last used."""
+_CACHES = (_SCOPE, _PLACED, _WRAPPER)
 _REPLICA = object()
 """``_PLACED`` of a DataParallel replica: it lives where torch put it, never moved."""
 _PLACE_LOCK = threading.Lock()
@@ -38,6 +46,8 @@ class Module(ModuleHelpers):
     ``hard_update``, ``freeze``, ``clone``, ``num_parameters``, ``device``,
     ``dtype``, ``save``, ``load``) are those of :mod:`torchx.nn`'s functions.
 
+    A subclass that defines its own ``__call__`` opts out of scopes.
+
     Examples::
 
         >>> class MLP(nnx.Module):
@@ -51,58 +61,62 @@ class Module(ModuleHelpers):
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if OPEN_SCOPES.count and not torch.compiler.is_compiling():
-            scope = current_scope()
-            if scope is not None:
-                return _call_in_scope(self, scope, args, kwargs)
+        if OPEN_SCOPES and not _is_compiling():
+            frame = _active_frame()
+            if frame is not None and self.__dict__.get(_SCOPE) is not frame.scope:
+                return _call_in_scope(self, frame.scope, args, kwargs)
         return _module_call(self, *args, **kwargs)
 
     def _apply(self, fn: Any, recurse: bool = True) -> Any:
         """``.to()``, ``.cuda()``... forget where a scope placed the module."""
-        self.__dict__.pop(_PLACED, None)
-        self.__dict__.pop(_WRAPPER, None)
+        _forget_placement(self)
         return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
 
     def __setattr__(self, name: str, value: Any) -> None:
         if isinstance(value, (nn.Module, torch.Tensor)):
-            self.__dict__.pop(_PLACED, None)  # a new submodule or tensor may be elsewhere
+            _forget_placement(self)  # a new submodule or tensor may be elsewhere
         super().__setattr__(name, value)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.pop(_PLACED, None)
-        state.pop(_WRAPPER, None)
+        for key in _CACHES:
+            state.pop(key, None)
         return state
 
     def _replicate_for_data_parallel(self) -> Any:
         replica = super()._replicate_for_data_parallel()  # type: ignore[no-untyped-call]
+        _forget_placement(replica)
         replica.__dict__[_PLACED] = _REPLICA
-        replica.__dict__.pop(_WRAPPER, None)
         return replica
+
+
+def _forget_placement(module: nn.Module) -> None:
+    for key in _CACHES:
+        module.__dict__.pop(key, None)
 
 
 def _call_in_scope(
     module: nn.Module, scope: DeviceScope, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """Call ``module`` in ``scope``: place it there first, and run it through
-    the placement's parallel wrapper when there is one."""
+    """The first call of ``module`` in ``scope``, or any call through a parallel
+    wrapper: place the module at the scope's target, then run it."""
     state = module.__dict__
     placed = state.get(_PLACED)
     if placed is _REPLICA:
         return _module_call(module, *args, **kwargs)
-    target = scope.target
-    if placed != target:
-        device, dtype = target
+    if placed != scope.target:
+        device, dtype = scope.target
         with _PLACE_LOCK:
             module.to(device) if dtype is None else module.to(device=device, dtype=dtype)
-            state[_PLACED] = target
+        state[_PLACED] = scope.target
     placement = scope.placement
     if placement.wrap is None:
+        state[_SCOPE] = scope
         return _module_call(module, *args, **kwargs)
     wrapped = state.get(_WRAPPER)
     if wrapped is None or wrapped[0] != placement:
         wrapped = (placement, placement.wrap(module, args))
-        state[_PLACED] = target  # the wrapper moved the module to the placement's device
+        state[_PLACED] = scope.target  # the wrapper moved the module to the placement's device
         state[_WRAPPER] = wrapped
     with scope.inner():
         return wrapped[1](*args, **kwargs)

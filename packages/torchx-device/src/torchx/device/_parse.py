@@ -97,12 +97,12 @@ def _data_parallel(indices: Sequence[object], device_id: object) -> Placement:
         raise DeviceError(
             f"device id {device_id!r}: a data-parallel list holds GPU indices (ints >= 0), not {bad}"
         )
-    repeated = sorted({index for index in ids if ids.count(index) > 1})
+    gpus = [index for index in ids if isinstance(index, int)]
+    repeated = sorted({index for index in gpus if gpus.count(index) > 1})
     if repeated:
         raise DeviceError(
             f"device id {device_id!r}: GPU {repeated} listed more than once; list each GPU once"
         )
-    gpus = [index for index in ids if isinstance(index, int)]
     for index in gpus:
         _present(torch.device("cuda", index), device_id)
     wrap = partial(wrap_in_data_parallel, device_ids=tuple(gpus))

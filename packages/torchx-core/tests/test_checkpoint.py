@@ -1,0 +1,154 @@
+"""Checkpoints: save/load with nnx helpers; refusals leave the model untouched."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+from toy_layers import Chain, Dense, Norm
+
+import torchx
+import torchx.nn as nnx
+from torchx.core import CheckpointError, LayerRegistry, PluginManager, TorchXError, hookimpl, use_plugins
+
+
+class Net(nnx.Module):
+    def __init__(self, hidden: int = 8) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, hidden)
+        self.fc2 = nn.Linear(hidden, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.fc1(x))
+
+
+class ToyLayers:
+    @hookimpl
+    def torchx_register_layers(self, registry: LayerRegistry) -> None:
+        registry.register(Dense)
+        registry.register(Norm)
+        registry.register(Chain)
+
+
+@pytest.fixture
+def toy_layers() -> Iterator[None]:
+    """Only the toy layers are registered (installed distributions are not loaded)."""
+    manager = PluginManager(load_entry_points=False)
+    manager.register(ToyLayers(), "toy-layers")
+    with use_plugins(manager):
+        yield
+
+
+def snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: tensor.clone() for name, tensor in model.state_dict().items()}
+
+
+def unchanged(model: nn.Module, before: dict[str, torch.Tensor]) -> bool:
+    return all(torch.equal(model.state_dict()[name], tensor) for name, tensor in before.items())
+
+
+def test_a_module_saves_and_loads_its_weights(tmp_path: Path) -> None:
+    model = Net()
+    model.save(tmp_path / "net.pt")
+    other = Net()
+    assert other.load(tmp_path / "net.pt") is other
+    assert unchanged(other, snapshot(model))
+    assert nnx.read_checkpoint(tmp_path / "net.pt").spec is None  # a plain module has no spec
+
+
+def test_a_layer_checkpoint_holds_its_spec(tmp_path: Path, toy_layers: None) -> None:
+    model = torchx.build(Chain(Dense(8), Norm(), Dense(2)), (None, 4))
+    model.save(tmp_path / "chain.pt")
+    checkpoint = nnx.read_checkpoint(tmp_path / "chain.pt")
+    assert checkpoint.spec == model.to_spec()
+    rebuilt = torchx.build(Chain.from_spec(checkpoint.spec), (None, 4))
+    rebuilt.load(tmp_path / "chain.pt")
+    x = torch.randn(3, 4)
+    model.eval(), rebuilt.eval()
+    assert torch.equal(model(x), rebuilt(x))
+
+
+def test_a_checkpoint_of_another_architecture_is_refused_by_its_spec(
+    tmp_path: Path, toy_layers: None
+) -> None:
+    torchx.build(Chain(Dense(8), Dense(2)), (None, 4)).save(tmp_path / "a.pt")
+    other = torchx.build(Chain(Dense(6), Dense(2)), (None, 4))
+    before = snapshot(other)
+    with pytest.raises(CheckpointError, match=r"another model: .* at \$\.children\[0\]\.args\.out_features"):
+        other.load(tmp_path / "a.pt")
+    assert unchanged(other, before)
+
+
+def test_weights_that_do_not_fit_are_refused_before_anything_is_copied(tmp_path: Path) -> None:
+    Net(8).save(tmp_path / "net.pt")
+    other = Net(6)
+    before = snapshot(other)
+    with pytest.raises(CheckpointError, match=r"does not fit Net: 'fc1.weight' is \(8, 4\)"):
+        other.load(tmp_path / "net.pt")
+    assert unchanged(other, before)
+    other.fc3 = nn.Linear(2, 2)
+    with pytest.raises(CheckpointError, match=r"missing 'fc3\.weight'"):
+        other.load(tmp_path / "net.pt")
+
+
+def test_a_file_that_is_not_a_torchx_checkpoint_is_refused(tmp_path: Path) -> None:
+    torch.save({"weights": torch.ones(2)}, tmp_path / "plain.pt")
+    with pytest.raises(CheckpointError, match="not a TorchX checkpoint"):
+        Net().load(tmp_path / "plain.pt")
+    (tmp_path / "notes.txt").write_text("hello", encoding="utf-8")
+    with pytest.raises(CheckpointError, match="not readable as a checkpoint"):
+        Net().load(tmp_path / "notes.txt")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    with pytest.raises(CheckpointError, match="not readable"):
+        Net().load(tmp_path / "empty.pt")
+    with pytest.raises(FileNotFoundError):
+        Net().load(tmp_path / "missing.pt")
+
+
+def test_a_truncated_checkpoint_is_refused_and_the_model_kept(tmp_path: Path) -> None:
+    Net().save(tmp_path / "net.pt")
+    data = (tmp_path / "net.pt").read_bytes()
+    (tmp_path / "net.pt").write_bytes(data[: len(data) // 2])
+    model = Net()
+    before = snapshot(model)
+    with pytest.raises(CheckpointError, match="truncated"):
+        model.load(tmp_path / "net.pt")
+    assert unchanged(model, before)
+
+
+class _Payload:
+    """Pickles as a call that would write ``canary``: a file carrying code."""
+
+    def __init__(self, canary: Path) -> None:
+        self.canary = canary
+
+    def __reduce__(self) -> object:
+        return (pathlib.Path.write_text, (self.canary, "the payload ran"))
+
+
+def test_a_checkpoint_carrying_code_is_refused_without_running_it(tmp_path: Path) -> None:
+    canary = tmp_path / "canary.txt"
+    torch.save({"torchx_checkpoint": 1, "state_dict": {}, "spec": _Payload(canary)}, tmp_path / "evil.pt")
+    model = Net()
+    before = snapshot(model)
+    with pytest.raises(CheckpointError, match="refused: it holds objects that weights-only loading"):
+        model.load(tmp_path / "evil.pt")
+    assert not canary.exists()
+    assert unchanged(model, before)
+
+
+def test_a_checkpoint_from_a_newer_format_is_refused(tmp_path: Path) -> None:
+    torch.save({"torchx_checkpoint": 99, "state_dict": {}, "spec": None}, tmp_path / "future.pt")
+    with pytest.raises(CheckpointError, match="format 99 is not one this TorchX reads"):
+        nnx.read_checkpoint(tmp_path / "future.pt")
+
+
+def test_unbuilt_models_cannot_be_saved_or_loaded(tmp_path: Path) -> None:
+    with pytest.raises(TorchXError, match="save: Chain has 1 unbuilt"):
+        Chain(Dense(2)).save(tmp_path / "x.pt")
+    with pytest.raises(TorchXError, match="load: Chain has 1 unbuilt"):
+        Chain(Dense(2)).load(tmp_path / "x.pt")
