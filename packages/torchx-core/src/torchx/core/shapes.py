@@ -31,6 +31,7 @@ __all__ = [
     "Shape",
     "build_target",
     "current_build_target",
+    "inferring_shapes",
     "meta_state",
     "lacks_meta_kernel",
     "merge_probes",
@@ -90,14 +91,25 @@ class MetaSwap:
             store[name] = tensor
 
 
+_inferring: contextvars.ContextVar[bool] = contextvars.ContextVar("torchx_inferring_shapes", default=False)
+
+
+def inferring_shapes() -> bool:
+    """Whether the code running is shape inference (a build or a meta run),
+    whose tensors are stand-ins: nothing should be moved or wrapped for it."""
+    return _inferring.get()
+
+
 @contextmanager
 def meta_state(module: nn.Module) -> Iterator[MetaSwap]:
     """Inside the block, ``module`` computes on meta stand-ins of its tensors."""
     swap = MetaSwap()
+    token = _inferring.set(True)
     try:
         swap.add(module)
         yield swap
     finally:
+        _inferring.reset(token)
         swap.restore()
 
 
@@ -132,10 +144,11 @@ def build_target(device: torch.device, dtype: torch.dtype | None) -> Iterator[Bu
     # Inside a device scope, "default" means the scope's device: say the device.
     is_default = current_scope() is None and device == torch.get_default_device()
     target = BuildTarget(device, dtype, is_default, MetaSwap())
-    token = _target.set(target)
+    token, inferring = _target.set(target), _inferring.set(True)
     try:
         yield target
     finally:
+        _inferring.reset(inferring)
         _target.reset(token)
         target.swap.restore()
 

@@ -10,6 +10,7 @@ from torch import nn
 
 from torchx.core.helpers import ModuleHelpers
 from torchx.core.scope import ACTIVE, OPEN_SCOPES, DeviceScope
+from torchx.core.shapes import inferring_shapes
 
 __all__ = ["Module"]
 
@@ -99,10 +100,11 @@ def _call_in_scope(
     module: nn.Module, scope: DeviceScope, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """The first call of ``module`` in ``scope``, or any call through a parallel
-    wrapper: place the module at the scope's target, then run it."""
+    wrapper: place the module at the scope's target, then run it. Replicas,
+    and calls made by shape inference (on stand-in tensors), run in place."""
     state = module.__dict__
     placed = state.get(_PLACED)
-    if placed is _REPLICA:
+    if placed is _REPLICA or inferring_shapes():
         return _module_call(module, *args, **kwargs)
     if placed != scope.target:
         device, dtype = scope.target

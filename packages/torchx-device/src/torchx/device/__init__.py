@@ -11,6 +11,7 @@ other ids (``"mps"``, ``"xpu:0"``, its own) through the same
 from torchx.core import Placement as Placement
 from torchx.device._data_parallel import DataParallel as DataParallel
 from torchx.device._distributed import DistributedDataParallel as DistributedDataParallel
+from torchx.device._distributed import destroy_distributed as destroy_distributed
 from torchx.device._distributed import init_distributed as init_distributed
 from torchx.device._distributed import launched_by_torchrun as launched_by_torchrun
 from torchx.device._distributed import local_device as local_device
@@ -26,6 +27,7 @@ __all__ = [
     "Placement",
     "__version__",
     "available_devices",
+    "destroy_distributed",
     "init_distributed",
     "launched_by_torchrun",
     "local_device",

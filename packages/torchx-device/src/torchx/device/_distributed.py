@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -13,10 +14,11 @@ from torch import nn
 from torchx.core import DeviceError, DeviceUnavailableError, Placement, TorchXError, build
 from torchx.core.layer import unbuilt_layers
 from torchx.core.shapes import InputLike
-from torchx.device._inventory import device_count
+from torchx.device import _inventory as inventory
 
 __all__ = [
     "DistributedDataParallel",
+    "destroy_distributed",
     "distributed_placement",
     "init_distributed",
     "launched_by_torchrun",
@@ -33,7 +35,7 @@ def launched_by_torchrun() -> bool:
 
 def local_device() -> torch.device:
     """This process's device: ``cuda:LOCAL_RANK`` when there are GPUs, else the CPU."""
-    count = device_count("cuda")
+    count = inventory.device_count("cuda")
     if count == 0:
         return torch.device("cpu")
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -67,6 +69,21 @@ def init_distributed(backend: str | None = None, **kwargs: Any) -> None:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     dist.init_process_group(backend or ("nccl" if device.type == "cuda" else "gloo"), **kwargs)
+
+
+def destroy_distributed() -> None:
+    """Leave the job joined by :func:`init_distributed` (nothing if none was joined).
+
+    Waits for every process, frees unreachable DDP wrappers (those made for
+    ``"ddp"`` scopes live in a reference cycle with their model, and a
+    wrapper outliving its process group can abort the interpreter at exit
+    with gloo), then destroys the process group.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    dist.barrier()
+    gc.collect()
+    dist.destroy_process_group()
 
 
 class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):

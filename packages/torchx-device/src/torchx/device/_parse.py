@@ -11,7 +11,7 @@ import torch
 from torchx.core import DeviceError, DeviceUnavailableError, Placement
 from torchx.device._data_parallel import wrap_in_data_parallel
 from torchx.device._distributed import distributed_placement
-from torchx.device._inventory import available_devices, current_index, device_count
+from torchx.device import _inventory as inventory
 
 __all__ = ["parse", "parse_or_none"]
 
@@ -77,7 +77,7 @@ def _from_str(text: str) -> Placement | None:
     if index is None:
         return Placement(_present(torch.device("cuda"), text))
     if index == "all":
-        count = device_count("cuda")
+        count = inventory.device_count("cuda")
         if count == 0:
             raise DeviceUnavailableError(f"device id {text!r}: this machine has no GPU ({_available()})")
         return _data_parallel(range(count), text)
@@ -111,10 +111,12 @@ def _data_parallel(indices: Sequence[object], device_id: object) -> Placement:
 
 def _present(device: torch.device, device_id: object) -> torch.device:
     """``device`` with its index filled in, after checking this machine has it."""
-    count = device_count(device.type)
+    count = inventory.device_count(device.type)
     if device.type in ("cpu", "meta"):
         return device
-    index = device.index if device.index is not None else (current_index(device.type) if count else 0)
+    index = (
+        device.index if device.index is not None else (inventory.current_index(device.type) if count else 0)
+    )
     if index >= count:
         has = (
             f"only {count} {device.type} device{'' if count == 1 else 's'}"
@@ -128,4 +130,4 @@ def _present(device: torch.device, device_id: object) -> torch.device:
 
 
 def _available() -> str:
-    return f"available: {', '.join(available_devices())}"
+    return f"available: {', '.join(inventory.available_devices())}"
