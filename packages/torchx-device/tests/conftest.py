@@ -13,7 +13,7 @@ __all__ = ["fresh_plugins"]
 
 
 @pytest.fixture(autouse=True)
-def plugins(fresh_plugins: PluginManager) -> PluginManager:  # noqa: F811 - the fixture
+def plugins(fresh_plugins: PluginManager) -> PluginManager:
     """Every test resolves ids afresh (resolved placements are cached per manager)."""
     return fresh_plugins
 

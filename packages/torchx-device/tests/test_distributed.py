@@ -36,7 +36,7 @@ def test_two_processes_average_their_gradients(tmp_path: Path) -> None:
 
 def test_ddp_needs_a_process_group() -> None:
     with pytest.raises(
-        DeviceError, match="needs torch.distributed: run this in a process launched by torchrun"
+        DeviceError, match=r"needs torch\.distributed: run this in a process launched by torchrun"
     ):
         torchx.DistributedDataParallel(L.Linear(2))
 
@@ -45,7 +45,7 @@ def test_the_ddp_id_needs_torchrun_or_a_process_group(monkeypatch: pytest.Monkey
     for name in TORCHRUN_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     assert not launched_by_torchrun()
-    with pytest.raises(DeviceError, match="device id 'ddp' needs torch.distributed"):
+    with pytest.raises(DeviceError, match=r"device id 'ddp' needs torch\.distributed"):
         torchx.device_scope("ddp")
 
 

@@ -19,7 +19,7 @@ LAST = max(GPUS - 1, 0)
 
 
 def needs(count: int) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(GPUS < count, reason=f"needs {count} GPUs")
+    return pytest.mark.skipif(count > GPUS, reason=f"needs {count} GPUs")
 
 
 class MyModel(nnx.Module):

@@ -9,9 +9,9 @@ from functools import partial
 import torch
 
 from torchx.core import DeviceError, DeviceUnavailableError, Placement
+from torchx.device import _inventory as inventory
 from torchx.device._data_parallel import wrap_in_data_parallel
 from torchx.device._distributed import distributed_placement
-from torchx.device import _inventory as inventory
 
 __all__ = ["parse", "parse_or_none"]
 
