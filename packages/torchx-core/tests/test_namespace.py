@@ -6,7 +6,11 @@ import importlib.util
 import subprocess
 import sys
 
+import pytest
+import torch
+
 import torchx
+from torchx.core import MissingPackageError
 
 
 def test_top_level_api() -> None:
@@ -26,3 +30,20 @@ def test_importing_torchx_does_not_load_plugins_or_yaml() -> None:
     code = "import sys, torchx, torchx.core; print('yaml' in sys.modules, 'torchx.layers._plugin' in sys.modules)"
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.split() == ["False", "False"]
+
+
+def test_the_seed_top_level_names() -> None:
+    import torchx.nn as nnx
+
+    assert callable(torchx.device_scope) and torchx.current_scope() is None
+    assert issubclass(nnx.Module, torch.nn.Module)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torchx.device") is not None, reason="torchx-device is installed"
+)
+def test_data_parallel_without_torchx_device_says_what_to_install() -> None:
+    with pytest.raises(MissingPackageError, match="pip install torchx-device"):
+        _ = torchx.DataParallel
+    with pytest.raises(AttributeError, match="no attribute 'Nonsense'"):
+        _ = torchx.Nonsense  # type: ignore[attr-defined]

@@ -10,8 +10,11 @@ import pytest
 import torch
 from torch import nn
 
+import torchx
 import torchx.layers as L
-from torchx.core import ShapeError, TorchXError
+import torchx.nn as nnx
+from torchx.core import PluginManager, ShapeError, TorchXError
+from torchx.core.testing import StaticDeviceBackend
 from torchx.functional import Functional, Placeholder
 
 
@@ -270,3 +273,13 @@ def test_summary_numbers_match_torchinfo() -> None:
         and rows["linear_1_1"].endswith("471")
     )
     assert "relu" in rows and "(shared: 36)" in rows["linear_1"]
+
+
+def test_a_functional_is_an_nnx_module_placed_by_its_scope(fresh_plugins: PluginManager) -> None:
+    fresh_plugins.register(StaticDeviceBackend({"void": torch.device("meta")}), "static")
+    x = L.Placeholder((None, 4))
+    model = L.Functional(inputs=x, outputs=L.Linear(2)(L.Linear(8)(x)) * 2)
+    assert isinstance(model, nnx.Module)
+    with torchx.device_scope("void"):
+        assert model(torch.zeros(3, 4)).is_meta
+    assert all(p.is_meta for p in model.parameters())

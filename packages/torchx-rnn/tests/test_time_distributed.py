@@ -6,8 +6,11 @@ import pytest
 import torch
 from torch import nn
 
+import torchx
 import torchx.layers as L
+import torchx.nn as nnx
 from torchx.core import PluginManager, ShapeError
+from torchx.core.testing import StaticDeviceBackend
 from torchx.rnn import LSTM, TimeDistributed
 
 
@@ -103,3 +106,12 @@ def test_padded_steps_are_zero_even_when_they_hold_inf() -> None:
 def test_inner_layers_returning_tuples_are_a_clear_error() -> None:
     with pytest.raises(ShapeError, match=r"returned a tuple, but TimeDistributed unfolds one tensor"):
         TimeDistributed(LSTM(5, return_state=True))(torch.randn(4, 10, 6, 8))
+
+
+def test_time_distributed_is_an_nnx_module_placed_by_its_scope(fresh_plugins: PluginManager) -> None:
+    fresh_plugins.register(StaticDeviceBackend({"void": torch.device("meta")}), "static")
+    model = L.TimeDistributed(L.Linear(3))
+    model(torch.zeros(2, 5, 4))
+    assert isinstance(model, nnx.Module)
+    with torchx.device_scope("void"):
+        assert model(torch.zeros(2, 5, 4)).is_meta

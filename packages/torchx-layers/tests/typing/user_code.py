@@ -7,7 +7,8 @@ from torch import nn
 
 import torchx
 import torchx.layers as L
-from torchx.core import ShapeError, SpecError
+import torchx.nn as nnx
+from torchx.core import DeviceError, ShapeError, SpecError
 
 
 def make_model(hidden: int) -> L.Sequential:
@@ -28,6 +29,44 @@ def train_step(model: nn.Module, batch: torch.Tensor) -> float:
     loss.backward()
     optimizer.step()
     return float(loss)
+
+
+class Policy(nnx.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(10, 20)
+        self.fc2 = nn.Linear(20, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden: torch.Tensor = self.fc1(x)
+        out: torch.Tensor = self.fc2(hidden)
+        return out
+
+
+def target_network(online: Policy, path: str) -> Policy:
+    target = online.clone().freeze()
+    target.soft_update(online, tau=0.005)
+    online.clip_grad_value(1.0)
+    norm: torch.Tensor = online.clip_grad_norm(5.0)
+    count: int = target.num_parameters(trainable_only=True)
+    device: torch.device = target.device
+    online.save(path)
+    print(norm, count, device)
+    return target.load(path)
+
+
+def on_device(model: nn.Module) -> torch.Tensor:
+    try:
+        with torchx.device_scope("cuda:0", dtype=torch.bfloat16, fallback="cpu") as scope:
+            print(scope.device, scope.placement.kind, torchx.current_scope())
+            out: torch.Tensor = model(torch.zeros(4, 10))
+            return out
+    except DeviceError as error:
+        raise SystemExit(str(error)) from error
+
+
+def parallel(model: nn.Module) -> nn.Module:
+    return torchx.DataParallel(model, device_ids=[0, 1])
 
 
 def main() -> None:

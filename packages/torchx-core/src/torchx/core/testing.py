@@ -1,4 +1,4 @@
-"""Test helpers for TorchX and its plugins: a fresh plugin manager, fake installs.
+"""Test helpers for TorchX and its plugins: a fresh plugin manager, fake installs, a device backend.
 
 Import the fixture into a ``conftest.py``::
 
@@ -13,10 +13,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+import torch
 
+from torchx.core.hookspecs import hookimpl
+from torchx.core.placement import Placement
 from torchx.core.plugins import ENTRY_POINT_GROUP, PluginManager, use_plugins
 
-__all__ = ["fresh_plugins", "install_fake_distribution"]
+__all__ = ["StaticDeviceBackend", "fresh_plugins", "install_fake_distribution"]
 
 
 @pytest.fixture
@@ -50,3 +53,19 @@ def install_fake_distribution(
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     return root
+
+
+class StaticDeviceBackend:
+    """A device backend plugin with a fixed table of ids, for tests that need
+    scopes without torchx-device (or without a GPU)::
+
+        fresh_plugins.register(StaticDeviceBackend({"meta": torch.device("meta")}), "static")
+    """
+
+    def __init__(self, devices: Mapping[str, torch.device]) -> None:
+        self.devices = dict(devices)
+
+    @hookimpl
+    def torchx_resolve_device(self, device_id: object) -> Placement | None:
+        device = self.devices.get(device_id) if isinstance(device_id, str) else None
+        return None if device is None else Placement(device)
