@@ -138,6 +138,16 @@ def test_torch_compile_of_an_nnx_module_inside_and_outside_scopes(backend: FakeB
     torch._dynamo.reset()
 
 
+def test_module_compile_goes_through_the_compiled_call(backend: FakeBackend) -> None:
+    torch._dynamo.reset()
+    model = MyModel()
+    model.compile(fullgraph=True, backend="eager")
+    assert model._compiled_call_impl is not None
+    assert model(torch.zeros(4, 10)).shape == (4, 30)
+    assert pickle.loads(pickle.dumps(model))._compiled_call_impl is None  # nn.Module's own rule
+    torch._dynamo.reset()
+
+
 def test_an_nnx_module_is_an_nn_module_with_the_same_state_dict() -> None:
     class Plain(nn.Module):
         def __init__(self) -> None:

@@ -62,11 +62,16 @@ class Module(ModuleHelpers):
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The tail is nn.Module.__call__ (``_wrapped_call_impl``) inlined: one
+        # Python frame less, so that outside scopes a call costs what it costs
+        # on an nn.Module.
         if OPEN_SCOPES and not _is_compiling():
             frame = _active_frame()
             if frame is not None and self.__dict__.get(_SCOPE) is not frame.scope:
                 return _call_in_scope(self, frame.scope, args, kwargs)
-        return _module_call(self, *args, **kwargs)
+        if self._compiled_call_impl is None:
+            return self._call_impl(*args, **kwargs)
+        return self._compiled_call_impl(*args, **kwargs)
 
     def _apply(self, fn: Any, recurse: bool = True) -> Any:
         """``.to()``, ``.cuda()``... forget where a scope placed the module."""
@@ -79,7 +84,7 @@ class Module(ModuleHelpers):
         super().__setattr__(name, value)
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
+        state: dict[str, Any] = super().__getstate__()  # type: ignore[no-untyped-call]
         for key in _CACHES:
             state.pop(key, None)
         return state

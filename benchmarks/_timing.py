@@ -1,0 +1,57 @@
+"""Timing for the benchmarks: interleaved medians, and one result line per comparison."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Result:
+    name: str
+    torchx_s: float
+    native_s: float
+    bound: float | None
+
+    @property
+    def ratio(self) -> float:
+        return self.torchx_s / self.native_s
+
+    def line(self) -> str:
+        verdict = "" if self.bound is None else ("  ok" if self.ratio <= self.bound else "  OVER BOUND")
+        bound = "" if self.bound is None else f"(bound {self.bound:.2f}x)"
+        return (
+            f"{self.name:<52} torchx {self.torchx_s * 1e3:9.3f} ms   native {self.native_s * 1e3:9.3f} ms"
+            f"   ratio {self.ratio:5.3f}x {bound}{verdict}"
+        )
+
+
+def interleaved_medians(
+    first: Callable[[], object], second: Callable[[], object], *, rounds: int, per_round: int
+) -> tuple[float, float]:
+    """Median seconds per call of ``first`` and ``second``, alternating rounds."""
+    for _ in range(3):
+        first()
+        second()
+    times: tuple[list[float], list[float]] = ([], [])
+    for index in range(rounds):
+        order = (0, 1) if index % 2 == 0 else (1, 0)
+        for which in order:
+            function = (first, second)[which]
+            gc.collect()
+            start = time.perf_counter()
+            for _ in range(per_round):
+                function()
+            times[which].append((time.perf_counter() - start) / per_round)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def train_step(module: nn.Module, x: torch.Tensor) -> None:
+    module.zero_grad(set_to_none=True)
+    module(x).sum().backward()

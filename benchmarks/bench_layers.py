@@ -1,0 +1,166 @@
+"""torchx-core and torchx-layers: built forward, build cost, abstract build, import time."""
+
+from __future__ import annotations
+
+import gc
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from functools import partial
+
+import torch
+from _timing import Result, interleaved_medians, train_step
+from torch import nn
+
+import torchx
+import torchx.layers as L
+
+# -- models --------------------------------------------------------------------
+
+
+def seed_cnn() -> L.Sequential:
+    return L.Sequential(
+        L.Conv2d(20, kernel_size=5, stride=2, padding=1), L.ReLU(),
+        L.Conv2d(30, kernel_size=7), L.BatchNorm2d(), L.ReLU(),
+        L.Conv2d(40, kernel_size=3), L.BatchNorm2d(), L.ReLU(),
+        L.Flatten(), L.Linear(80), L.ReLU(), L.Linear(10),
+    )  # fmt: skip
+
+
+def native_seed_cnn() -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(3, 20, kernel_size=5, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(20, 30, kernel_size=7), nn.BatchNorm2d(30), nn.ReLU(),
+        nn.Conv2d(30, 40, kernel_size=3), nn.BatchNorm2d(40), nn.ReLU(),
+        nn.Flatten(), nn.Linear(1960, 80), nn.ReLU(), nn.Linear(80, 10),
+    )  # fmt: skip
+
+
+def mlp(depth: int, width: int) -> L.Sequential:
+    return L.Sequential(*(layer for _ in range(depth) for layer in (L.Linear(width), L.ReLU())))
+
+
+def native_mlp(depth: int, width: int, in_features: int) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for index in range(depth):
+        layers += [nn.Linear(in_features if index == 0 else width, width), nn.ReLU()]
+    return nn.Sequential(*layers)
+
+
+def lazy_torch_mlp(depth: int, width: int) -> nn.Sequential:
+    return nn.Sequential(*(layer for _ in range(depth) for layer in (nn.LazyLinear(width), nn.ReLU())))
+
+
+# -- benchmarks ------------------------------------------------------------------
+
+
+def bench_forward(quick: bool) -> list[Result]:
+    rounds, per_round = (15, 20) if quick else (61, 50)
+    cases = [
+        ("seed CNN, batch 8x3x32x32", seed_cnn(), native_seed_cnn(), torch.randn(8, 3, 32, 32), 1.02),
+        (
+            "32-layer MLP width 256, batch 64",
+            mlp(32, 256),
+            native_mlp(32, 256, 256),
+            torch.randn(64, 256),
+            1.05,
+        ),
+    ]
+    results = []
+    for name, model, native, x, bound in cases:
+        torchx.build(model, x)
+        model.load_state_dict(native.state_dict())
+        model.eval()
+        native.eval()
+        with torch.no_grad():
+            assert torch.equal(model(x), native(x))
+            timed = interleaved_medians(
+                partial(model, x), partial(native, x), rounds=rounds, per_round=per_round
+            )
+        results.append(Result(f"forward: {name}", *timed, bound))
+        model.train()
+        native.train()
+        steps = (partial(train_step, model, x), partial(train_step, native, x))
+        timed = interleaved_medians(*steps, rounds=rounds, per_round=per_round // 2)
+        results.append(Result(f"forward+backward: {name}", *timed, bound))
+    return results
+
+
+def torchx_build(depth: int) -> None:
+    torchx.build(mlp(depth, 128), (2, 128))
+
+
+def torch_lazy_build(depth: int) -> None:
+    model = lazy_torch_mlp(depth, 128)
+    with torch.no_grad():
+        model(torch.zeros(2, 128))
+
+
+def bench_build(quick: bool) -> list[Result]:
+    rounds = 5 if quick else 21
+    results = []
+    times: dict[int, float] = {}
+    natives: dict[int, float] = {}
+    for depth in (500, 1000):
+        native = partial(native_mlp, depth, 128, 128)
+        timed = interleaved_medians(partial(torchx_build, depth), native, rounds=rounds, per_round=1)
+        times[depth], natives[depth] = timed
+        results.append(Result(f"build {depth} x (Linear(128)+ReLU) vs native construct", *timed, 1.5))
+    native = partial(native_mlp, 500, 128, 128)
+    lazy = interleaved_medians(partial(torch_lazy_build, 500), native, rounds=rounds, per_round=1)
+    results.append(Result("  reference: torch Lazy* modules, 500 layers", *lazy, None))
+    results.append(Result("build growth: 1000 layers / 500 layers (torchx)", times[1000], times[500], 2.1))
+    results.append(Result("  reference: growth of native construction", natives[1000], natives[500], None))
+    return results
+
+
+def bench_abstract_build(quick: bool) -> list[Result]:
+    def huge() -> L.Sequential:
+        return L.Sequential(L.Linear(50_000), L.Linear(50_000), L.Linear(50_000), L.Linear(50_000))
+
+    torchx.build(huge(), (8, 50_000), device="meta")  # warm-up: torch's lazy meta imports
+    gc.collect()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    model = huge()
+    start = time.perf_counter()
+    torchx.build(model, (8, 50_000), device="meta")
+    elapsed = time.perf_counter() - start
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    params = sum(p.numel() for p in model.parameters())
+    print(f"abstract build of {params / 1e9:.1f}e9 parameters on meta: {elapsed * 1e3:.1f} ms "
+          f"(bound 100 ms), peak RSS grew {grown_mb:.1f} MB (bound 50 MB)"
+          f"{'  ok' if elapsed < 0.1 and grown_mb < 50 else '  OVER BOUND'}")  # fmt: skip
+    for _ in range(2):  # the second run, after torch's own first-use imports
+        start = time.perf_counter()
+        with torch.device("meta"):
+            native = nn.Sequential(*(nn.LazyLinear(50_000) for _ in range(4)))
+            native(torch.empty(8, 50_000))
+    print(
+        f"  reference: torch Lazy* modules materialised on meta: {(time.perf_counter() - start) * 1e3:.1f} ms"
+    )
+    return []
+
+
+def bench_import(quick: bool) -> list[Result]:
+    runs = 5 if quick else 11
+
+    def timed(statement: str) -> float:
+        code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+        return float(
+            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        )
+
+    torchx_times, torch_times = [], []
+    for _ in range(runs):
+        torch_times.append(timed("import torch"))
+        torchx_times.append(timed("import torchx.layers"))
+    return [
+        Result(
+            "import torchx.layers vs import torch (fresh process)",
+            statistics.median(torchx_times),
+            statistics.median(torch_times),
+            1.10,
+        )
+    ]
