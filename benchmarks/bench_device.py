@@ -30,16 +30,8 @@ class SeedModel(nn.Module):
         return self.fc2(self.fc1(x))
 
 
-class SeedNnxModel(nnx.Module):
+class SeedNnxModel(SeedModel, nnx.Module):
     """The same model as a torchx.nn.Module."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(10, 20)
-        self.fc2 = nn.Linear(20, 30)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.fc1(x))
 
 
 def calls(module: nn.Module, x: torch.Tensor, scope: Callable[[], object] | None = None) -> None:
