@@ -70,7 +70,7 @@ class Module(ModuleHelpers):
             if frame is not None and self.__dict__.get(_SCOPE) is not frame.scope:
                 return _call_in_scope(self, frame.scope, args, kwargs)
         if self._compiled_call_impl is None:
-            return self._call_impl(*args, **kwargs)
+            return self._call_impl(*args, **kwargs)  # type: ignore[no-untyped-call]
         return self._compiled_call_impl(*args, **kwargs)
 
     def _apply(self, fn: Any, recurse: bool = True) -> Any:
