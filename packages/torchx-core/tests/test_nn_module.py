@@ -138,6 +138,15 @@ def test_torch_compile_of_an_nnx_module_inside_and_outside_scopes(backend: FakeB
     torch._dynamo.reset()
 
 
+def test_torch_export_of_an_nnx_module_inside_a_scope(backend: FakeBackend) -> None:
+    model = MyModel()
+    with torchx.device_scope("here", dtype=torch.float64):
+        model(torch.zeros(4, 10))  # placed: float64
+        exported = torch.export.export(model, (torch.zeros(4, 10),))
+    out = exported.module()(torch.zeros(4, 10, dtype=torch.float64))
+    assert out.dtype == torch.float64 and out.shape == (4, 30)
+
+
 def test_module_compile_goes_through_the_compiled_call(backend: FakeBackend) -> None:
     torch._dynamo.reset()
     model = MyModel()

@@ -103,7 +103,7 @@ class _ConstructorMode(TorchFunctionMode):
     """Gives constructors the device (and dtype) of the scope in force.
 
     Eager code asks the ContextVar, which is right per asyncio task; code that
-    torch.compile traces reads ``innermost``, the innermost scope opened in
+    torch.compile (dynamo) traces reads ``innermost``, the innermost scope opened in
     this thread, because a ContextVar cannot be traced.
     """
 
@@ -119,7 +119,7 @@ class _ConstructorMode(TorchFunctionMode):
         kwargs: Mapping[str, Any] | None = None,
     ) -> Any:
         if func in _CONSTRUCTORS:
-            scope = self.innermost if torch.compiler.is_compiling() else current_scope()
+            scope = self.innermost if torch.compiler.is_dynamo_compiling() else current_scope()
             if scope is not None:
                 return scope.construct(func, args, kwargs)
         if kwargs:

@@ -15,7 +15,7 @@ from torchx.core.shapes import inferring_shapes
 __all__ = ["Module"]
 
 _module_call = nn.Module.__call__
-_is_compiling = torch.compiler.is_compiling
+_is_compiling = torch.compiler.is_dynamo_compiling
 _active_frame = ACTIVE.get
 
 _SCOPE = "_torchx_scope"
