@@ -133,8 +133,10 @@ def test_torch_compile_of_an_nnx_module_inside_and_outside_scopes(backend: FakeB
     model = MyModel()
     compiled = torch.compile(model, fullgraph=True, backend="eager")
     assert compiled(torch.zeros(4, 10)).shape == (4, 30)
-    with torchx.device_scope("here", dtype=torch.float32):
-        assert compiled(torch.zeros(4, 10)).shape == (4, 30)
+    with torchx.device_scope("void"):
+        model(torch.zeros(4, 10))  # placed on meta first: compiled code never moves modules
+        out = compiled(torch.zeros(4, 10))
+    assert out.is_meta and out.shape == (4, 30)
     torch._dynamo.reset()
 
 
@@ -171,8 +173,10 @@ def test_an_nnx_module_is_an_nn_module_with_the_same_state_dict() -> None:
     assert model(torch.zeros(2, 10)).shape == (2, 30)
 
 
-@pytest.mark.parametrize("device_id", ["void", "here"])
-def test_nested_nnx_modules_are_placed_with_their_parent(backend: FakeBackend, device_id: str) -> None:
+@pytest.mark.parametrize(("device_id", "dtype"), [("void", None), ("here", torch.float64)])
+def test_nested_nnx_modules_are_placed_with_their_parent(
+    backend: FakeBackend, device_id: str, dtype: torch.dtype | None
+) -> None:
     class Outer(nnx.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -182,7 +186,50 @@ def test_nested_nnx_modules_are_placed_with_their_parent(backend: FakeBackend, d
             return self.inner(x)
 
     model = Outer()
-    with torchx.device_scope(device_id):
+    with torchx.device_scope(device_id, dtype=dtype):
         out = model(torch.zeros(2, 10))
     assert out.device == torchx.device_scope(device_id).device
     assert model.inner.fc1.weight.device == out.device
+    assert model.inner.fc1.weight.dtype == out.dtype == (dtype or torch.float32)
+
+
+class Remembers(MyModel):
+    """Keeps a plain tensor attribute from each forward (hidden state, say)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.last = x.detach()
+        return super().forward(x)
+
+
+def test_a_tensor_kept_by_forward_does_not_move_or_rewrap_the_module(backend: FakeBackend) -> None:
+    model = Remembers()
+    with torchx.device_scope("void"):
+        for _ in range(4):
+            model(torch.zeros(4, 10))
+    assert model.moves == 1
+    with torchx.device_scope("mirror"):
+        for _ in range(4):
+            model(torch.zeros(4, 10))
+    assert len(RecordingWrapper.made) == 1
+
+
+def test_a_buffer_registered_after_placement_is_moved_too(backend: FakeBackend) -> None:
+    model = MyModel()
+    with torchx.device_scope("void"):
+        model(torch.zeros(4, 10))
+    model.register_buffer("scale", torch.ones(1))
+    with torchx.device_scope("void"):
+        model(torch.zeros(4, 10))
+    assert model.scale.is_meta
+
+
+def test_a_subclass_may_set_its_own_device_attribute(backend: FakeBackend) -> None:
+    class Keeps(MyModel):
+        def __init__(self) -> None:
+            super().__init__()
+            self.device = torch.device("meta")  # common in torch code; must not clash with the helper
+            self.dtype = "mine"
+
+    model = Keeps()
+    assert model.device == torch.device("meta") and model.dtype == "mine"
+    assert MyModel().device == torch.device("cpu")

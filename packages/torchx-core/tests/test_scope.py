@@ -307,7 +307,91 @@ def test_build_inside_a_scope_builds_on_its_device_and_dtype(backend: FakeBacken
 
     with torchx.device_scope("here", dtype=torch.float64):
         layer = torchx.build(Dense(4), (None, 3))
+        from_tensor = torchx.build(Dense(4), torch.zeros(2, 3, dtype=torch.float32))
+        remembered = Dense(4).to("cpu")  # remembered for the build: the scope's dtype is not
     assert layer.weight.dtype == torch.float64
+    assert from_tensor.weight.dtype == torch.float32  # a floating input's dtype comes first
+    assert remembered(torch.zeros(2, 3)).dtype == torch.float32
     with torchx.device_scope("void"):
         meta_layer = torchx.build(Dense(4), (None, 3))
     assert meta_layer.weight.is_meta
+
+
+def test_a_context_copied_into_another_thread_sees_no_scope(backend: FakeBackend) -> None:
+    async def main() -> tuple[object, str]:
+        with torchx.device_scope("void"):
+            return await asyncio.to_thread(lambda: (torchx.current_scope(), torch.zeros(1).device.type))
+
+    scope, device_type = asyncio.run(main())
+    assert scope is None  # the frame belongs to the thread that opened it...
+    assert device_type == "cpu"  # ...as the constructor mode does
+
+
+def test_a_task_that_outlives_its_scope_sees_it_closed(backend: FakeBackend) -> None:
+    async def main() -> tuple[object, str]:
+        with torchx.device_scope("void"):
+            task = asyncio.get_running_loop().create_task(later())
+        return await task
+
+    async def later() -> tuple[object, str]:
+        await asyncio.sleep(0)
+        return torchx.current_scope(), torch.zeros(1).device.type
+
+    assert asyncio.run(main()) == (None, "cpu")
+
+
+def test_closing_a_scope_that_is_not_open_here_says_so(backend: FakeBackend) -> None:
+    with pytest.raises(TorchXError, match="is not open in this thread or task"):
+        torchx.device_scope("void").__exit__(None, None, None)
+
+
+def test_arrays_and_tensors_keep_their_dtype_in_a_dtype_scope(backend: FakeBackend) -> None:
+    numpy = pytest.importorskip("numpy")
+    array = numpy.ones(3, dtype=numpy.float32)
+    with torchx.device_scope("here", dtype=torch.float64):
+        assert torch.as_tensor(array).dtype == torch.float32
+        assert torch.tensor(data=array).dtype == torch.float32
+        assert torch.asarray(array).dtype == torch.float32
+        assert torch.tensor(data=[0.5]).dtype == torch.float64
+
+
+def test_an_id_whose_meaning_can_change_is_resolved_each_time(backend: FakeBackend) -> None:
+    answers = iter(["cpu", "meta"])
+
+    class Current:
+        @hookimpl
+        def torchx_resolve_device(self, device_id: object) -> Placement | None:
+            return Placement(torch.device(next(answers)), cache=False) if device_id == "current" else None
+
+    torchx.core.current_plugins().register(Current(), "current")
+    assert torchx.device_scope("current").device.type == "cpu"
+    assert torchx.device_scope("current").device.type == "meta"
+
+
+def test_opening_and_closing_scopes_does_not_recompile(backend: FakeBackend) -> None:
+    import torchx.nn as nnx
+
+    torch._dynamo.reset()
+    graphs: list[object] = []
+
+    def counting(graph: torch.fx.GraphModule, example: object) -> object:
+        graphs.append(graph)
+        return graph.forward
+
+    class Net(nnx.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x)
+
+    compiled = torch.compile(Net(), fullgraph=True, backend=counting)
+    compiled(torch.zeros(2, 3))
+    with torchx.device_scope("here"):
+        compiled(torch.zeros(2, 3))
+        with torchx.device_scope("here"):
+            compiled(torch.zeros(2, 3))
+    compiled(torch.zeros(2, 3))
+    assert len(graphs) == 1
+    torch._dynamo.reset()

@@ -29,7 +29,7 @@ def test_without_gpus_it_runs_the_module_unreplicated_and_warns_once() -> None:
         assert wrapper(torch.randn(5, 3)).shape == (5, 2)
 
 
-@pytest.mark.usefixtures("fresh_no_gpu_warning")
+@pytest.mark.usefixtures("no_gpu", "fresh_no_gpu_warning")
 def test_the_first_call_builds_the_lazy_layers_once() -> None:
     model = lazy_model()
     with warnings.catch_warnings():

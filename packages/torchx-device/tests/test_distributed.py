@@ -69,7 +69,7 @@ def test_the_local_device_follows_local_rank(monkeypatch: pytest.MonkeyPatch, fa
 
 def test_the_torchrun_example_trains_with_two_processes(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}  # two CPU processes
     done = subprocess.run(
         [*command, str(EXAMPLE), "--steps", "20", "--checkpoint", str(tmp_path / "model.pt")],
         capture_output=True,

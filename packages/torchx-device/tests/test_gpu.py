@@ -87,10 +87,15 @@ def test_a_dtype_scope_on_the_gpu() -> None:
 
 def test_torch_compile_inside_a_gpu_scope() -> None:
     torch._dynamo.reset()
-    model = MyModel().cuda(0)
-    compiled = torch.compile(model, fullgraph=True, backend="eager")
+    model = MyModel()
+
+    def run(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return model(x), torch.ones(2)
+
     with torchx.device_scope(0):
-        assert compiled(torch.zeros(4, 10)).device == torch.device("cuda", 0)
+        model(torch.zeros(4, 10))  # placed before compiling: compiled code never moves modules
+        out, made = torch.compile(run, fullgraph=True, backend="eager")(torch.zeros(4, 10))
+    assert out.device == made.device == torch.device("cuda", 0)
     torch._dynamo.reset()
 
 

@@ -51,6 +51,15 @@ def test_every_standard_id_normalises_to_one_placement(
     assert torchx.device_scope(device_id).placement == placement
 
 
+def test_the_current_gpu_is_looked_up_each_time_a_scope_is_made(fake_gpus: FakeGpus) -> None:
+    fake_gpus(4, current=1)
+    assert torchx.device_scope("cuda").device == torch.device("cuda", 1)
+    fake_gpus(4, current=3)  # torch.cuda.set_device(3), as init_distributed does
+    assert torchx.device_scope("cuda").device == torch.device("cuda", 3)
+    assert torchx.device_scope(torch.device("cuda")).device == torch.device("cuda", 3)
+    assert parse("cuda:2").cache and not parse("gpu").cache
+
+
 def test_a_data_parallel_placement_wraps_in_torchx_data_parallel(fake_gpus: FakeGpus) -> None:
     fake_gpus(4)
     placement = parse([2, 0])

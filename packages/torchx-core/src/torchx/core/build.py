@@ -71,7 +71,9 @@ def build(
         return model
     target = _target_device(inputs, device)
     scope = current_scope()
-    dtype = dtype or (scope.dtype if scope is not None else None)
+    floating_input = any(isinstance(value, torch.Tensor) and value.is_floating_point() for value in inputs)
+    if dtype is None and scope is not None and not floating_input:
+        dtype = scope.dtype
     metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
     with all_or_nothing(model):
         with build_target(target, dtype) as building, torch.no_grad():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -30,6 +31,8 @@ CHECKPOINT_FORMAT = 1
 """The checkpoint format this TorchX writes; it reads this version and older."""
 
 _MARKER = "torchx_checkpoint"
+_UNSUPPORTED_GLOBAL = re.compile(r"Unsupported global: GLOBAL (\S+)")
+"""How torch's weights-only unpickler names a callable the file asks for."""
 
 _M = TypeVar("_M", bound=nn.Module)
 
@@ -74,10 +77,14 @@ def read_checkpoint(
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except pickle.UnpicklingError as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        found = _UNSUPPORTED_GLOBAL.search(str(error))
+        if found is None:
+            raise CheckpointError(
+                f"{os.fspath(path)}: not readable as a checkpoint (damaged, or not a torch.save file)"
+            ) from error
         raise CheckpointError(
-            f"{os.fspath(path)}: refused: it holds objects that weights-only loading does not allow "
-            f"(it may carry code), so it is not a TorchX checkpoint ({first_line})"
+            f"{os.fspath(path)}: refused: it calls {found.group(1)}, which weights-only loading does not allow "
+            "(a file that runs code when loaded), so it is not a TorchX checkpoint"
         ) from error
     except Exception as error:
         raise CheckpointError(

@@ -11,7 +11,8 @@ from __future__ import annotations
 import copy
 import itertools
 import os
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import torch
 from torch import nn
@@ -190,6 +191,27 @@ def module_dtype(module: nn.Module) -> torch.dtype:
 
 
 _H = TypeVar("_H", bound="ModuleHelpers")
+_T = TypeVar("_T")
+
+
+class _Derived(Generic[_T]):
+    """A read-only attribute computed from the module, which an instance
+    attribute of the same name overrides: a subclass (or a native module)
+    that sets ``self.device = ...`` itself, as much torch code does, keeps
+    its own value."""
+
+    def __init__(self, compute: Callable[[nn.Module], _T], doc: str) -> None:
+        self._compute = compute
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any]) -> _Derived[_T]: ...
+
+    @overload
+    def __get__(self, instance: nn.Module, owner: type[Any]) -> _T: ...
+
+    def __get__(self, instance: nn.Module | None, owner: type[Any]) -> _T | _Derived[_T]:
+        return self if instance is None else self._compute(instance)
 
 
 class ModuleHelpers(nn.Module):
@@ -236,15 +258,12 @@ class ModuleHelpers(nn.Module):
         """How many parameter elements this module has (with ``trainable_only``: that train)."""
         return num_parameters(self, trainable_only)
 
-    @property
-    def device(self) -> torch.device:
-        """The one device of all parameters and buffers (torch's default when there are none)."""
-        return module_device(self)
-
-    @property
-    def dtype(self) -> torch.dtype:
-        """The one floating dtype of all parameters and buffers (torch's default when there are none)."""
-        return module_dtype(self)
+    device = _Derived(
+        module_device, "The one device of all parameters and buffers (torch's default when none)."
+    )
+    dtype = _Derived(
+        module_dtype, "The one floating dtype of all parameters and buffers (torch's default when none)."
+    )
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write a checkpoint: the state dict and, for TorchX layers, the spec."""

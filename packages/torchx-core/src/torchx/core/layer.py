@@ -339,7 +339,8 @@ class Layer(ModuleHelpers):
         native constructor runs as usual (its own ``reset_parameters()``
         included, so the same seed gives the same weights), then this layer
         adopts the result. A device or dtype equal to torch's default is not
-        passed: explicit factory kwargs cost the constructor a few microseconds.
+        passed (explicit factory kwargs cost the constructor a few
+        microseconds) unless a function mode, such as a device scope's, is on.
         """
         native = self.native_class
         if native is None:
@@ -350,7 +351,10 @@ class Layer(ModuleHelpers):
             if device is not None:
                 arguments["device"] = device
             dtype = dtype or next((t.dtype for t in tensors if t.is_floating_point()), None)
-            if dtype is not None and dtype != torch.get_default_dtype():
+            # A function mode (a device scope's) may change what "default" means: then say it.
+            if dtype is not None and (
+                dtype != torch.get_default_dtype() or torch._C._len_torch_function_stack()
+            ):
                 arguments["dtype"] = dtype
         try:
             built = native(**arguments)
@@ -440,11 +444,12 @@ class Layer(ModuleHelpers):
         and applied when it builds; on a built layer they act as on any module."""
         if type(self)._torchx_built or self.native_class is None:
             return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
-        probe = fn(torch.empty(0))
+        before = torch.empty(0, device="cpu", dtype=torch.float32)  # explicit: a device scope may be open
+        probe = fn(before)
         device, dtype = self.__dict__.get("_torchx_placement", (None, None))
-        if probe.device != torch.device("cpu"):
+        if probe.device != before.device:
             device = probe.device
-        if probe.dtype != torch.float32:
+        if probe.dtype != before.dtype:
             dtype = probe.dtype
         self.__dict__["_torchx_placement"] = (device, dtype)
         return self

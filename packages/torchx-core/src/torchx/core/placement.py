@@ -37,12 +37,16 @@ class Placement:
     :param device_ids: the GPU indices a data-parallel placement spreads over.
     :param wrap: for parallel kinds, how a ``torchx.nn.Module`` called in the
         scope is wrapped (``torchx.DataParallel``, ``DistributedDataParallel``).
+    :param cache: whether the id may be resolved once and remembered.
     """
 
     device: torch.device
     kind: PlacementKind = "device"
     device_ids: tuple[int, ...] = ()
     wrap: Wrapper | None = field(default=None, compare=False, repr=False)
+    cache: bool = field(default=True, compare=False, repr=False)
+    """Whether the id always means this placement; False for ids such as
+    ``"cuda"`` that mean whatever device is current when a scope is made."""
     on_cpu: bool = field(init=False, compare=False, repr=False)
     """Whether ``device`` is the CPU (derived; read when a scope opens)."""
 

@@ -182,7 +182,7 @@ class PluginManager:
                     f"returned {type(placement).__name__}, expected a Placement or None",
                 )
                 continue
-            if key is not None:
+            if key is not None and placement.cache:
                 self._placements[key] = placement
             return placement
         return None

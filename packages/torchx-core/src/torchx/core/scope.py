@@ -75,15 +75,32 @@ default floating dtype only (``torch.tensor([1, 2])`` stays int64)."""
 
 
 class ScopeFrame:
-    """One open scope in one context: the scope, the frame outside it, and
-    whether opening it pushed the constructor mode in this thread."""
+    """One opening of a scope: the scope, the frame outside it, the thread that
+    opened it, whether that pushed the constructor mode, and whether it is
+    still open.
 
-    __slots__ = ("outer", "pushed", "scope")
+    A frame counts only in its own thread and while open: a context copied
+    into another thread (``asyncio.to_thread``) or kept by a task that
+    outlives the ``with`` block sees no scope there, just as its constructors
+    see no mode.
+    """
+
+    __slots__ = ("open", "outer", "pushed", "scope", "thread")
 
     def __init__(self, scope: DeviceScope, outer: ScopeFrame | None, pushed: bool) -> None:
         self.scope = scope
         self.outer = outer
         self.pushed = pushed
+        self.thread = threading.get_ident()
+        self.open = True
+
+    def live(self) -> ScopeFrame | None:
+        """This frame, or the nearest outer one, that counts in the calling thread."""
+        frame: ScopeFrame | None = self
+        here = threading.get_ident()
+        while frame is not None and not (frame.open and frame.thread == here):
+            frame = frame.outer
+        return frame
 
 
 ACTIVE: ContextVar[ScopeFrame | None] = ContextVar("torchx_device_scope", default=None)
@@ -128,12 +145,11 @@ class _ConstructorMode(TorchFunctionMode):
 
 
 class _ThreadState(threading.local):
-    """This thread's constructor mode, how many open scopes pushed it, and
-    those scopes in opening order."""
+    """This thread's constructor mode, and the open scopes that pushed it, in
+    opening order (the mode is on torch's stack while there are any)."""
 
     def __init__(self) -> None:
         self.mode = _ConstructorMode()
-        self.depth = 0
         self.scopes: list[DeviceScope] = []
 
 
@@ -187,31 +203,29 @@ class DeviceScope:
         pushed = self._changes_constructors()
         if pushed:
             state = _thread
+            if not state.scopes:
+                state.mode.__enter__()  # type: ignore[no-untyped-call]
             state.scopes.append(self)
             state.mode.innermost = self
-            if state.depth == 0:
-                state.mode.__enter__()  # type: ignore[no-untyped-call]
-            state.depth += 1
         ACTIVE.set(ScopeFrame(self, ACTIVE.get(), pushed))
         OPEN_SCOPES.append(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         frame = ACTIVE.get()
-        if frame is None or frame.scope is not self:
-            raise TorchXError(
-                f"{self!r} closed while another scope was innermost: close scopes innermost first"
-            )
+        if frame is None or frame.scope is not self or not frame.open:
+            opened_here = frame is not None and frame.live() is not None
+            problem = "closed while another scope was innermost: close scopes innermost first"
+            raise TorchXError(f"{self!r} {problem if opened_here else 'is not open in this thread or task'}")
+        frame.open = False
         ACTIVE.set(frame.outer)
         OPEN_SCOPES.remove(self)
         if frame.pushed:
-            state = _thread
-            scopes = state.scopes
+            scopes = _thread.scopes
             del scopes[len(scopes) - 1 - scopes[::-1].index(self)]
-            state.mode.innermost = scopes[-1] if scopes else None
-            state.depth -= 1
-            if state.depth == 0:
-                state.mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+            _thread.mode.innermost = scopes[-1] if scopes else None
+            if not scopes:
+                _thread.mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
 
     def construct(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any] | None
@@ -228,7 +242,10 @@ class DeviceScope:
             given["dtype"] = dtype
             return func(*args, **given)
         result = func(*args, **given)
-        from_data = func in _DTYPE_FROM_DATA and not (args and isinstance(args[0], torch.Tensor))
+        data = args[0] if args else given.get("data", given.get("obj"))
+        from_data = func in _DTYPE_FROM_DATA and not hasattr(
+            data, "dtype"
+        )  # tensors, numpy arrays keep theirs
         if from_data and result.dtype == torch.get_default_dtype():
             given["dtype"] = dtype
             return func(*args, **given)
@@ -242,7 +259,8 @@ class DeviceScope:
 def current_scope() -> DeviceScope | None:
     """The innermost device scope open in this thread or task, or None."""
     frame = ACTIVE.get()
-    return None if frame is None else frame.scope
+    live = None if frame is None else frame.live()
+    return None if live is None else live.scope
 
 
 def resolve_device(device_id: object) -> Placement:

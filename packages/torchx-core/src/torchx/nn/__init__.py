@@ -17,6 +17,7 @@ from torchx.core.helpers import num_parameters as num_parameters
 from torchx.core.helpers import soft_update as soft_update
 from torchx.core.helpers import unfreeze as unfreeze
 from torchx.nn._module import Module as Module
+from torchx.nn._module import release_parallel_wrappers as release_parallel_wrappers
 
 __all__ = [
     "Checkpoint",
@@ -28,6 +29,7 @@ __all__ = [
     "hard_update",
     "num_parameters",
     "read_checkpoint",
+    "release_parallel_wrappers",
     "soft_update",
     "unfreeze",
 ]

@@ -3,33 +3,37 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 import torch
 from torch import nn
 
 from torchx.core.helpers import ModuleHelpers
-from torchx.core.scope import ACTIVE, OPEN_SCOPES, DeviceScope
+from torchx.core.scope import ACTIVE, OPEN_SCOPES, DeviceScope, ScopeFrame
 from torchx.core.shapes import inferring_shapes
 
-__all__ = ["Module"]
+__all__ = ["Module", "release_parallel_wrappers"]
 
 _module_call = nn.Module.__call__
 _is_compiling = torch.compiler.is_dynamo_compiling
 _active_frame = ACTIVE.get
 
-_SCOPE = "_torchx_scope"
-"""Instance key: the scope the module was last called in, when it needed
-nothing more there (placed, no wrapper): the fast path's one comparison."""
+_FRAME = "_torchx_frame"
+"""Instance key: the scope opening the module was last called in, when it
+needed nothing more there (placed, no wrapper): the fast path's one comparison."""
 _PLACED = "_torchx_placed"
 """Instance key: the ``(device, dtype)`` the module was last placed at by a scope,
 or ``_REPLICA``."""
 _WRAPPER = "_torchx_wrapper"
 """Instance key: ``(placement, wrapper)`` for the parallel placement last used."""
-_CACHES = (_SCOPE, _PLACED, _WRAPPER)
+_PLACEMENT = (_FRAME, _PLACED)
+_CACHES = (*_PLACEMENT, _WRAPPER)
 _REPLICA = object()
 """``_PLACED`` of a DataParallel replica: it lives where torch put it, never moved."""
 _PLACE_LOCK = threading.Lock()
+_WRAPPED: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+"""Modules holding a parallel wrapper made for a scope (see release_parallel_wrappers)."""
 
 
 class Module(ModuleHelpers):
@@ -65,10 +69,10 @@ class Module(ModuleHelpers):
         # The tail is nn.Module.__call__ (``_wrapped_call_impl``) inlined: one
         # Python frame less, so that outside scopes a call costs what it costs
         # on an nn.Module.
-        if OPEN_SCOPES and not _is_compiling():
+        if not _is_compiling() and OPEN_SCOPES:
             frame = _active_frame()
-            if frame is not None and self.__dict__.get(_SCOPE) is not frame.scope:
-                return _call_in_scope(self, frame.scope, args, kwargs)
+            if frame is not None and (not frame.open or self.__dict__.get(_FRAME) is not frame):
+                return _call_in_scope(self, frame, args, kwargs)
         if self._compiled_call_impl is None:
             return self._call_impl(*args, **kwargs)  # type: ignore[no-untyped-call]
         return self._compiled_call_impl(*args, **kwargs)
@@ -79,9 +83,23 @@ class Module(ModuleHelpers):
         return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, (nn.Module, torch.Tensor)):
-            _forget_placement(self)  # a new submodule or tensor may be elsewhere
+        if isinstance(value, (nn.Module, nn.Parameter)):
+            _forget_placement(self)  # a new submodule or parameter may be elsewhere
+        elif isinstance(value, torch.Tensor) and name in self._buffers:
+            _forget_placement(self, _PLACEMENT)
         super().__setattr__(name, value)
+
+    def register_buffer(self, name: str, tensor: torch.Tensor | None, persistent: bool = True) -> None:
+        _forget_placement(self, _PLACEMENT)
+        super().register_buffer(name, tensor, persistent)
+
+    def register_parameter(self, name: str, param: nn.Parameter | None) -> None:
+        _forget_placement(self)
+        super().register_parameter(name, param)
+
+    def add_module(self, name: str, module: nn.Module | None) -> None:
+        _forget_placement(self)
+        super().add_module(name, module)
 
     def __getstate__(self) -> dict[str, Any]:
         state: dict[str, Any] = super().__getstate__()  # type: ignore[no-untyped-call]
@@ -96,34 +114,49 @@ class Module(ModuleHelpers):
         return replica
 
 
-def _forget_placement(module: nn.Module) -> None:
-    for key in _CACHES:
+def _forget_placement(module: nn.Module, keys: tuple[str, ...] = _CACHES) -> None:
+    for key in keys:
         module.__dict__.pop(key, None)
 
 
+def release_parallel_wrappers() -> None:
+    """Drop every parallel wrapper made for a scope (the next call in a parallel
+    scope makes a new one). ``torchx.device.destroy_distributed`` calls this:
+    a DDP wrapper must not outlive its process group."""
+    for module in list(_WRAPPED):
+        _forget_placement(module)
+    _WRAPPED.clear()
+
+
 def _call_in_scope(
-    module: nn.Module, scope: DeviceScope, args: tuple[Any, ...], kwargs: dict[str, Any]
+    module: nn.Module, frame: ScopeFrame, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """The first call of ``module`` in ``scope``, or any call through a parallel
-    wrapper: place the module at the scope's target, then run it. Replicas,
-    and calls made by shape inference (on stand-in tensors), run in place."""
+    """A call of ``module`` that the fast path could not settle: the first in
+    this scope opening, any through a parallel wrapper, or one from a context
+    whose scope frame does not count here (see ``ScopeFrame``). Place the
+    module at the scope's target, then run it. Replicas, and calls made by
+    shape inference (on stand-in tensors), run where they are."""
+    live = frame.live()
     state = module.__dict__
     placed = state.get(_PLACED)
-    if placed is _REPLICA or inferring_shapes():
+    if live is None or placed is _REPLICA or inferring_shapes():
         return _module_call(module, *args, **kwargs)
+    scope: DeviceScope = live.scope
     if placed != scope.target:
         device, dtype = scope.target
         with _PLACE_LOCK:
             module.to(device) if dtype is None else module.to(device=device, dtype=dtype)
-        state[_PLACED] = scope.target
     placement = scope.placement
     if placement.wrap is None:
-        state[_SCOPE] = scope
+        state[_PLACED] = scope.target
+        if live is frame:
+            state[_FRAME] = frame
         return _module_call(module, *args, **kwargs)
     wrapped = state.get(_WRAPPER)
     if wrapped is None or wrapped[0] != placement:
-        wrapped = (placement, placement.wrap(module, args))
-        state[_PLACED] = scope.target  # the wrapper moved the module to the placement's device
+        wrapped = (placement, placement.wrap(module, args))  # it may move the module: to placement.device
         state[_WRAPPER] = wrapped
+        _WRAPPED.add(module)
+    state[_PLACED] = scope.target
     with scope.inner():
         return wrapped[1](*args, **kwargs)

@@ -15,6 +15,7 @@ from torchx.core import DeviceError, DeviceUnavailableError, Placement, TorchXEr
 from torchx.core.layer import unbuilt_layers
 from torchx.core.shapes import InputLike
 from torchx.device import _inventory as inventory
+from torchx.nn import release_parallel_wrappers
 
 __all__ = [
     "DistributedDataParallel",
@@ -74,14 +75,14 @@ def init_distributed(backend: str | None = None, **kwargs: Any) -> None:
 def destroy_distributed() -> None:
     """Leave the job joined by :func:`init_distributed` (nothing if none was joined).
 
-    Waits for every process, frees unreachable DDP wrappers (those made for
-    ``"ddp"`` scopes live in a reference cycle with their model, and a
-    wrapper outliving its process group can abort the interpreter at exit
-    with gloo), then destroys the process group.
+    Waits for every process, drops the DDP wrappers made for ``"ddp"`` scopes
+    (a wrapper outliving its process group can abort the interpreter at exit
+    with gloo), collects them, then destroys the process group.
     """
     if not (dist.is_available() and dist.is_initialized()):
         return
     dist.barrier()
+    release_parallel_wrappers()
     gc.collect()
     dist.destroy_process_group()
 
@@ -139,4 +140,9 @@ def distributed_placement() -> Placement:
 
 
 def _wrap_in_distributed(module: nn.Module, inputs: tuple[Any, ...]) -> nn.Module:
+    if not inputs and unbuilt_layers(module):
+        raise TorchXError(
+            f"{type(module).__name__} has unbuilt layers, and its first call in the 'ddp' scope passes no "
+            "positional inputs to build them from: torchx.build(model, input_shape) before that call"
+        )
     return DistributedDataParallel(module, inputs=inputs)

@@ -21,6 +21,9 @@ FORMS = (
 )
 """The ids :func:`parse` accepts, for error messages."""
 
+_ANYWHERE = ("cpu", "meta")
+"""Device types every machine has, one of each."""
+
 _GPU_PREFIX = re.compile(r"^(cuda|gpu)(?::(.*))?$")
 
 
@@ -44,7 +47,7 @@ def parse_or_none(device_id: object) -> Placement | None:
     if isinstance(device_id, int):
         return _from_int(device_id)
     if isinstance(device_id, torch.device):
-        return Placement(_present(device_id, device_id))
+        return _single(device_id, device_id)
     if isinstance(device_id, (list, tuple)):
         return _data_parallel(device_id, device_id)
     if isinstance(device_id, str):
@@ -59,7 +62,7 @@ def _from_int(index: int) -> Placement:
         raise DeviceError(
             f"device id {index}: negative ids other than -1 (the CPU) mean nothing; use {FORMS}"
         )
-    return Placement(_present(torch.device("cuda", index), index))
+    return _single(torch.device("cuda", index), index)
 
 
 def _from_str(text: str) -> Placement | None:
@@ -72,10 +75,10 @@ def _from_str(text: str) -> Placement | None:
             device = torch.device(name)
         except RuntimeError:
             return None  # not a torch device type: perhaps another backend's
-        return Placement(_present(device, text))
+        return _single(device, text)
     index = match.group(2)
     if index is None:
-        return Placement(_present(torch.device("cuda"), text))
+        return _single(torch.device("cuda"), text)
     if index == "all":
         count = inventory.device_count("cuda")
         if count == 0:
@@ -83,7 +86,7 @@ def _from_str(text: str) -> Placement | None:
         return _data_parallel(range(count), text)
     if not index.isdigit():
         raise DeviceError(f"device id {text!r}: the GPU index must be an int >= 0 or 'all', got {index!r}")
-    return Placement(_present(torch.device("cuda", int(index)), text))
+    return _single(torch.device("cuda", int(index)), text)
 
 
 def _data_parallel(indices: Sequence[object], device_id: object) -> Placement:
@@ -92,12 +95,17 @@ def _data_parallel(indices: Sequence[object], device_id: object) -> Placement:
         raise DeviceError(
             f"device id {device_id!r}: an empty list names no GPU; list the GPU indices, or use -1"
         )
-    bad = [index for index in ids if isinstance(index, bool) or not isinstance(index, int) or index < 0]
+    gpus: list[int] = []
+    bad: list[object] = []
+    for index in ids:
+        if isinstance(index, int) and not isinstance(index, bool) and index >= 0:
+            gpus.append(index)
+        else:
+            bad.append(index)
     if bad:
         raise DeviceError(
             f"device id {device_id!r}: a data-parallel list holds GPU indices (ints >= 0), not {bad}"
         )
-    gpus = [index for index in ids if isinstance(index, int)]
     repeated = sorted({index for index in gpus if gpus.count(index) > 1})
     if repeated:
         raise DeviceError(
@@ -109,11 +117,17 @@ def _data_parallel(indices: Sequence[object], device_id: object) -> Placement:
     return Placement(torch.device("cuda", gpus[0]), "data_parallel", tuple(gpus), wrap)
 
 
+def _single(device: torch.device, device_id: object) -> Placement:
+    """The placement of one device; ``"cuda"`` without an index means the GPU
+    current when the scope is made, so it is not remembered."""
+    return Placement(_present(device, device_id), cache=device.index is not None or device.type in _ANYWHERE)
+
+
 def _present(device: torch.device, device_id: object) -> torch.device:
     """``device`` with its index filled in, after checking this machine has it."""
-    count = inventory.device_count(device.type)
-    if device.type in ("cpu", "meta"):
+    if device.type in _ANYWHERE:
         return device
+    count = inventory.device_count(device.type)
     index = (
         device.index if device.index is not None else (inventory.current_index(device.type) if count else 0)
     )
