@@ -81,6 +81,13 @@ def bench_scopes(quick: bool) -> list[Result]:
             None,
         ),
         Result(
+            f"  reference: noise floor, nn.Module x{CALLS} vs the same again",
+            *interleaved_medians(
+                partial(calls, native, x), partial(calls, native, x), rounds=rounds, per_round=1
+            ),
+            None,
+        ),
+        Result(
             f"device: seed nnx model x{CALLS} outside any scope vs nn.Module",
             *interleaved_medians(
                 partial(calls, model, x), partial(calls, native, x), rounds=rounds, per_round=1
