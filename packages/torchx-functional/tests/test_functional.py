@@ -283,3 +283,19 @@ def test_a_functional_is_an_nnx_module_placed_by_its_scope(fresh_plugins: Plugin
     with torchx.device_scope("void"):
         assert model(torch.zeros(3, 4)).is_meta
     assert all(p.is_meta for p in model.parameters())
+
+
+def test_torchx_summarize_of_a_dict_input_graph_agrees_with_torchinfo() -> None:
+    torchinfo = pytest.importorskip("torchinfo")
+    image, meta = Placeholder((None, 3, 8, 8)), Placeholder((None, 5))
+    joined = torch.cat([L.Flatten()(L.Conv2d(4, 3)(image)), L.Linear(6)(meta)], dim=1)
+    model = Functional(inputs={"image": image, "meta": meta}, outputs=L.Linear(3)(joined))
+    summary = torchx.summarize(model, (2, 3, 8, 8), (2, 5))
+    report = torchinfo.summary(
+        model, input_data={"image": torch.randn(2, 3, 8, 8), "meta": torch.randn(2, 5)}, verbose=0
+    )
+    assert (summary.total_parameters, summary.activation_bytes) == (
+        report.total_params,
+        report.total_output_bytes,
+    )
+    assert {row.path: row.output_shape for row in summary.rows}[""] == (2, 3)

@@ -8,6 +8,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import torchx
+import torchx
 import torchx.layers as L
 from torchx.core import ArgumentError, PluginManager, ShapeError
 from torchx.rnn import GRU, LSTM, RNN, GetRNNOutput, GetRNNState, GRUCell, LSTMCell, RNNCell, TimeDistributed
@@ -161,3 +162,12 @@ def test_layers_called_with_lengths_build_on_meta() -> None:
     model = torchx.build(Tagger(), (None, None, 8), torch.tensor([3, 10, 5, 1]))
     assert model.rnn.input_size == 8
     assert model(torch.randn(4, 10, 8), torch.tensor([3, 10, 5, 1])).shape == (4, 10, 5)
+
+
+def test_summarize_shows_nested_recurrent_outputs() -> None:
+    model = L.Sequential(L.LSTM(8, return_state=True), L.GetRNNState("h"))
+    summary = torchx.summarize(model, (None, 5, 3))
+    rows = {row.path: row.output_shape for row in summary.rows}
+    assert rows["0"] == ((None, 5, 8), ((1, None, 8), (1, None, 8)))
+    assert rows["1"] == (None, 8)
+    assert "[(None, 5, 8), [(1, None, 8), (1, None, 8)]]" in str(summary)

@@ -47,6 +47,9 @@ from torchx.core import (
 from torchx.core import (
     save_spec as save_spec,
 )
+from torchx.core import (
+    summarize as summarize,
+)
 from torchx.core._version import __version__ as __version__
 
 if TYPE_CHECKING:
@@ -67,6 +70,7 @@ __all__ = [
     "infer_shapes",
     "load_spec",
     "save_spec",
+    "summarize",
 ]
 
 _FROM_TORCHX_DEVICE = ("DataParallel", "DistributedDataParallel")

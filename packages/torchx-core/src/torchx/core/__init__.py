@@ -70,6 +70,8 @@ from torchx.core.specs import (
 from torchx.core.specs import (
     to_spec as to_spec,
 )
+from torchx.core.summary import Summary as Summary
+from torchx.core.summary import summarize as summarize
 
 __all__ = [
     "FORMAT_VERSION",
@@ -90,6 +92,7 @@ __all__ = [
     "PluginWarning",
     "ShapeError",
     "SpecError",
+    "Summary",
     "TorchXError",
     "__version__",
     "build",
@@ -102,6 +105,7 @@ __all__ = [
     "load_spec",
     "resolve_device",
     "save_spec",
+    "summarize",
     "to_spec",
     "use_plugins",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from torchx.core.errors import format_shape
+from torchx.core.summary import format_table
 
 if TYPE_CHECKING:
     from torchx.functional._functional import Functional
@@ -32,12 +33,6 @@ def summarize(model: Functional) -> str:
     total = sum(p.numel() for p in model.parameters())
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     headers = ("node", "layer / operation", "output shape", "parameters")
-    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(4)]
-
-    def line(cells: tuple[str, ...]) -> str:
-        left = "  ".join(cell.ljust(width) for cell, width in zip(cells[:3], widths, strict=False))
-        return f"{left}  {cells[3].rjust(widths[3])}"
-
-    text = [line(headers), "-" * (sum(widths) + 6), *(line(row) for row in rows)]
+    text = format_table(headers, rows)
     text.append(f"total parameters: {total:,} (trainable {trainable:,}, frozen {total - trainable:,})")
     return "\n".join(text)

@@ -1,0 +1,235 @@
+"""Model summaries: every module's output shape and parameters, from a meta run.
+
+``summarize(model, (None, 3, 32, 32))`` builds the model on the meta device
+(no memory for weights, no FLOPs), runs it there with forward hooks, and
+returns one row per module plus totals. Memory figures follow torchinfo's
+definitions, so the two tools agree on the same model: parameter bytes,
+input bytes, and "forward/backward" bytes = twice the output bytes of every
+call of a layer that has parameters (the outputs kept for the backward pass);
+input bytes are the data alone (torchinfo also counts 64 bytes of Python
+object per input tensor). ``None`` dims count as 1 in the memory figures
+(per sample).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_leaves
+
+from torchx.core.build import build
+from torchx.core.errors import format_shape
+from torchx.core.layer import unbuilt_layers
+from torchx.core.shapes import DYNAMIC_PROBES, InputLike, Shape, merge_probes, meta_state, shape_of, to_meta
+
+__all__ = ["Summary", "SummaryRow", "format_table", "summarize"]
+
+_MB = 1e6
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One module: where it is, what it is, its output, its parameters."""
+
+    path: str
+    """Dotted path from the model (``""`` is the model itself)."""
+    depth: int
+    type: str
+    output_shape: Any
+    """Shape tuple (``None``: dynamic), or the nesting of the output's shapes."""
+    parameters: int
+    """Parameters in this module and below (shared ones once)."""
+    trainable: int
+    calls: int
+    """How many times the module ran in one forward (shared layers: more than once)."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A model's rows and totals; ``str()`` is the table, :meth:`to_json` the data."""
+
+    rows: tuple[SummaryRow, ...]
+    total_parameters: int
+    trainable_parameters: int
+    input_bytes: int
+    activation_bytes: int
+    parameter_bytes: int
+
+    @property
+    def frozen_parameters(self) -> int:
+        return self.total_parameters - self.trainable_parameters
+
+    @property
+    def total_bytes(self) -> int:
+        return self.input_bytes + self.activation_bytes + self.parameter_bytes
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["frozen_parameters"] = self.frozen_parameters
+        data["total_bytes"] = self.total_bytes
+        return json.dumps(data, indent=2)
+
+    def __str__(self) -> str:
+        headers = ("layer", "type", "output shape", "parameters", "frozen")
+        table = [
+            (
+                "  " * row.depth + (row.path.rsplit(".", 1)[-1] if row.path else "(model)"),
+                row.type + (f" x{row.calls}" if row.calls > 1 else ""),
+                _shape_text(row.output_shape),
+                f"{row.parameters:,}",
+                f"{row.parameters - row.trainable:,}",
+            )
+            for row in self.rows
+        ]
+        lines = format_table(headers, table, numeric=2)
+        rule = lines[1]
+        totals = [
+            f"total parameters: {self.total_parameters:,} (trainable {self.trainable_parameters:,}, "
+            f"frozen {self.frozen_parameters:,})",
+            f"input size (MB): {self.input_bytes / _MB:.2f}",
+            f"forward/backward pass size (MB): {self.activation_bytes / _MB:.2f}",
+            f"params size (MB): {self.parameter_bytes / _MB:.2f}",
+            f"estimated total size (MB): {self.total_bytes / _MB:.2f}",
+        ]
+        return "\n".join([*lines, rule, *totals])
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, numeric: int = 1) -> list[str]:
+    """Lines of a plain-text table: a header, a rule, the rows; the last
+    ``numeric`` columns are right-aligned."""
+    widths = [max(len(cells[i]) for cells in [headers, *rows]) for i in range(len(headers))]
+    split = len(headers) - numeric
+
+    def line(cells: Sequence[str]) -> str:
+        left = [cell.ljust(width) for cell, width in zip(cells[:split], widths[:split], strict=True)]
+        right = [cell.rjust(width) for cell, width in zip(cells[split:], widths[split:], strict=True)]
+        return "  ".join([*left, *right]).rstrip()
+
+    header = line(headers)
+    return [header, "-" * len(header), *(line(cells) for cells in rows)]
+
+
+def _shape_text(shape: Any) -> str:
+    if isinstance(shape, tuple) and all(dim is None or isinstance(dim, int) for dim in shape):
+        return format_shape(shape)
+    if isinstance(shape, (list, tuple)):
+        return "[" + ", ".join(_shape_text(item) for item in shape) + "]"
+    if isinstance(shape, dict):
+        return "{" + ", ".join(f"{key}: {_shape_text(value)}" for key, value in shape.items()) + "}"
+    return "-"
+
+
+def _bytes(shape: Any, dtype: torch.dtype) -> int:
+    """Bytes of a tensor shaped ``shape`` (``None`` dims count as 1)."""
+    count = 1
+    for dim in shape:
+        count *= 1 if dim is None else dim
+    return count * torch.empty(0, dtype=dtype, device="meta").element_size()
+
+
+def summarize(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None = None) -> Summary:
+    """Summarise ``model`` for ``inputs``, without running it for real.
+
+    ``inputs`` are shapes (``None``: a dynamic dim) or tensors, as for
+    :func:`torchx.build`. ``model`` is left as it is: an unbuilt one is
+    copied and the copy built on meta; a built one runs on meta stand-ins of
+    its tensors.
+    """
+    if unbuilt_layers(model):
+        model = build(copy.deepcopy(model), *inputs, device="meta", dtype=dtype)
+    named = list(model.named_modules())
+    calls = _record_calls(model, named, inputs, dtype)
+    rows = []
+    activation = 0
+    for path, module in named:
+        parameters = list(module.parameters())
+        if parameters and not any(True for _ in module.children()):  # torchinfo: leaves with parameters
+            activation += 2 * sum(
+                _bytes(shape, leaf_dtype) for call in calls[id(module)] for shape, leaf_dtype in call.leaves
+            )
+        rows.append(
+            SummaryRow(
+                path=path,
+                depth=path.count(".") + 1 if path else 0,
+                type=type(module).__name__,
+                output_shape=calls[id(module)][0].shape if calls[id(module)] else None,
+                parameters=sum(p.numel() for p in parameters),
+                trainable=sum(p.numel() for p in parameters if p.requires_grad),
+                calls=len(calls[id(module)]),
+            )
+        )
+    all_parameters = list(model.parameters())
+    input_bytes = sum(
+        _bytes(value.shape if isinstance(value, torch.Tensor) else value, _input_dtype(value, dtype))
+        for value in inputs
+    )
+    return Summary(
+        rows=tuple(rows),
+        total_parameters=sum(p.numel() for p in all_parameters),
+        trainable_parameters=sum(p.numel() for p in all_parameters if p.requires_grad),
+        input_bytes=input_bytes,
+        activation_bytes=activation,
+        parameter_bytes=sum(p.numel() * p.element_size() for p in all_parameters),
+    )
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One call of a module: its output's shapes, and each output tensor's shape and dtype."""
+
+    shape: Any
+    leaves: tuple[tuple[Shape, torch.dtype], ...]
+
+    @classmethod
+    def of(cls, output: Any) -> _Call:
+        tensors = [leaf for leaf in tree_leaves(output) if isinstance(leaf, torch.Tensor)]
+        return cls(shape_of(output), tuple((tuple(t.shape), t.dtype) for t in tensors))
+
+    def merged(self, other: _Call) -> _Call:
+        """This probe's call and the other probe's: dims that differ are dynamic."""
+        leaves = tuple(
+            (merge_probes(mine[0], theirs[0]), mine[1])
+            for mine, theirs in zip(self.leaves, other.leaves, strict=True)
+        )
+        return _Call(merge_probes(self.shape, other.shape), leaves)
+
+
+def _record_calls(
+    model: nn.Module,
+    named: list[tuple[str, nn.Module]],
+    inputs: Sequence[InputLike],
+    dtype: torch.dtype | None,
+) -> dict[int, list[_Call]]:
+    """Every call of every module in one meta forward (two, merged, with dynamic dims)."""
+    dynamic = any(not isinstance(value, torch.Tensor) and None in value for value in inputs)
+    probes: list[dict[int, list[_Call]]] = []
+    for probe in DYNAMIC_PROBES[: 2 if dynamic else 1]:
+        seen: dict[int, list[_Call]] = {id(module): [] for _, module in named}
+        handles = [
+            module.register_forward_hook(
+                lambda module, args, output, seen=seen: seen[id(module)].append(_Call.of(output))
+            )
+            for _, module in named
+        ]
+        try:
+            metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
+            with meta_state(model), torch.no_grad():
+                model(*metas)
+        finally:
+            for handle in handles:
+                handle.remove()
+        probes.append(seen)
+    first, last = probes[0], probes[-1]
+    return {key: [a.merged(b) for a, b in zip(first[key], last[key], strict=True)] for key in first}
+
+
+def _input_dtype(value: InputLike, dtype: torch.dtype | None) -> torch.dtype:
+    if isinstance(value, torch.Tensor):
+        return value.dtype
+    return dtype or torch.get_default_dtype()

@@ -1,0 +1,90 @@
+"""torchx.summarize: per-module shapes and parameters, totals that agree with torchinfo."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+import torchx
+import torchx.layers as L
+
+torchinfo = pytest.importorskip("torchinfo")
+
+
+def seed_cnn() -> L.Sequential:
+    return L.Sequential(
+        L.Conv2d(20, kernel_size=5, stride=2, padding=1), L.ReLU(),
+        L.Conv2d(30, kernel_size=7), L.BatchNorm2d(), L.ReLU(),
+        L.Conv2d(40, kernel_size=3), L.BatchNorm2d(), L.ReLU(),
+        L.Flatten(), L.Linear(80), L.ReLU(), L.Linear(10),
+    )  # fmt: skip
+
+
+PYTHON_OBJECT_BYTES = 64
+"""torchinfo's input size is sys.getsizeof(storage): the data plus this much per input tensor."""
+
+
+def agree(summary: torchx.Summary, report: object, inputs: int = 1) -> None:
+    assert summary.total_parameters == report.total_params  # type: ignore[attr-defined]
+    assert summary.trainable_parameters == report.trainable_params  # type: ignore[attr-defined]
+    assert summary.parameter_bytes == report.total_param_bytes  # type: ignore[attr-defined]
+    assert summary.activation_bytes == report.total_output_bytes  # type: ignore[attr-defined]
+    assert summary.input_bytes == report.total_input - PYTHON_OBJECT_BYTES * inputs  # type: ignore[attr-defined]
+
+
+def test_the_seed_cnn_agrees_with_torchinfo_without_touching_the_model() -> None:
+    model = seed_cnn()
+    summary = torchx.summarize(model, (8, 3, 32, 32))
+    assert not model.is_built  # summarised on a meta copy
+    agree(
+        summary,
+        torchinfo.summary(torchx.build(seed_cnn(), (8, 3, 32, 32)), input_size=(8, 3, 32, 32), verbose=0),
+    )
+    rows = {row.path: row for row in summary.rows}
+    assert rows["8"].output_shape == (8, 1960)
+    assert rows["9"].parameters == 1960 * 80 + 80
+    assert rows[""].type == "Sequential" and rows[""].output_shape == (8, 10)
+    text = str(summary)
+    assert "total parameters: 199,620 (trainable 199,620, frozen 0)" in text
+    assert "forward/backward pass size (MB): 0.86" in text
+
+
+def test_frozen_shared_and_nested_modules() -> None:
+    shared = nn.Linear(6, 6)
+    model = torchx.build(
+        L.Sequential(L.Linear(6), shared, nn.ReLU(), shared, L.Sequential(L.Linear(2))), (4, 3)
+    )
+    model[0].freeze()
+    summary = torchx.summarize(model, (4, 3))
+    agree(summary, torchinfo.summary(model, input_size=(4, 3), verbose=0))
+    assert summary.frozen_parameters == 3 * 6 + 6
+    rows = {row.path: row for row in summary.rows}
+    assert rows["1"].calls == 2 and "Linear x2" in str(summary)
+    assert rows["4.0"].depth == 2 and rows["4"].parameters == 14
+
+
+def test_dynamic_dims_are_none_and_count_as_one_in_memory() -> None:
+    summary = torchx.summarize(seed_cnn(), (None, 3, 32, 32))
+    assert {row.path: row for row in summary.rows}[""].output_shape == (None, 10)
+    per_sample = torchx.summarize(seed_cnn(), (1, 3, 32, 32))
+    assert summary.activation_bytes == per_sample.activation_bytes
+    assert summary.input_bytes == 3 * 32 * 32 * 4
+
+
+def test_json_and_dtype() -> None:
+    summary = torchx.summarize(L.Sequential(L.Linear(4)), (2, 3), dtype=torch.float64)
+    data = json.loads(summary.to_json())
+    assert data["total_parameters"] == 16 and data["parameter_bytes"] == 16 * 8
+    assert data["rows"][1]["output_shape"] == [2, 4]
+    assert data["input_bytes"] == 2 * 3 * 8
+
+
+def test_a_built_model_keeps_its_weights() -> None:
+    model = torchx.build(L.Sequential(L.Linear(4), L.BatchNorm1d()), (8, 3))
+    weight = model[0].weight.clone()
+    torchx.summarize(model, (8, 3))
+    assert torch.equal(model[0].weight, weight) and not model[0].weight.is_meta
+    assert int(model[1].num_batches_tracked) == 0
