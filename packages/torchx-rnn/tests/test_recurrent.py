@@ -8,7 +8,6 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import torchx
-import torchx
 import torchx.layers as L
 from torchx.core import ArgumentError, PluginManager, ShapeError
 from torchx.rnn import GRU, LSTM, RNN, GetRNNOutput, GetRNNState, GRUCell, LSTMCell, RNNCell, TimeDistributed
