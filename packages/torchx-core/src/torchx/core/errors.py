@@ -43,6 +43,9 @@ class ShapeError(TorchXError):
         self.problem = problem
         self.fix = fix
         self.source = source
+        self.origin = source
+        """The object the error was first attributed to (the failing layer);
+        ``source`` moves outwards as containers add to the path."""
         super().__init__()
 
     def within(self, container: str, source: object = None) -> ShapeError:

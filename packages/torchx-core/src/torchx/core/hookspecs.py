@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
+    from torchx.core.commands import CommandRegistry
     from torchx.core.placement import Placement
     from torchx.core.registry import LayerRegistry
 
@@ -86,4 +87,18 @@ def torchx_resolve_device(device_id: object) -> Placement | None:
         is not present (``fallback=`` applies to that one only).
 
     Stops at the first non-None result.
+    """
+
+
+# -- the command line ---------------------------------------------------------
+
+
+@hookspec
+def torchx_register_commands(commands: CommandRegistry) -> None:
+    """Add subcommands to the ``torchx`` command line.
+
+    Called once per plugin, the first time the command line starts.
+
+    :param commands: the registry to add to; see
+        :meth:`~torchx.core.commands.CommandRegistry.add`.
     """

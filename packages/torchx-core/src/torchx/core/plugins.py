@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from torchx.core import hookspecs
+from torchx.core.commands import CommandRegistry
 from torchx.core.errors import DeviceError, PluginError, PluginWarning
 from torchx.core.placement import Placement
 from torchx.core.registry import LayerRegistry
@@ -68,6 +69,8 @@ class PluginManager:
         self._registry: LayerRegistry | None = None
         self._placements: dict[object, Placement] = {}
         self.failures: list[PluginFailure] = []
+        self.distributions: dict[str, tuple[str, str]] = {}
+        """``(distribution, version)`` of each plugin loaded from an entry point."""
 
     # -- discovery ----------------------------------------------------------
 
@@ -98,6 +101,8 @@ class PluginManager:
             for entry_point in entry_points(group=ENTRY_POINT_GROUP):
                 if self._pm.has_plugin(entry_point.name):
                     continue
+                if entry_point.dist is not None:
+                    self.distributions[entry_point.name] = (entry_point.dist.name, entry_point.dist.version)
                 try:
                     plugin = entry_point.load()
                 except Exception as error:  # noqa: BLE001 - isolate the plugin
@@ -129,20 +134,32 @@ class PluginManager:
         One plugin raising, or taking a name that is already taken, is reported
         against that plugin; the others' registrations stand.
         """
-        for impl in reversed(self._pm.hook.torchx_register_layers.get_hookimpls()):
-            registry.current_plugin = impl.plugin_name
-            seen = len(registry.conflicts)
+        self._each_plugin("torchx_register_layers", "registry", registry)
+
+    def _each_plugin(self, hook: str, argument: str, target: LayerRegistry | CommandRegistry) -> None:
+        """Call ``hook``'s implementations one by one with ``target`` (a registry)
+        as ``argument``, tagging what each adds with its plugin's name; a plugin
+        that raises, or takes a name already taken, is reported against it."""
+        for impl in reversed(getattr(self._pm.hook, hook).get_hookimpls()):
+            target.current_plugin = impl.plugin_name
+            seen = len(target.conflicts)
             try:
-                impl.function(registry=registry)
+                impl.function(**{argument: target})
             except Exception as error:  # noqa: BLE001 - isolate the plugin
-                self._report(impl.plugin_name, "torchx_register_layers", error)
-            for conflict in registry.conflicts[seen:]:
+                self._report(impl.plugin_name, hook, error)
+            for conflict in target.conflicts[seen:]:
                 self._report(
                     conflict.rejected,
-                    "torchx_register_layers",
+                    hook,
                     f"name {conflict.name!r} is already registered by {conflict.owner!r}",
                 )
-        registry.current_plugin = "<direct>"
+        target.current_plugin = "<direct>"
+
+    def register_commands(self, commands: CommandRegistry) -> None:
+        """Call ``torchx_register_commands`` on each plugin separately, isolating
+        failures and name conflicts as :meth:`register_layers` does."""
+        self.load()
+        self._each_plugin("torchx_register_commands", "commands", commands)
 
     def infer_output(self, module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Any | None:
         """First non-None ``torchx_infer_output`` result, or None."""

@@ -16,7 +16,27 @@ from torchx.core.errors import SpecError
 if TYPE_CHECKING:
     from torchx.core.layer import Layer
 
-__all__ = ["LayerRegistry", "RegistryConflict"]
+__all__ = ["PROVIDED_BY", "LayerRegistry", "RegistryConflict"]
+
+PROVIDED_BY = {
+    **dict.fromkeys(("Placeholder", "Input", "Functional", "Model"), "torchx-functional"),
+    **dict.fromkeys(
+        (
+            "RNN",
+            "LSTM",
+            "GRU",
+            "RNNCell",
+            "LSTMCell",
+            "GRUCell",
+            "TimeDistributed",
+            "GetRNNOutput",
+            "GetRNNState",
+        ),
+        "torchx-rnn",
+    ),
+}
+"""Names that TorchX's own distributions register, by distribution: when one
+is missing, the ``L`` façade and spec errors say what to install."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +95,12 @@ class LayerRegistry:
         close = difflib.get_close_matches(type_name.lower(), self._types, n=3)
         names = list(dict.fromkeys(self._canonical[self._types[key]] for key in close))
         hint = f"; did you mean {', '.join(names)}?" if names else ""
+        provider = {name.lower(): package for name, package in PROVIDED_BY.items()}.get(type_name.lower())
+        if provider is not None:
+            raise SpecError(
+                where,
+                f"layer type {type_name!r} is provided by {provider}, which is not installed; run: pip install {provider}",
+            )
         raise SpecError(
             where,
             f"unknown layer type {type_name!r}{hint} Types come only from installed "
@@ -92,6 +118,12 @@ class LayerRegistry:
     def names(self) -> list[str]:
         """Every canonical type name, sorted."""
         return sorted(set(self._canonical.values()))
+
+    def registered_by(self, plugin: str) -> list[str]:
+        """The canonical type names that ``plugin`` registered, sorted."""
+        return sorted(
+            name for name in set(self._canonical.values()) if self._owners.get(name.lower()) == plugin
+        )
 
     def owner(self, name: str) -> str | None:
         """The plugin that registered ``name``."""

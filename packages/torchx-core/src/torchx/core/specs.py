@@ -17,22 +17,27 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
+
+import torch
 
 from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
-from torchx.core.errors import SpecError, TorchXError
+from torchx.core.errors import ShapeError, SpecError, TorchXError
+from torchx.core.layer import Layer
 from torchx.core.registry import LayerRegistry
-
-if TYPE_CHECKING:
-    from torchx.core.layer import Layer
+from torchx.core.shapes import InputLike
 
 __all__ = [
     "FORMAT_VERSION",
+    "check_spec",
+    "SpecProblem",
     "SpecReader",
     "SpecWriter",
     "from_spec",
     "load_spec",
+    "parse_spec",
     "save_spec",
     "to_spec",
 ]
@@ -99,16 +104,41 @@ class SpecWriter:
 
 
 class SpecReader:
-    """Turns spec data into layers; containers call :meth:`layer` for children."""
+    """Turns spec data into layers; containers call :meth:`layer` for children.
 
-    def __init__(self, registry: LayerRegistry, where: str = "$", depth: int = 0) -> None:
+    With an ``errors`` list, reading goes on past a layer entry it cannot
+    read (the error is appended, and an identity stand-in takes the layer's
+    place), so that one pass finds every unreadable entry. ``places`` maps
+    each layer made to where in the document it came from.
+    """
+
+    def __init__(
+        self,
+        registry: LayerRegistry,
+        where: str = "$",
+        depth: int = 0,
+        *,
+        errors: list[SpecError] | None = None,
+        places: dict[int, str] | None = None,
+    ) -> None:
         self.registry = registry
         self.where = where
         self.depth = depth
+        self.errors = errors
+        self.places = places if places is not None else {}
 
     def layer(self, data: Any, where: str | None = None) -> Layer:
         """Construct the (child) layer described by ``data``."""
         place = where or self.where
+        if self.errors is None:
+            return self._layer(data, place)
+        try:
+            return self._layer(data, place)
+        except SpecError as error:
+            self.errors.append(error)
+            return _Unreadable()
+
+    def _layer(self, data: Any, place: str) -> Layer:
         if self.depth > MAX_DEPTH:
             raise SpecError(place, f"spec nests deeper than {MAX_DEPTH} levels")
         if not isinstance(data, Mapping):
@@ -118,7 +148,10 @@ class SpecReader:
             raise SpecError(f"{place}.type", f"expected a layer type name, got {_kind(type_name)}")
         cls = self.registry.resolve(type_name, where=f"{place}.type")
         fields = {key: value for key, value in data.items() if key != "type"}
-        return cls.from_spec_fields(fields, SpecReader(self.registry, place, self.depth + 1))
+        child = SpecReader(self.registry, place, self.depth + 1, errors=self.errors, places=self.places)
+        layer = cls.from_spec_fields(fields, child)
+        self.places[id(layer)] = place
+        return layer
 
     def arguments(self, cls: type[Layer], fields: Mapping[str, Any]) -> dict[str, Any]:
         """Check ``fields`` holds only ``args``, and the args against ``cls.__init__``."""
@@ -166,6 +199,14 @@ class SpecReader:
             raise SpecError(f"{self.where}.args", f"{cls.__name__}: {error}") from error
 
 
+class _Unreadable(Layer):
+    """Stands where a spec entry could not be read, so that reading the rest
+    goes on (``check_spec`` reports every unreadable entry). Passes its input through."""
+
+    def forward(self, *inputs: Any) -> Any:
+        return inputs[0] if inputs else None
+
+
 def _kind(value: Any) -> str:
     return "null" if value is None else f"{type(value).__name__} {value!r}"[:80]
 
@@ -203,6 +244,11 @@ def from_spec(
     """Construct the (unbuilt) layer or model that ``spec`` describes."""
     if not isinstance(spec, Mapping):
         raise SpecError("$", f"a spec is an object with a 'type', got {_kind(spec)}")
+    _check_version(spec)
+    return _read(spec, SpecReader(_registry(registry)), expect)
+
+
+def _check_version(spec: Mapping[str, Any]) -> None:
     version = spec.get("format_version", FORMAT_VERSION)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise SpecError("$.format_version", f"expected a positive integer, got {_kind(version)}")
@@ -212,13 +258,59 @@ def from_spec(
             f"this spec has format version {version}, newer than the {FORMAT_VERSION} "
             "this TorchX reads; upgrade torchx-core",
         )
+
+
+def _read(spec: Mapping[str, Any], reader: SpecReader, expect: type[_L] | None) -> _L:
     body = {key: value for key, value in spec.items() if key != "format_version"}
     if _count_layers(body, {}, 0) > MAX_LAYERS:
         raise SpecError("$", f"spec describes more than {MAX_LAYERS} layers")
-    layer = SpecReader(_registry(registry)).layer(body)
+    layer = reader.layer(body)
     if expect is not None and not isinstance(layer, expect):
         raise SpecError("$.type", f"expected a {expect.__name__} spec, got {type(layer).__name__}")
     return layer  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class SpecProblem:
+    """One problem :func:`check_spec` found: where in the document, and what."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+def check_spec(
+    spec: Any, *inputs: InputLike, dtype: torch.dtype | None = None, registry: LayerRegistry | None = None
+) -> list[SpecProblem]:
+    """Every problem of ``spec``, without allocating any weights.
+
+    Every layer entry that cannot be read is reported (not only the first);
+    when all can be and ``inputs`` are given, the model is built for them on
+    the meta device, and a shape error is reported at the failing layer's
+    place in the document. An empty list means the spec is sound.
+    """
+    from torchx.core.build import build
+
+    errors: list[SpecError] = []
+    reader = SpecReader(_registry(registry), errors=errors)
+    try:
+        if not isinstance(spec, Mapping):
+            raise SpecError("$", f"a spec is an object with a 'type', got {_kind(spec)}")
+        _check_version(spec)
+        model: Layer | None = _read(spec, reader, None)
+    except SpecError as error:
+        errors.append(error)
+        model = None
+    problems = [SpecProblem(error.where, error.problem) for error in errors]
+    if problems or model is None or not inputs:
+        return problems
+    try:
+        build(model, *inputs, device="meta", dtype=dtype)
+    except ShapeError as error:
+        problems.append(SpecProblem(reader.places.get(id(error.origin), "$"), str(error)))
+    return problems
 
 
 def _format(path: Path) -> str:
@@ -234,20 +326,24 @@ def load_spec(path: str | Path, *, registry: LayerRegistry | None = None) -> Lay
     """Read a ``.json``/``.yaml`` spec file and construct its (unbuilt) model."""
     path = Path(path)
     kind = _format(path)
-    text = path.read_text(encoding="utf-8")
+    data = parse_spec(path.read_text(encoding="utf-8"), kind, where=str(path))
+    return from_spec(data, registry=registry)
+
+
+def parse_spec(text: str, kind: str = "yaml", *, where: str = "<spec>") -> Any:
+    """The spec document in ``text``: ``kind`` is ``"json"`` or ``"yaml"`` (which
+    also reads JSON). YAML is read with ``yaml.safe_load``: plain data only."""
     if kind == "json":
         try:
-            data = json.loads(text)
+            return json.loads(text)
         except json.JSONDecodeError as error:
-            raise SpecError(str(path), f"invalid JSON: {error}") from None
-    else:
-        import yaml
+            raise SpecError(where, f"invalid JSON: {error}") from None
+    import yaml
 
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise SpecError(str(path), f"invalid or unsafe YAML (only plain data is read): {error}") from None
-    return from_spec(data, registry=registry)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise SpecError(where, f"invalid or unsafe YAML (only plain data is read): {error}") from None
 
 
 def save_spec(model: Layer, path: str | Path, *, registry: LayerRegistry | None = None) -> None:

@@ -479,33 +479,18 @@ __all__ = [
 View = Reshape
 """``View`` is ``Reshape`` (which also handles non-contiguous inputs)."""
 
-_PROVIDED_BY = {
-    "Placeholder": "torchx-functional",
-    "Functional": "torchx-functional",
-    "Input": "torchx-functional",
-    "RNN": "torchx-rnn",
-    "LSTM": "torchx-rnn",
-    "GRU": "torchx-rnn",
-    "RNNCell": "torchx-rnn",
-    "LSTMCell": "torchx-rnn",
-    "GRUCell": "torchx-rnn",
-    "TimeDistributed": "torchx-rnn",
-    "GetRNNOutput": "torchx-rnn",
-    "GetRNNState": "torchx-rnn",
-}
-"""Façade names owned by other TorchX distributions, for the "install X" error."""
-
 
 def __getattr__(name: str) -> object:
     """Look ``name`` up among names registered by installed plugins."""
     if name.startswith("__"):
         raise AttributeError(name)
     from torchx.core import MissingPackageError, current_plugins
+    from torchx.core.registry import PROVIDED_BY
 
     found = current_plugins().registry.exported(name)
     if found is not None:
         return found
-    package = _PROVIDED_BY.get(name)
+    package = PROVIDED_BY.get(name)
     if package is not None:
         raise MissingPackageError(
             f"torchx.layers.{name} is provided by {package}, which is not installed; "
