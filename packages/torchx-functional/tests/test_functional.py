@@ -299,3 +299,25 @@ def test_torchx_summarize_of_a_dict_input_graph_agrees_with_torchinfo() -> None:
         report.total_output_bytes,
     )
     assert {row.path: row.output_shape for row in summary.rows}[""] == (2, 3)
+
+
+def test_the_diamond_graph_has_its_branches_and_merge() -> None:
+    pytest.importorskip("graphviz")
+    from torchx.core.graph import model_graph
+
+    x = Placeholder((8, 3, 32, 32))
+    stem = L.Conv2d(10, kernel_size=5, stride=2)(x)
+    joined = L.Conv2d(30, kernel_size=7, padding=2)(stem) * L.Conv2d(30, kernel_size=5, padding=1)(stem)
+    inner = L.Sequential(L.Linear(80), L.ReLU())
+    model = Functional(inputs=x, outputs=L.Linear(10)(inner(joined.flatten())))
+    graph = model_graph(model, (None, 3, 32, 32))
+    by_label: dict[str, list[str]] = {}
+    for node in graph.nodes.values():
+        by_label.setdefault(node.label, []).append(node.id)
+    [mul] = by_label["mul"]
+    assert len([edge for edge in graph.edges if edge[1] == mul]) == 2  # the merge of two branches
+    [stem_id] = [n for n in by_label["Conv2d"] if graph.nodes[n].detail == "(None, 10, 14, 14)"]
+    assert len([edge for edge in graph.edges if edge[0] == stem_id]) == 2  # the branch
+    assert graph.nodes[by_label[".flatten()"][0]].detail == "(None, 4320)"  # dim 0: this run's batch
+    [functional] = graph.root.clusters
+    assert functional.label == "Functional" and [c.label for c in functional.clusters] == ["Sequential"]

@@ -115,3 +115,17 @@ def test_time_distributed_is_an_nnx_module_placed_by_its_scope(fresh_plugins: Pl
     assert isinstance(model, nnx.Module)
     with torchx.device_scope("void"):
         assert model(torch.zeros(2, 5, 4)).is_meta
+
+
+def test_time_distributed_draws_its_layers_in_a_box() -> None:
+    pytest.importorskip("graphviz")
+    from torchx.core.graph import model_graph
+
+    model = L.Sequential(TimeDistributed(L.Linear(8), L.ReLU()), LSTM(4, return_sequences=False))
+    graph = model_graph(model, (None, 5, 3))
+    [sequential] = graph.root.clusters
+    [time_distributed] = sequential.clusters
+    assert time_distributed.label == "TimeDistributed"
+    inside = [graph.nodes[node].label for node in time_distributed.nodes]
+    assert inside == ["Linear", "ReLU"]
+    assert graph.nodes[time_distributed.nodes[0]].detail == "(None, 8)"  # a folded (batch * time) slice

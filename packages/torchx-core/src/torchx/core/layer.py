@@ -36,6 +36,7 @@ from torchx.core.shapes import Shape, current_build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
 
 if TYPE_CHECKING:
+    from torchx.core.graph import Graph
     from torchx.core.specs import SpecReader, SpecWriter
 
 __all__ = ["FromInput", "Layer", "all_or_nothing", "is_shape_problem", "shapes_of", "unbuilt_layers"]
@@ -279,6 +280,11 @@ class Layer(ModuleHelpers):
         """Construct from the spec entries besides ``"type"``; containers override."""
         arguments = reader.arguments(cls, fields)
         return reader.construct(cls, arguments)
+
+    def draw_graph(self, graph: Graph, inputs: list[str]) -> list[str]:
+        """Draw this layer into ``graph``, fed by the nodes ``inputs``; returns its
+        output nodes. A layer is one node; containers draw their children."""
+        return [graph.node(self.layer_label(), graph.next_output(self), "layer", inputs)]
 
     # -- building -------------------------------------------------------------
 

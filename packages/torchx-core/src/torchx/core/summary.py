@@ -28,7 +28,7 @@ from torchx.core.errors import format_shape
 from torchx.core.layer import unbuilt_layers
 from torchx.core.shapes import DYNAMIC_PROBES, InputLike, Shape, merge_probes, meta_state, shape_of, to_meta
 
-__all__ = ["Summary", "SummaryRow", "format_table", "summarize"]
+__all__ = ["Summary", "SummaryRow", "format_table", "record_calls", "shape_text", "summarize"]
 
 _MB = 1e6
 
@@ -81,7 +81,7 @@ class Summary:
             (
                 "  " * row.depth + (row.path.rsplit(".", 1)[-1] if row.path else "(model)"),
                 row.type + (f" x{row.calls}" if row.calls > 1 else ""),
-                _shape_text(row.output_shape),
+                shape_text(row.output_shape),
                 f"{row.parameters:,}",
                 f"{row.parameters - row.trainable:,}",
             )
@@ -115,13 +115,13 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, numer
     return [header, "-" * len(header), *(line(cells) for cells in rows)]
 
 
-def _shape_text(shape: Any) -> str:
+def shape_text(shape: Any) -> str:
     if isinstance(shape, tuple) and all(dim is None or isinstance(dim, int) for dim in shape):
         return format_shape(shape)
     if isinstance(shape, (list, tuple)):
-        return "[" + ", ".join(_shape_text(item) for item in shape) + "]"
+        return "[" + ", ".join(shape_text(item) for item in shape) + "]"
     if isinstance(shape, dict):
-        return "{" + ", ".join(f"{key}: {_shape_text(value)}" for key, value in shape.items()) + "}"
+        return "{" + ", ".join(f"{key}: {shape_text(value)}" for key, value in shape.items()) + "}"
     return "-"
 
 
@@ -144,7 +144,7 @@ def summarize(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None = 
     if unbuilt_layers(model):
         model = build(copy.deepcopy(model), *inputs, device="meta", dtype=dtype)
     named = list(model.named_modules())
-    calls = _record_calls(model, named, inputs, dtype)
+    calls = record_calls(model, named, inputs, dtype)
     rows = []
     activation = 0
     for path, module in named:
@@ -200,7 +200,7 @@ class _Call:
         return _Call(merge_probes(self.shape, other.shape), leaves)
 
 
-def _record_calls(
+def record_calls(
     model: nn.Module,
     named: list[tuple[str, nn.Module]],
     inputs: Sequence[InputLike],

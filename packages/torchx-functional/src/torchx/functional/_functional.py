@@ -11,6 +11,7 @@ from torch import nn
 import torchx.nn as nnx
 from torchx.core import Layer, ShapeError
 from torchx.core.errors import format_shape
+from torchx.core.graph import Graph
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.functional._codegen import MISSING, compile_forward, generate, parameters_of
 from torchx.functional._program import Input, Program, trace
@@ -113,6 +114,11 @@ class Functional(Layer, nnx.Module):
         inputs, outputs = program_from_spec(fields, reader)
         with as_spec_error(reader.where):
             return cls(inputs, outputs)
+
+    def draw_graph(self, graph: Graph, inputs: list[str]) -> list[str]:
+        from torchx.functional._draw import draw_program
+
+        return draw_program(self, graph, inputs)
 
     def summary(self) -> str:
         """A table: node, layer or operation, output shape, parameters; and totals."""

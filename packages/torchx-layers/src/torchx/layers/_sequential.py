@@ -12,6 +12,7 @@ from torch import nn
 
 import torchx.nn as nnx
 from torchx.core import Layer, ShapeError, SpecError
+from torchx.core.graph import Graph
 from torchx.core.layer import all_or_nothing
 from torchx.core.shapes import current_build_target
 from torchx.core.specs import SpecReader, SpecWriter
@@ -121,6 +122,9 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
         return error
 
     # -- specs and interoperability ---------------------------------------------
+
+    def draw_graph(self, graph: Graph, inputs: list[str]) -> list[str]:
+        return graph.chain("Sequential", self, list(self), inputs)
 
     def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
         names = list(self._modules)

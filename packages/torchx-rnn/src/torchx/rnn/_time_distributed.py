@@ -11,6 +11,7 @@ from torch import nn
 import torchx.nn as nnx
 from torchx.core import Layer, ShapeError, SpecError
 from torchx.core.errors import format_shape
+from torchx.core.graph import Graph
 from torchx.core.layer import unbuilt_layers
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic
@@ -79,6 +80,9 @@ class TimeDistributed(Layer, nnx.Module):
             padded = steps >= torch.as_tensor(lengths, device=output.device).unsqueeze(1)
             output = output.masked_fill(padded.view(batch, time, *([1] * (output.dim() - 2))), 0)
         return output
+
+    def draw_graph(self, graph: Graph, inputs: list[str]) -> list[str]:
+        return graph.chain("TimeDistributed", self, list(self.layers), inputs)
 
     def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
         return {

@@ -1,0 +1,7 @@
+"""``python -m torchx.cli``: the same as the ``torchx`` command."""
+
+import sys
+
+from torchx.cli import main
+
+sys.exit(main())

@@ -1,0 +1,172 @@
+"""The built-in subcommands: summary, validate, plugins, convert, export."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from torchx.cli._errors import UsageError
+from torchx.cli._inputs import add_input_arguments, add_spec_argument, inputs_of, load_model, read_document
+from torchx.core.build import build
+from torchx.core.commands import CommandRegistry
+from torchx.core.graph import model_graph
+from torchx.core.plugins import current_plugins
+from torchx.core.specs import check_spec, save_spec
+from torchx.core.summary import summarize
+
+__all__ = ["convert", "export", "plot", "plugins", "summary", "validate"]
+
+
+def configure_summary(parser: argparse.ArgumentParser) -> None:
+    add_spec_argument(parser)
+    add_input_arguments(parser, required=True)
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+
+
+def summary(options: argparse.Namespace) -> int:
+    """Build on meta (no memory for weights) and print every layer's shape and parameters."""
+    result = summarize(load_model(options.spec), *inputs_of(options), dtype=options.dtype)
+    print(result.to_json() if options.format == "json" else result)
+    return 0
+
+
+def configure_plot(parser: argparse.ArgumentParser) -> None:
+    add_spec_argument(parser)
+    add_input_arguments(parser, required=True)
+    parser.add_argument(
+        "-o", "--output", required=True, help="model.svg, .png, .pdf or .dot (.dot needs no Graphviz)"
+    )
+
+
+def plot(options: argparse.Namespace) -> int:
+    """Draw the model's graph: every layer with its output shape, branches, merges and nested models."""
+    output = _output(options.output, (".svg", ".png", ".pdf", ".dot", ".gv"))
+    model_graph(load_model(options.spec), *inputs_of(options), dtype=options.dtype).render(output)
+    print(f"wrote {output}")
+    return 0
+
+
+def configure_validate(parser: argparse.ArgumentParser) -> None:
+    add_spec_argument(parser)
+    add_input_arguments(parser, required=False)
+
+
+def validate(options: argparse.Namespace) -> int:
+    """Check a spec without building weights: every problem, with its place in the spec."""
+    problems = check_spec(read_document(options.spec), *inputs_of(options), dtype=options.dtype)
+    for problem in problems:
+        print(f"{options.spec}: {problem}")
+    if problems:
+        return 1
+    checked = "readable and builds for the given inputs" if options.input else "readable"
+    print(f"{options.spec}: ok ({checked})")
+    return 0
+
+
+def configure_plugins(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+@dataclass(frozen=True)
+class PluginReport:
+    """What ``torchx plugins`` says about one plugin."""
+
+    plugin: str
+    distribution: str
+    version: str
+    layers: list[str]
+    device_backend: bool
+    commands: list[str]
+
+
+def plugins(options: argparse.Namespace) -> int:
+    """Every plugin: its distribution, what it registered, and the ones that failed."""
+    manager = current_plugins()
+    registry = manager.registry
+    commands = CommandRegistry()
+    manager.register_commands(commands)
+    backends = set(manager.device_backends())
+    report = [
+        PluginReport(
+            name,
+            *manager.distributions.get(name, (name, "?")),
+            layers=registry.registered_by(name),
+            device_backend=name in backends,
+            commands=[command.name for command in commands if command.plugin == name],
+        )
+        for name in manager.plugin_names()
+    ]
+    if options.format == "json":
+        failures = [asdict(failure) for failure in manager.failures]
+        print(json.dumps({"plugins": [asdict(entry) for entry in report], "failures": failures}, indent=2))
+        return 0
+    for entry in report:
+        print(f"{entry.plugin} ({entry.distribution} {entry.version})")
+        if entry.layers:
+            print(f"  layers ({len(entry.layers)}): {', '.join(entry.layers)}")
+        if entry.device_backend:
+            print("  device backend")
+        if entry.commands:
+            print(f"  commands: {', '.join(entry.commands)}")
+    for failure in manager.failures:
+        print(f"FAILED {failure.plugin} ({failure.stage}): {failure.error}")
+    return 0
+
+
+def configure_convert(parser: argparse.ArgumentParser) -> None:
+    add_spec_argument(parser)
+    parser.add_argument("-o", "--output", required=True, help="the .json or .yaml file to write")
+
+
+def convert(options: argparse.Namespace) -> int:
+    """Rewrite a spec as JSON or YAML (names canonical, defaults dropped)."""
+    output = _output(options.output, (".json", ".yaml", ".yml"))
+    save_spec(load_model(options.spec), output)
+    print(f"wrote {output}")
+    return 0
+
+
+def configure_export(parser: argparse.ArgumentParser) -> None:
+    add_spec_argument(parser)
+    add_input_arguments(parser, required=True)
+    parser.add_argument("-o", "--output", required=True, help="the .pt2 file to write")
+
+
+def export(options: argparse.Namespace) -> int:
+    """Build with fresh weights and save a torch.export program (.pt2)."""
+    output = _output(options.output, (".pt2",))
+    inputs = inputs_of(options)
+    model = build(load_model(options.spec), *inputs, dtype=options.dtype).eval()
+    examples = tuple(_example(value, options.dtype) for value in inputs)
+    dynamic = tuple(
+        {dim: torch.export.Dim.AUTO for dim, size in enumerate(value) if size is None}
+        if not isinstance(value, torch.Tensor)
+        else None
+        for value in inputs
+    )
+    program = torch.export.export(model, examples, dynamic_shapes=dynamic)
+    torch.export.save(program, output)
+    print(f"wrote {output}")
+    return 0
+
+
+def _example(value: object, dtype: torch.dtype | None) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return torch.zeros(value.shape, dtype=value.dtype)
+    assert isinstance(value, tuple)
+    return torch.zeros([4 if dim is None else dim for dim in value], dtype=dtype)
+
+
+def _output(text: str, suffixes: tuple[str, ...]) -> Path:
+    path = Path(text)
+    if path.suffix.lower() not in suffixes:
+        raise UsageError(f"{text}: the output must end in {' or '.join(suffixes)}")
+    if path.is_dir():
+        raise UsageError(f"{text}: is a directory")
+    if not path.parent.is_dir():
+        raise UsageError(f"{text}: the folder {path.parent} does not exist")
+    return path

@@ -1,0 +1,112 @@
+"""What subcommands read: spec documents (a file or ``-``), input shapes, dtypes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from torchx.cli._errors import UsageError
+from torchx.core.layer import Layer
+from torchx.core.shapes import InputLike
+from torchx.core.specs import from_spec, parse_spec
+
+__all__ = ["add_input_arguments", "add_spec_argument", "inputs_of", "load_model", "read_document"]
+
+_DYNAMIC = ("None", "none", "?", "N")
+_DTYPES = {
+    name: dtype
+    for name, dtype in vars(torch).items()
+    if isinstance(dtype, torch.dtype) and not name.startswith("_")
+}
+
+
+def add_spec_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", help="a .json or .yaml TorchX spec file, or - for standard input")
+
+
+def add_input_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    parser.add_argument(
+        "--input",
+        action="append",
+        type=parse_input,
+        required=required,
+        metavar="SHAPE",
+        help="an input shape such as 8,3,32,32 (None or ?: a dynamic dim; :int64 after it sets the "
+        "dtype); repeat for models with several inputs",
+    )
+    parser.add_argument("--dtype", type=parse_dtype, help="floating dtype of parameters and shape inputs")
+
+
+def parse_input(text: str) -> InputLike:
+    """``8,3,32,32`` → a shape; ``None,20:int64`` → a meta tensor of that dtype."""
+    shape_text, _, dtype_text = text.partition(":")
+    dims: list[int | None] = []
+    for part in shape_text.split(","):
+        part = part.strip()
+        if part in _DYNAMIC:
+            dims.append(None)
+        elif part.isdigit():
+            dims.append(int(part))
+        else:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: a shape is dims separated by commas, each an int >= 0 or None "
+                "(for example 8,3,32,32 or None,3,32,32; add :int64 for a dtype)"
+            )
+    if not dtype_text:
+        return tuple(dims)
+    dtype = parse_dtype(dtype_text)
+    if None in dims:
+        raise argparse.ArgumentTypeError(f"{text!r}: an input with a dtype needs every dim given (no None)")
+    return torch.empty([dim for dim in dims if dim is not None], dtype=dtype, device="meta")
+
+
+def parse_dtype(text: str) -> torch.dtype:
+    dtype = _DTYPES.get(text.removeprefix("torch."))
+    if dtype is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a torch dtype (for example float32, bfloat16, int64)"
+        )
+    return dtype
+
+
+def inputs_of(options: argparse.Namespace) -> tuple[InputLike, ...]:
+    return tuple(options.input or ())
+
+
+def read_document(source: str) -> Any:
+    """The spec document in file ``source`` (``.json``/``.yaml``/``.yml``), or on stdin for ``-``."""
+    if source == "-":
+        return _parsed(sys.stdin.read(), "yaml", "<stdin>")
+    path = Path(source)
+    if path.is_dir():
+        raise UsageError(f"{source}: is a directory, not a spec file")
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".yaml", ".yml"):
+        raise UsageError(f"{source}: spec files end in .json, .yaml or .yml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{source}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{source}: cannot be read: {error}") from None
+    return _parsed(text, "json" if suffix == ".json" else "yaml", source)
+
+
+def _parsed(text: str, kind: str, where: str) -> Any:
+    from torchx.core.errors import SpecError
+
+    if not text.strip():
+        raise UsageError(f"{where}: is empty; a spec is an object with a 'type'")
+    try:
+        return parse_spec(text, kind, where=where)
+    except SpecError as error:
+        raise UsageError(" ".join(str(error).split())) from None  # one line
+
+
+def load_model(source: str) -> Layer:
+    """The (unbuilt) model described by the spec at ``source``."""
+    return from_spec(read_document(source))

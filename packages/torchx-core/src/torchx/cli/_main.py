@@ -1,0 +1,56 @@
+"""``torchx``: build the parser from every plugin's commands, run one, map errors to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from torchx.cli._errors import USAGE, UsageError
+from torchx.core import __version__
+from torchx.core.commands import CommandRegistry
+from torchx.core.errors import TorchXError
+from torchx.core.plugins import current_plugins
+
+__all__ = ["main"]
+
+_MODEL_IS_WRONG = 1
+
+
+def _parser(commands: CommandRegistry) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchx", description="TorchX: models from specs, with every inferable shape inferred."
+    )
+    parser.add_argument("--version", action="version", version=f"torchx {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in commands:
+        sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
+        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        command.configure(sub)
+        sub.set_defaults(run=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``torchx`` with ``argv`` (default: the process's); returns the exit status."""
+    commands = CommandRegistry()
+    current_plugins().register_commands(commands)
+    options = _parser(commands).parse_args(argv)
+    try:
+        status: int = options.run(options)
+        return status
+    except UsageError as error:
+        if options.debug:
+            raise
+        print(f"torchx {options.command}: error: {error}", file=sys.stderr)
+        return USAGE
+    except TorchXError as error:
+        if options.debug:
+            raise
+        print(f"torchx {options.command}: {type(error).__name__}: {error}", file=sys.stderr)
+        return _MODEL_IS_WRONG
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""torchx-core as a TorchX plugin: the built-in subcommands, registered as any plugin's are."""
+
+from __future__ import annotations
+
+from torchx.cli import _commands
+from torchx.core.commands import CommandRegistry
+from torchx.core.hookspecs import hookimpl
+
+
+@hookimpl(trylast=True)
+def torchx_register_commands(commands: CommandRegistry) -> None:
+    """summary, validate, plot, plugins, convert and export."""
+    for name, run, configure in (
+        ("summary", _commands.summary, _commands.configure_summary),
+        ("validate", _commands.validate, _commands.configure_validate),
+        ("plot", _commands.plot, _commands.configure_plot),
+        ("plugins", _commands.plugins, _commands.configure_plugins),
+        ("convert", _commands.convert, _commands.configure_convert),
+        ("export", _commands.export, _commands.configure_export),
+    ):
+        commands.add(name, (run.__doc__ or "").splitlines()[0], configure=configure, run=run)

@@ -1,0 +1,56 @@
+"""``Functional.draw_graph``: the recorded DAG, with branches, merges and nested models."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from torch.utils._pytree import tree_leaves
+
+from torchx.functional._program import Var
+
+if TYPE_CHECKING:
+    from torchx.core.graph import Graph
+    from torchx.functional._functional import Functional
+
+__all__ = ["draw_program"]
+
+
+def draw_program(model: Functional, graph: Graph, inputs: list[str]) -> list[str]:
+    """Draw ``model``'s steps inside a box; each step is fed by the steps it reads."""
+    program = model._torchx_program
+    batch = _batch(graph.next_output(model))
+    defined = [item.shape[0] for item in program.input_list() if item.shape]
+    with graph.cluster("Functional"):
+        placed: dict[str, str] = {}
+        names = [item.name for item in program.input_list()]
+        if len(names) == len(inputs):
+            placed.update(zip(names, inputs, strict=True))
+        else:  # fed by one structured value: every input node reads it
+            placed.update((name, graph.node(name, "", "op", inputs)) for name in names)
+        for step in program.steps:
+            sources = list(dict.fromkeys(placed[var.name] for var in _vars((step.args, step.kwargs))))
+            if step.kind == "module":
+                outputs = graph.draw(getattr(model, step.target), sources)
+                placed[step.var] = (
+                    outputs[0] if len(outputs) == 1 else graph.node("outputs", "", "op", outputs)
+                )
+            else:
+                label = (
+                    f".{step.target}()" if step.kind == "method" else getattr(step.target, "__name__", "op")
+                )
+                shape = step.shape
+                if shape and defined and shape[0] == defined[0]:  # the batch it was defined with: this run's
+                    shape = (batch, *shape[1:])
+                placed[step.var] = graph.node(label, shape or "", "op", sources)
+        return [placed[var.name] for var in _vars(program.outputs)]
+
+
+def _batch(shape: Any) -> int | None:
+    """Dim 0 of the first output shape of this run (the batch), if there is one."""
+    while isinstance(shape, (list, tuple)) and shape and not isinstance(shape[0], (int, type(None))):
+        shape = shape[0]
+    return shape[0] if isinstance(shape, tuple) and shape else None
+
+
+def _vars(structure: Any) -> list[Var]:
+    return [leaf for leaf in tree_leaves(structure) if isinstance(leaf, Var)]

@@ -1,0 +1,218 @@
+"""The torchx command line: every subcommand, and every kind of bad input as a one-line error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+import torchx.cli._plugin
+import torchx.layers._plugin
+from torchx.cli import main
+from torchx.core import PluginManager, use_plugins
+
+SEED_CNN = Path(__file__).resolve().parents[3] / "examples" / "seed_cnn.yaml"
+SPEC_COMMANDS = {
+    "summary": ["--input", "8,3,32,32"],
+    "validate": ["--input", "8,3,32,32"],
+    "plot": ["--input", "8,3,32,32", "-o", "{out}/model.dot"],
+    "convert": ["-o", "{out}/model.json"],
+    "export": ["--input", "8,3,32,32", "-o", "{out}/model.pt2"],
+}
+
+
+@pytest.fixture
+def only_core_and_layers() -> Iterator[PluginManager]:
+    """Exactly torchx-core's commands and torchx-layers' layers, whatever else is installed."""
+    manager = PluginManager(load_entry_points=False)
+    manager.register(torchx.cli._plugin, "torchx-core")
+    manager.register(torchx.layers._plugin, "torchx-layers")
+    with use_plugins(manager):
+        yield manager
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def arguments(command: str, spec: str | Path, out: Path) -> list[str]:
+    return [command, str(spec), *(part.format(out=out) for part in SPEC_COMMANDS[command])]
+
+
+def test_summary_prints_the_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "summary", str(SEED_CNN), "--input", "None,3,32,32")
+    assert status == 0
+    assert "Flatten      (None, 1960)" in out and "total parameters: 199,620" in out
+    status, out, _ = run(capsys, "summary", str(SEED_CNN), "--input", "8,3,32,32", "--format", "json")
+    data = json.loads(out)
+    assert data["total_parameters"] == 199_620 and data["activation_bytes"] == 855_680
+
+
+def test_validate_reports_every_unreadable_entry_with_its_place(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(
+        "type: Sequential\nlayers:\n"
+        "  - {type: Conv2d, args: {out_channels: 20, kernel_size: '3'}}\n"
+        "  - {type: ReLUU}\n"
+        "  - {type: Linear, args: {out_features: 10, banana: 1}}\n",
+        encoding="utf-8",
+    )
+    status, out, _ = run(capsys, "validate", str(spec))
+    assert status == 1
+    lines = out.splitlines()
+    assert lines[0].endswith("$.layers[0].args.kernel_size: expected int or a list, got '3'")
+    assert "$.layers[1].type: unknown layer type 'ReLUU'; did you mean ReLU" in lines[1]
+    assert "$.layers[2].args.banana: unknown argument" in lines[2]
+
+
+def test_validate_places_a_shape_error_in_the_spec(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = tmp_path / "shape.json"
+    spec.write_text(
+        json.dumps({"type": "Sequential", "layers": [{"type": "Linear", "args": {"out_features": 20}},
+                                                     {"type": "Conv2d", "args": {"out_channels": 4, "kernel_size": 3}}]}),
+        encoding="utf-8",
+    )  # fmt: skip
+    status, out, _ = run(capsys, "validate", str(spec), "--input", "8,10")
+    assert status == 1
+    assert "$.layers[1]: Sequential[1] Conv2d: expected input of shape (N, C_in, H, W)" in out
+    status, out, _ = run(capsys, "validate", str(SEED_CNN), "--input", "8,3,32,32")
+    assert status == 0 and "ok (readable and builds for the given inputs)" in out
+
+
+def test_plot_writes_dot_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert (
+        run(capsys, "plot", str(SEED_CNN), "--input", "None,3,32,32", "-o", str(tmp_path / "m.dot"))[0] == 0
+    )
+    dot = (tmp_path / "m.dot").read_text(encoding="utf-8")
+    assert dot.startswith("digraph") and "Conv2d" in dot and "(None, 1960)" in dot
+    if subprocess.run(["which", "dot"], capture_output=True).returncode != 0:
+        pytest.skip("Graphviz's dot program is not installed: SVG is not drawn here")
+    assert run(capsys, "plot", str(SEED_CNN), "--input", "8,3,32,32", "-o", str(tmp_path / "m.svg"))[0] == 0
+    assert "<svg" in (tmp_path / "m.svg").read_text(encoding="utf-8")
+
+
+def test_convert_round_trips_yaml_and_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert run(capsys, "convert", str(SEED_CNN), "-o", str(tmp_path / "m.json"))[0] == 0
+    assert run(capsys, "convert", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.yaml"))[0] == 0
+    first = json.loads((tmp_path / "m.json").read_text(encoding="utf-8"))
+    assert run(capsys, "convert", str(tmp_path / "m.yaml"), "-o", str(tmp_path / "again.json"))[0] == 0
+    assert json.loads((tmp_path / "again.json").read_text(encoding="utf-8")) == first
+    assert first["layers"][0] == {
+        "type": "Conv2d",
+        "args": {"out_channels": 20, "kernel_size": 5, "stride": 2, "padding": 1},
+    }
+
+
+def test_export_writes_a_program_with_a_dynamic_batch(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert (
+        run(capsys, "export", str(SEED_CNN), "--input", "None,3,32,32", "-o", str(tmp_path / "m.pt2"))[0] == 0
+    )
+    program = torch.export.load(tmp_path / "m.pt2")
+    assert program.module()(torch.randn(5, 3, 32, 32)).shape == (5, 10)
+
+
+def test_a_spec_on_standard_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    monkeypatch.setattr(
+        sys,
+        "stdin",
+        io.StringIO('{"type": "Sequential", "layers": [{"type": "Linear", "args": {"out_features": 3}}]}'),
+    )
+    status, out, _ = run(capsys, "summary", "-", "--input", "2,4")
+    assert status == 0 and "total parameters: 15" in out
+
+
+def test_plugins_lists_what_each_registered(
+    capsys: pytest.CaptureFixture[str], only_core_and_layers: PluginManager
+) -> None:
+    status, out, _ = run(capsys, "plugins", "--format", "json")
+    assert status == 0
+    data = {entry["plugin"]: entry for entry in json.loads(out)["plugins"]}
+    assert "Conv2d" in data["torchx-layers"]["layers"]
+    assert data["torchx-core"]["commands"] == ["summary", "validate", "plot", "plugins", "convert", "export"]
+    status, out, _ = run(capsys, "plugins")
+    assert "torchx-layers" in out and "layers (" in out
+
+
+@pytest.mark.parametrize("command", list(SPEC_COMMANDS))
+def test_bad_files_are_one_line_errors_with_status_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "empty.yaml").write_text("", encoding="utf-8")
+    (tmp_path / "broken.yaml").write_text("type: [unclosed\n", encoding="utf-8")
+    (tmp_path / "model.txt").write_text("type: Linear\n", encoding="utf-8")
+    cases = {
+        tmp_path / "missing.yaml": "missing.yaml: no such file",
+        tmp_path: "is a directory, not a spec file",
+        tmp_path / "empty.yaml": "empty.yaml: is empty",
+        tmp_path / "broken.yaml": "invalid or unsafe YAML",
+        tmp_path / "model.txt": "spec files end in .json, .yaml or .yml",
+    }
+    for spec, message in cases.items():
+        status, _, err = run(capsys, *arguments(command, spec, tmp_path))
+        assert status == 2, (spec, err)
+        assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", list(SPEC_COMMANDS))
+def test_a_layer_of_an_uninstalled_plugin_names_the_distribution(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str, only_core_and_layers: PluginManager
+) -> None:
+    spec = tmp_path / "rnn.yaml"
+    spec.write_text("type: Sequential\nlayers:\n  - {type: LSTM, args: {hidden_size: 8}}\n", encoding="utf-8")
+    status, _, err = run(capsys, *arguments(command, spec, tmp_path))
+    assert status == 1
+    assert (
+        "'LSTM' is provided by torchx-rnn, which is not installed; run: pip install torchx-rnn"
+        in (err + capsys.readouterr().out)
+        or command == "validate"
+    )
+
+
+def test_validate_names_the_distribution_too(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, only_core_and_layers: PluginManager
+) -> None:
+    spec = tmp_path / "rnn.yaml"
+    spec.write_text("type: LSTM\nargs: {hidden_size: 8}\n", encoding="utf-8")
+    status, out, _ = run(capsys, "validate", str(spec))
+    assert status == 1 and "$.type: layer type 'LSTM' is provided by torchx-rnn" in out
+
+
+@pytest.mark.parametrize("command", ["summary", "validate", "plot", "export"])
+@pytest.mark.parametrize("shape", ["8,x,32", "", "8;3", "-1,3"])
+def test_a_bad_input_shape_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], command: str, shape: str
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        output = ["-o", "x.svg"] if command in ("plot", "export") else []
+        main([command, str(SEED_CNN), f"--input={shape}", *output])
+    assert caught.value.code == 2
+    assert "a shape is dims separated by commas" in capsys.readouterr().err
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    from torchx.cli._errors import UsageError
+
+    with pytest.raises(UsageError):
+        main(["--debug", "summary", str(tmp_path / "missing.yaml"), "--input", "1,2"])
+
+
+def test_the_console_script_runs() -> None:
+    done = subprocess.run([sys.executable, "-m", "torchx.cli", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("torchx ")
