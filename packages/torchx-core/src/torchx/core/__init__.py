@@ -3,6 +3,8 @@
 from torchx.core._version import __version__ as __version__
 from torchx.core.build import build as build
 from torchx.core.build import infer_shapes as infer_shapes
+from torchx.core.commands import Command as Command
+from torchx.core.commands import CommandRegistry as CommandRegistry
 from torchx.core.errors import (
     ArgumentError as ArgumentError,
 )
@@ -77,6 +79,8 @@ __all__ = [
     "FORMAT_VERSION",
     "ArgumentError",
     "CheckpointError",
+    "Command",
+    "CommandRegistry",
     "DeviceError",
     "DeviceScope",
     "DeviceUnavailableError",
