@@ -37,6 +37,13 @@ def test_clip_grad_value_clamps_every_gradient() -> None:
         assert torch.equal(parameter.grad, grad.clamp(-0.05, 0.05))
 
 
+def test_clipping_before_any_backward_does_nothing() -> None:
+    model = Net()
+    model.clip_grad_value(0.1)
+    assert float(model.clip_grad_norm(1.0)) == 0.0
+    assert all(p.grad is None for p in model.parameters())
+
+
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
 def test_clip_grad_norm_uses_the_whole_model_norm(norm_type: float) -> None:
     torch.manual_seed(0)

@@ -15,6 +15,7 @@ from torchx.core.build import build
 from torchx.core.commands import CommandRegistry
 from torchx.core.graph import model_graph
 from torchx.core.plugins import current_plugins
+from torchx.core.shapes import input_dtype, input_shape
 from torchx.core.specs import check_spec, save_spec
 from torchx.core.summary import summarize
 
@@ -141,24 +142,20 @@ def export(options: argparse.Namespace) -> int:
     output = _output(options.output, (".pt2",))
     inputs = inputs_of(options)
     model = build(load_model(options.spec), *inputs, dtype=options.dtype).eval()
-    examples = tuple(_example(value, options.dtype) for value in inputs)
+    examples = tuple(
+        torch.zeros(
+            [4 if dim is None else dim for dim in input_shape(value)], dtype=input_dtype(value, options.dtype)
+        )
+        for value in inputs
+    )
     dynamic = tuple(
-        {dim: torch.export.Dim.AUTO for dim, size in enumerate(value) if size is None}
-        if not isinstance(value, torch.Tensor)
-        else None
+        {dim: torch.export.Dim.AUTO for dim, size in enumerate(input_shape(value)) if size is None}
         for value in inputs
     )
     program = torch.export.export(model, examples, dynamic_shapes=dynamic)
     torch.export.save(program, output)
     print(f"wrote {output}")
     return 0
-
-
-def _example(value: object, dtype: torch.dtype | None) -> torch.Tensor:
-    if isinstance(value, torch.Tensor):
-        return torch.zeros(value.shape, dtype=value.dtype)
-    assert isinstance(value, tuple)
-    return torch.zeros([4 if dim is None else dim for dim in value], dtype=dtype)
 
 
 def _output(text: str, suffixes: tuple[str, ...]) -> Path:

@@ -11,7 +11,7 @@ import torch
 
 from torchx.cli._errors import UsageError
 from torchx.core.layer import Layer
-from torchx.core.shapes import InputLike
+from torchx.core.shapes import InputLike, TypedShape
 from torchx.core.specs import from_spec, parse_spec
 
 __all__ = ["add_input_arguments", "add_spec_argument", "inputs_of", "load_model", "read_document"]
@@ -42,7 +42,7 @@ def add_input_arguments(parser: argparse.ArgumentParser, *, required: bool) -> N
 
 
 def parse_input(text: str) -> InputLike:
-    """``8,3,32,32`` → a shape; ``None,20:int64`` → a meta tensor of that dtype."""
+    """``8,3,32,32`` → a shape; ``None,20:int64`` → a shape with that dtype."""
     shape_text, _, dtype_text = text.partition(":")
     dims: list[int | None] = []
     for part in shape_text.split(","):
@@ -58,10 +58,7 @@ def parse_input(text: str) -> InputLike:
             )
     if not dtype_text:
         return tuple(dims)
-    dtype = parse_dtype(dtype_text)
-    if None in dims:
-        raise argparse.ArgumentTypeError(f"{text!r}: an input with a dtype needs every dim given (no None)")
-    return torch.empty([dim for dim in dims if dim is not None], dtype=dtype, device="meta")
+    return TypedShape(tuple(dims), parse_dtype(dtype_text))
 
 
 def parse_dtype(text: str) -> torch.dtype:

@@ -57,6 +57,7 @@ from torchx.core.scope import DeviceScope as DeviceScope
 from torchx.core.scope import current_scope as current_scope
 from torchx.core.scope import device_scope as device_scope
 from torchx.core.scope import resolve_device as resolve_device
+from torchx.core.shapes import TypedShape as TypedShape
 from torchx.core.specs import (
     FORMAT_VERSION as FORMAT_VERSION,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "SpecError",
     "Summary",
     "TorchXError",
+    "TypedShape",
     "__version__",
     "build",
     "current_plugins",

@@ -15,6 +15,7 @@ from torchx.core.shapes import (
     DYNAMIC_PROBES,
     InputLike,
     build_target,
+    is_dynamic,
     merge_probes,
     meta_state,
     shape_of,
@@ -24,10 +25,6 @@ from torchx.core.shapes import (
 __all__ = ["build", "infer_shapes"]
 
 _M = TypeVar("_M", bound=nn.Module)
-
-
-def _is_dynamic(value: InputLike) -> bool:
-    return not isinstance(value, torch.Tensor) and any(dim is None for dim in value)
 
 
 def _target_device(inputs: Sequence[InputLike], device: torch.device | str | int | None) -> torch.device:
@@ -79,7 +76,7 @@ def build(
         with build_target(target, dtype) as building, torch.no_grad():
             building.swap.add(model)
             model(*metas)
-        if any(_is_dynamic(value) for value in inputs):
+        if any(is_dynamic(value) for value in inputs):
             _second_probe(model, inputs, dtype)
     return model
 
@@ -109,7 +106,7 @@ def infer_shapes(
     """
     build(model, *inputs, device=device, dtype=dtype)
     first = shape_of(_meta_forward(model, inputs, DYNAMIC_PROBES[0], dtype))
-    if not any(_is_dynamic(value) for value in inputs):
+    if not any(is_dynamic(value) for value in inputs):
         return first
     second = shape_of(_second_probe(model, inputs, dtype))
     return merge_probes(first, second)

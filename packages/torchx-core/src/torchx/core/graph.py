@@ -25,7 +25,7 @@ from torch import nn
 from torchx.core.build import build
 from torchx.core.errors import MissingPackageError, TorchXError, format_shape
 from torchx.core.layer import Layer, unbuilt_layers
-from torchx.core.shapes import InputLike
+from torchx.core.shapes import InputLike, input_dtype, input_shape
 from torchx.core.summary import record_calls, shape_text
 
 __all__ = ["Graph", "GraphCluster", "GraphNode", "model_graph"]
@@ -200,6 +200,6 @@ def model_graph(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None 
 
 
 def _input_shape(value: InputLike) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"{format_shape(tuple(value.shape))} {str(value.dtype).removeprefix('torch.')}"
-    return format_shape(tuple(value))
+    dtype = input_dtype(value)
+    typed = "" if dtype.is_floating_point else f" {str(dtype).removeprefix('torch.')}"
+    return format_shape(input_shape(value)) + typed

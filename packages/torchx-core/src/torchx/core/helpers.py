@@ -55,8 +55,11 @@ def require_built(module: nn.Module, action: str) -> None:
 
 
 def clip_grad_value(module: nn.Module, clip_value: float) -> None:
-    """Clamp every gradient of ``module`` to ``[-clip_value, clip_value]``, in place."""
-    torch.nn.utils.clip_grad_value_(module.parameters(), clip_value)
+    """Clamp every gradient of ``module`` to ``[-clip_value, clip_value]``, in place
+    (nothing to do before the first backward)."""
+    with_gradients = [p for p in module.parameters() if p.grad is not None]
+    if with_gradients:  # torch's foreach kernel refuses an empty list
+        torch.nn.utils.clip_grad_value_(with_gradients, clip_value)
 
 
 def clip_grad_norm(

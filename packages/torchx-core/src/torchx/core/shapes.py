@@ -27,10 +27,14 @@ __all__ = [
     "DYNAMIC_PROBES",
     "BuildTarget",
     "InputLike",
+    "TypedShape",
     "MetaSwap",
     "Shape",
     "build_target",
     "current_build_target",
+    "input_dtype",
+    "input_shape",
+    "is_dynamic",
     "inferring_shapes",
     "meta_state",
     "lacks_meta_kernel",
@@ -43,8 +47,41 @@ __all__ = [
 Shape: TypeAlias = tuple[int | None, ...]
 """A tensor shape; ``None`` marks a dynamic dim."""
 
-InputLike: TypeAlias = "torch.Tensor | Sequence[int | None] | torch.Size"
-"""What build and inference accept for one input: a tensor, or a shape."""
+
+@dataclass(frozen=True)
+class TypedShape:
+    """An input described by its shape (``None``: a dynamic dim) and its dtype,
+    for inputs that are not floating (``TypedShape((None, 32), torch.int64)``: token ids)."""
+
+    shape: tuple[int | None, ...]
+    dtype: torch.dtype
+
+
+InputLike: TypeAlias = "torch.Tensor | TypedShape | Sequence[int | None] | torch.Size"
+"""What build and inference accept for one input: a tensor (only its shape and
+dtype count), a shape (with the default floating dtype), or a TypedShape."""
+
+
+def input_shape(value: InputLike) -> Shape:
+    """The shape of one input, ``None`` for its dynamic dims."""
+    if isinstance(value, torch.Tensor):
+        return tuple(value.shape)
+    if isinstance(value, TypedShape):
+        return value.shape
+    return tuple(None if dim is None else int(dim) for dim in value)
+
+
+def input_dtype(value: InputLike, default: torch.dtype | None = None) -> torch.dtype:
+    """The dtype of one input: a tensor's or a TypedShape's own, else ``default`` or torch's default."""
+    if isinstance(value, (torch.Tensor, TypedShape)):
+        return value.dtype
+    return default or torch.get_default_dtype()
+
+
+def is_dynamic(value: InputLike) -> bool:
+    """Whether one input has a dynamic (``None``) dim."""
+    return None in input_shape(value)
+
 
 DYNAMIC_PROBES = (32, 33)
 """Sizes a dynamic (``None``) dim takes in the two inference probes: large
@@ -154,11 +191,10 @@ def build_target(device: torch.device, dtype: torch.dtype | None) -> Iterator[Bu
 
 
 def to_meta(value: InputLike, *, probe: int, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """A meta tensor standing for ``value``; ``None`` dims take the size ``probe``."""
-    if isinstance(value, torch.Tensor):
-        return torch.empty(value.shape, dtype=value.dtype, device="meta")
-    dims = tuple(probe if dim is None else int(dim) for dim in value)
-    return torch.empty(dims, dtype=dtype or torch.get_default_dtype(), device="meta")
+    """A meta tensor standing for ``value``; ``None`` dims take the size ``probe``;
+    ``dtype`` applies to inputs given as bare shapes."""
+    dims = tuple(probe if dim is None else dim for dim in input_shape(value))
+    return torch.empty(dims, dtype=input_dtype(value, dtype), device="meta")
 
 
 def _zeros_on_cpu(value: Any) -> Any:

@@ -26,7 +26,18 @@ from torch.utils._pytree import tree_leaves
 from torchx.core.build import build
 from torchx.core.errors import format_shape
 from torchx.core.layer import unbuilt_layers
-from torchx.core.shapes import DYNAMIC_PROBES, InputLike, Shape, merge_probes, meta_state, shape_of, to_meta
+from torchx.core.shapes import (
+    DYNAMIC_PROBES,
+    InputLike,
+    Shape,
+    input_dtype,
+    input_shape,
+    is_dynamic,
+    merge_probes,
+    meta_state,
+    shape_of,
+    to_meta,
+)
 
 __all__ = ["Summary", "SummaryRow", "format_table", "record_calls", "shape_text", "summarize"]
 
@@ -165,10 +176,7 @@ def summarize(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None = 
             )
         )
     all_parameters = list(model.parameters())
-    input_bytes = sum(
-        _bytes(value.shape if isinstance(value, torch.Tensor) else value, _input_dtype(value, dtype))
-        for value in inputs
-    )
+    input_bytes = sum(_bytes(input_shape(value), input_dtype(value, dtype)) for value in inputs)
     return Summary(
         rows=tuple(rows),
         total_parameters=sum(p.numel() for p in all_parameters),
@@ -207,7 +215,7 @@ def record_calls(
     dtype: torch.dtype | None,
 ) -> dict[int, list[_Call]]:
     """Every call of every module in one meta forward (two, merged, with dynamic dims)."""
-    dynamic = any(not isinstance(value, torch.Tensor) and None in value for value in inputs)
+    dynamic = any(is_dynamic(value) for value in inputs)
     probes: list[dict[int, list[_Call]]] = []
     for probe in DYNAMIC_PROBES[: 2 if dynamic else 1]:
         seen: dict[int, list[_Call]] = {id(module): [] for _, module in named}
@@ -227,9 +235,3 @@ def record_calls(
         probes.append(seen)
     first, last = probes[0], probes[-1]
     return {key: [a.merged(b) for a, b in zip(first[key], last[key], strict=True)] for key in first}
-
-
-def _input_dtype(value: InputLike, dtype: torch.dtype | None) -> torch.dtype:
-    if isinstance(value, torch.Tensor):
-        return value.dtype
-    return dtype or torch.get_default_dtype()

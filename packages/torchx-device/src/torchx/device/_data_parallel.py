@@ -50,6 +50,7 @@ class DataParallel(nn.DataParallel):  # type: ignore[type-arg]
             )
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Build the module's layers on the first call, then run it as ``nn.DataParallel`` does."""
         if not self._torchx_ready:
             device = self.src_device_obj if self.device_ids else None
             build(self.module, *inputs, device=device)

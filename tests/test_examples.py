@@ -1,0 +1,71 @@
+"""The examples: every YAML spec is its Python model, every spec builds, the training example learns."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import torchx
+from torchx.cli import main
+from torchx.core.specs import parse_spec
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+
+import seed_models  # noqa: E402 - examples/ is not a package
+
+SPECS = {
+    "seed_cnn": "8,3,32,32",
+    "seed_diamond": "None,3,32,32",
+    "sequence_model": "None,16,3,16,16",
+    "transformer_classifier": "None,32:int64",
+    "digits_cnn": "None,1,8,8",
+}
+
+
+@pytest.mark.parametrize("name", list(seed_models.MODELS))
+def test_each_yaml_spec_is_its_python_model(name: str) -> None:
+    make, example = seed_models.MODELS[name]
+    document = parse_spec((EXAMPLES / f"{name}.yaml").read_text(encoding="utf-8"))
+    assert document == make().to_spec()
+    model = torchx.load_spec(EXAMPLES / f"{name}.yaml")
+    assert model(example).shape == make()(example).shape
+
+
+@pytest.mark.parametrize(("name", "shape"), list(SPECS.items()))
+def test_each_spec_validates_and_summarises(
+    capsys: pytest.CaptureFixture[str], name: str, shape: str
+) -> None:
+    spec = str(EXAMPLES / f"{name}.yaml")
+    assert main(["validate", spec, "--input", shape]) == 0
+    assert main(["summary", spec, "--input", shape]) == 0
+    assert "total parameters" in capsys.readouterr().out
+
+
+def test_the_python_models_script_runs() -> None:
+    done = subprocess.run([sys.executable, str(EXAMPLES / "seed_models.py")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "transformer_classifier: input (8, 32) -> output (8, 4)" in done.stdout
+
+
+def test_the_digits_example_reaches_95_percent_in_under_a_minute(tmp_path: Path) -> None:
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "train_digits.py"), "--checkpoint", str(tmp_path / "digits.pt")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    elapsed = time.perf_counter() - start
+    assert done.returncode == 0, done.stdout + done.stderr
+    held_out = float(re.search(r"held-out accuracy (\d\.\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    reloaded = float(re.search(r"reloaded from .*: held-out accuracy (\d\.\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    assert held_out >= 0.95 and reloaded == held_out
+    assert elapsed < 60, f"took {elapsed:.0f} s"
+    assert torch.load(tmp_path / "digits.pt", weights_only=True)["spec"]["type"] == "Sequential"
