@@ -216,3 +216,22 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 def test_the_console_script_runs() -> None:
     done = subprocess.run([sys.executable, "-m", "torchx.cli", "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("torchx ")
+
+
+def test_plugins_reports_a_plugin_that_failed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.core.testing import install_fake_distribution
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    install_fake_distribution(
+        tmp_path,
+        "torchx-broken",
+        plugins={"torchx-broken": "tx_broken"},
+        modules={"tx_broken": "raise ImportError('no such dependency: fancylib')\n"},
+    )
+    with use_plugins(PluginManager()), pytest.warns(UserWarning, match="torchx-broken"):
+        status, out, _ = run(capsys, "plugins")
+    assert status == 0
+    assert "FAILED torchx-broken (import): ImportError: no such dependency: fancylib" in out
+    assert "torchx-layers (torchx-layers " in out  # everything else still works
