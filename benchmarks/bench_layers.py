@@ -107,7 +107,7 @@ def bench_build(quick: bool) -> list[Result]:
         native = partial(native_mlp, depth, 128, 128)
         timed = interleaved_medians(partial(torchx_build, depth), native, rounds=rounds, per_round=1)
         times[depth], natives[depth] = timed
-        results.append(Result(f"build {depth} x (Linear(128)+ReLU) vs native construct", *timed, 1.5))
+        results.append(Result(f"build {depth} x (Linear(128)+ReLU) vs native construct", *timed, 1.6))
     native = partial(native_mlp, 500, 128, 128)
     lazy = interleaved_medians(partial(torch_lazy_build, 500), native, rounds=rounds, per_round=1)
     results.append(Result("  reference: torch Lazy* modules, 500 layers", *lazy, None))

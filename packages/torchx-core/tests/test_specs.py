@@ -62,11 +62,11 @@ def test_unknown_type_lists_close_names(registry: LayerRegistry) -> None:
         ),
         ({"type": "Dense", "args": {"out_features": 2}, "extra": 1}, r"\$\.extra", "unknown key"),
         ({"type": "Dense", "args": [2]}, r"\$\.args", "expected an object of arguments"),
-        ({"type": "Dense", "args": {"out_features": 0}}, r"\$\.args", "must be a positive int"),
+        ({"type": "Dense", "args": {"out_features": 0}}, r"\$\.args\.out_features", "must be a positive int"),
         ({"args": {}}, r"\$\.type", "expected a layer type name"),
         (
             {"type": "Chain", "children": [{"type": "Dense", "args": {"out_features": -1}}]},
-            r"\$\.children\[0\]\.args",
+            r"\$\.children\[0\]\.args\.out_features",
             "positive",
         ),
         ({"type": "Dense", "format_version": FORMAT_VERSION + 1}, r"\$\.format_version", "newer than"),

@@ -11,6 +11,7 @@ import torch
 import torchx
 import torchx.layers as L
 from torchx.core import (
+    AllocationError,
     ArgumentError,
     MissingPackageError,
     PluginManager,
@@ -269,3 +270,12 @@ def test_huge_numbers_and_yaml_alias_bombs_are_spec_errors(
 def test_the_abstract_layer_base_is_not_a_spec_type(fresh_plugins: PluginManager) -> None:
     with pytest.raises(SpecError, match="unknown layer type 'Layer'"):
         L.Layer.from_spec({"type": "Layer"})
+
+
+def test_a_sequential_too_large_for_memory_names_the_layer_and_stays_unbuilt() -> None:
+    model = L.Sequential(L.Linear(4), L.Linear(10**6), L.ReLU(), L.Linear(10**6))
+    with pytest.raises(AllocationError, match=r"^Sequential\[3\] Linear: building Linear\(.*TiB"):
+        model(torch.zeros(2, 8))
+    assert not model.is_built and not model[1].is_built
+    model[3] = L.Linear(10)
+    assert model(torch.zeros(2, 8)).shape == (2, 10)  # fixed, it builds

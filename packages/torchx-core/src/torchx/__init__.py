@@ -12,6 +12,9 @@ __path__ = extend_path(__path__, __name__)
 from typing import TYPE_CHECKING
 
 from torchx.core import (
+    AllocationError as AllocationError,
+)
+from torchx.core import (
     CheckpointError as CheckpointError,
 )
 from torchx.core import (
@@ -57,6 +60,7 @@ if TYPE_CHECKING:
     from torchx.device import DistributedDataParallel as DistributedDataParallel
 
 __all__ = [
+    "AllocationError",
     "CheckpointError",
     "DeviceError",
     "DeviceUnavailableError",

@@ -6,6 +6,9 @@ from torchx.core.build import infer_shapes as infer_shapes
 from torchx.core.commands import Command as Command
 from torchx.core.commands import CommandRegistry as CommandRegistry
 from torchx.core.errors import (
+    AllocationError as AllocationError,
+)
+from torchx.core.errors import (
     ArgumentError as ArgumentError,
 )
 from torchx.core.errors import (
@@ -19,6 +22,9 @@ from torchx.core.errors import (
 )
 from torchx.core.errors import (
     DeviceWarning as DeviceWarning,
+)
+from torchx.core.errors import (
+    LayerError as LayerError,
 )
 from torchx.core.errors import (
     MissingPackageError as MissingPackageError,
@@ -78,6 +84,7 @@ from torchx.core.summary import summarize as summarize
 
 __all__ = [
     "FORMAT_VERSION",
+    "AllocationError",
     "ArgumentError",
     "CheckpointError",
     "Command",
@@ -88,6 +95,7 @@ __all__ = [
     "DeviceWarning",
     "FromInput",
     "Layer",
+    "LayerError",
     "LayerRegistry",
     "MissingPackageError",
     "ModuleHelpers",

@@ -8,6 +8,7 @@ where the annotation asks for a tuple.
 from __future__ import annotations
 
 import inspect
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -82,9 +83,12 @@ def coerce(value: Any, hint: Any) -> Any:
         raise ArgumentMismatch(f"expected {_describe(hint)}, got {value!r}"[:200])
     if hint is float:
         try:
-            return float(value)
+            number = float(value)
         except OverflowError:
             raise ArgumentMismatch(f"too large for a float: {value!r}"[:200]) from None
+        if not math.isfinite(number):
+            raise ArgumentMismatch(f"expected a finite number, got {value!r} (specs hold JSON numbers)")
+        return number
     return value
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "AllocationError",
     "ArgumentError",
     "CheckpointError",
     "DeviceError",
     "DeviceUnavailableError",
     "DeviceWarning",
+    "LayerError",
     "MissingPackageError",
     "PluginError",
     "PluginWarning",
@@ -17,6 +19,7 @@ __all__ = [
     "SpecError",
     "TorchXError",
     "format_shape",
+    "torch_message",
 ]
 
 
@@ -26,16 +29,21 @@ def format_shape(shape: Sequence[int | None]) -> str:
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
+def torch_message(error: BaseException) -> str:
+    """``error``'s message without the C++ backtrace torch appends to some errors."""
+    return str(error).split("\nException raised from ", 1)[0].strip()
+
+
 class TorchXError(Exception):
     """Base class of every error raised by TorchX."""
 
 
-class ShapeError(TorchXError):
-    """An input's shape does not fit a layer.
+class LayerError(TorchXError):
+    """An error attributed to one layer of a model.
 
     The message names the layer by its path inside the model (``Sequential[3]
-    Conv2d``), what it got, what it needed and how to fix it. Containers prepend
-    their part of the path with :meth:`within` as the error travels outwards.
+    Conv2d``), what went wrong and how to fix it. Containers prepend their
+    part of the path with :meth:`within` as the error travels outwards.
     """
 
     def __init__(self, layer: str, problem: str, fix: str | None = None, *, source: object = None) -> None:
@@ -48,7 +56,7 @@ class ShapeError(TorchXError):
         ``source`` moves outwards as containers add to the path."""
         super().__init__()
 
-    def within(self, container: str, source: object = None) -> ShapeError:
+    def within(self, container: str, source: object = None) -> LayerError:
         """Prepend ``container`` (for example ``Sequential[3]``) to the layer path.
 
         ``source`` becomes the object the error is attributed to, so that the
@@ -68,6 +76,19 @@ class ShapeError(TorchXError):
         return f"{text}\n  fix: {self.fix}" if self.fix else text
 
 
+class ShapeError(LayerError):
+    """An input's shape does not fit a layer: the message says what the layer
+    got, what it needed and how to fix it."""
+
+
+class AllocationError(LayerError):
+    """Building a layer would allocate more memory than its device has.
+
+    Raised before anything is allocated; the message names the layer, the
+    memory it needs and the memory available.
+    """
+
+
 class SpecError(TorchXError):
     """A spec (a layer or model described as data) is invalid.
 
@@ -82,7 +103,15 @@ class SpecError(TorchXError):
 
 
 class ArgumentError(TorchXError, ValueError):
-    """A layer was constructed with an invalid argument (a zero size, say)."""
+    """A layer was constructed with an invalid argument (a zero size, say).
+
+    ``argument`` names the argument, where one is to blame, so that a spec
+    error can point at it (``$.layers[2].args.out_features``).
+    """
+
+    def __init__(self, message: str, *, argument: str | None = None) -> None:
+        self.argument = argument
+        super().__init__(message)
 
 
 class DeviceError(TorchXError, ValueError):

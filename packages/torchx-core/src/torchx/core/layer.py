@@ -30,8 +30,9 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
-from torchx.core.errors import ArgumentError, ShapeError, TorchXError, format_shape
+from torchx.core.errors import ArgumentError, ShapeError, TorchXError, format_shape, torch_message
 from torchx.core.helpers import ModuleHelpers
+from torchx.core.memory import check_allocation
 from torchx.core.shapes import Shape, current_build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
 
@@ -60,6 +61,8 @@ def _init_module_state(module: nn.Module) -> None:
 
 
 _META = torch.device("meta")
+_LARGEST_SIZE = 2**63 - 1
+"""Tensor sizes are int64."""
 _BUILD_LOCK = threading.RLock()
 
 
@@ -186,8 +189,13 @@ class Layer(ModuleHelpers):
             super().__init__()
         for name in self.positive_arguments:
             value = arguments.get(name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                raise ArgumentError(f"{type(self).__name__}: {name} must be a positive int, got {value!r}")
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _LARGEST_SIZE
+            ):
+                raise ArgumentError(
+                    f"{type(self).__name__}: {name} must be a positive int (at most 2**63 - 1), got {value!r}",
+                    argument=name,
+                )
         self.__dict__["_torchx_arguments"] = arguments
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -328,7 +336,7 @@ class Layer(ModuleHelpers):
             if not is_shape_problem(error):
                 raise
             raise self.shape_error(
-                f"input {shapes_of(inputs)} does not fit: {error}",
+                f"input {shapes_of(inputs)} does not fit: {torch_message(error)}",
                 fix=f"give it input shaped {self.input_layout}",
             ) from error
 
@@ -353,7 +361,8 @@ class Layer(ModuleHelpers):
             raise NotImplementedError(f"{type(self).__name__} must override forward")
         inferred = self.infer_arguments(*inputs)
         arguments = {**self._torchx_arguments, **inferred}
-        if _takes_factory_kwargs(native):
+        takes_factory_kwargs = _takes_factory_kwargs(native)
+        if takes_factory_kwargs:
             if device is not None:
                 arguments["device"] = device
             dtype = dtype or next((t.dtype for t in tensors if t.is_floating_point()), None)
@@ -363,13 +372,14 @@ class Layer(ModuleHelpers):
             ):
                 arguments["dtype"] = dtype
         try:
+            check_allocation(self, native, arguments, device, takes_factory_kwargs)
             built = native(**arguments)
         except Exception as error:
             if not is_shape_problem(error):
                 raise
             raise self.shape_error(
                 f"cannot build {native.__name__}({_describe(arguments)}) for input "
-                f"{shapes_of(inputs)}: {error}",
+                f"{shapes_of(inputs)}: {torch_message(error)}",
                 fix="change the layer's arguments or the input shape so that they agree",
             ) from error
         self._adopt(built)

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import torch
 
 from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
-from torchx.core.errors import ShapeError, SpecError, TorchXError
+from torchx.core.errors import ArgumentError, LayerError, SpecError, TorchXError
 from torchx.core.layer import Layer
 from torchx.core.registry import LayerRegistry
 from torchx.core.shapes import InputLike
@@ -196,7 +196,11 @@ class SpecReader:
         except (TorchXError, ValueError, TypeError, KeyError, OverflowError) as error:
             if isinstance(error, SpecError):
                 raise
-            raise SpecError(f"{self.where}.args", f"{cls.__name__}: {error}") from error
+            name = cls.__name__
+            message = str(error) if str(error).startswith(f"{name}:") else f"{name}: {error}"
+            argument = error.argument if isinstance(error, ArgumentError) else None
+            place = f"{self.where}.args" if argument is None else f"{self.where}.args.{argument}"
+            raise SpecError(place, message) from error
 
 
 class _Unreadable(Layer):
@@ -308,7 +312,7 @@ def check_spec(
         return problems
     try:
         build(model, *inputs, device="meta", dtype=dtype)
-    except ShapeError as error:
+    except LayerError as error:
         problems.append(SpecProblem(reader.places.get(id(error.origin), "$"), str(error)))
     return problems
 
@@ -338,12 +342,19 @@ def parse_spec(text: str, kind: str = "yaml", *, where: str = "<spec>") -> Any:
             return json.loads(text)
         except json.JSONDecodeError as error:
             raise SpecError(where, f"invalid JSON: {error}") from None
+        except RecursionError:
+            raise SpecError(where, _TOO_DEEP) from None
     import yaml
 
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise SpecError(where, f"invalid or unsafe YAML (only plain data is read): {error}") from None
+    except RecursionError:
+        raise SpecError(where, _TOO_DEEP) from None
+
+
+_TOO_DEEP = f"the document nests too deeply to read (a spec nests at most {MAX_DEPTH} layers)"
 
 
 def save_spec(model: Layer, path: str | Path, *, registry: LayerRegistry | None = None) -> None:

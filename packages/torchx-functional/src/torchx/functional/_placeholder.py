@@ -22,7 +22,7 @@ from torch import nn
 from torch.utils._pytree import tree_flatten, tree_map
 
 from torchx.core import ShapeError, TorchXError
-from torchx.core.errors import format_shape
+from torchx.core.errors import format_shape, torch_message
 from torchx.core.layer import all_or_nothing, unbuilt_layers
 from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
 
@@ -218,7 +218,7 @@ def _compute(
         )
         raise ShapeError(
             what,
-            f"cannot take ({shapes}): {error}",
+            f"cannot take ({shapes}): {torch_message(error)}",
             fix="change the inputs' shapes or the operation's arguments",
         ) from None
     return first, second

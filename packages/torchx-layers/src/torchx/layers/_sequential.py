@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import torchx.nn as nnx
-from torchx.core import Layer, ShapeError, SpecError
+from torchx.core import Layer, LayerError, SpecError
 from torchx.core.graph import Graph
 from torchx.core.layer import all_or_nothing
 from torchx.core.shapes import current_build_target
@@ -100,7 +100,7 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
         try:
             for module in self._modules.values():
                 input = module(input)
-        except ShapeError as error:
+        except LayerError as error:
             raise self._locate(error) from None
         return input
 
@@ -110,12 +110,12 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
             for index, module in enumerate(self._modules.values()):
                 try:
                     input = module(input)
-                except ShapeError as error:
+                except LayerError as error:
                     raise error.within(f"Sequential[{index}]", self) from None
         object.__setattr__(self, "_torchx_ready", self.is_built)
         return input
 
-    def _locate(self, error: ShapeError) -> ShapeError:
+    def _locate(self, error: LayerError) -> LayerError:
         for index, module in enumerate(self._modules.values()):
             if module is error.source:
                 return error.within(f"Sequential[{index}]", self)

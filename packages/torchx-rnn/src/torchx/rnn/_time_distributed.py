@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import torchx.nn as nnx
-from torchx.core import Layer, ShapeError, SpecError
+from torchx.core import Layer, LayerError, SpecError
 from torchx.core.errors import format_shape
 from torchx.core.graph import Graph
 from torchx.core.layer import unbuilt_layers
@@ -67,7 +67,7 @@ class TimeDistributed(Layer, nnx.Module):
         batch, time = input.shape[0], input.shape[1]
         try:
             output = self.layers(input.flatten(0, 1))
-        except ShapeError as error:
+        except LayerError as error:
             raise error.within("TimeDistributed", self) from None
         if not isinstance(output, torch.Tensor):
             raise self.shape_error(
