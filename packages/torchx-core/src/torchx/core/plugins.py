@@ -2,9 +2,11 @@
 
 Plugins come from the ``torchx.plugins`` entry-point group and are loaded
 lazily, on first use, one entry point at a time: a plugin that fails to import,
-fails validation, or raises inside a hook is reported with a
-:class:`~torchx.core.errors.PluginWarning` naming it, and every other plugin
-keeps working. With ``TORCHX_STRICT_PLUGINS=1`` such a failure raises
+fails validation, raises inside a hook or returns what its hook does not
+allow is reported with a :class:`~torchx.core.errors.PluginWarning` naming
+it, and every other plugin keeps working (so is one that takes longer than
+:data:`SLOW_IMPORT_SECONDS` to import, which still loads). With
+``TORCHX_STRICT_PLUGINS=1`` such a report raises
 :class:`~torchx.core.errors.PluginError` instead.
 """
 
@@ -13,8 +15,9 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,6 +44,9 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "torchx.plugins"
 STRICT_ENV_VAR = "TORCHX_STRICT_PLUGINS"
+SLOW_IMPORT_SECONDS = 2.0
+"""A plugin whose import takes longer is reported (it still loads): plugins
+load on first use, and a slow one stalls whichever call comes first."""
 
 
 @dataclass(frozen=True)
@@ -103,11 +109,20 @@ class PluginManager:
                     continue
                 if entry_point.dist is not None:
                     self.distributions[entry_point.name] = (entry_point.dist.name, entry_point.dist.version)
+                started = time.perf_counter()
                 try:
                     plugin = entry_point.load()
                 except Exception as error:  # noqa: BLE001 - isolate the plugin
                     self._report(entry_point.name, "import", error)
                     continue
+                took = time.perf_counter() - started
+                if took > SLOW_IMPORT_SECONDS:
+                    self._report(
+                        entry_point.name,
+                        "import",
+                        f"took {took:.1f} s to import (more than {SLOW_IMPORT_SECONDS} s); it loaded, "
+                        "but it should import its heavy dependencies lazily",
+                    )
                 self.register(plugin, entry_point.name)
 
     def plugin_names(self) -> list[str]:
@@ -144,9 +159,17 @@ class PluginManager:
             target.current_plugin = impl.plugin_name
             seen = len(target.conflicts)
             try:
-                impl.function(**{argument: target})
+                returned = impl.function(**{argument: target})
             except Exception as error:  # noqa: BLE001 - isolate the plugin
                 self._report(impl.plugin_name, hook, error)
+            else:
+                if returned is not None:
+                    self._report(
+                        impl.plugin_name,
+                        hook,
+                        f"returned {type(returned).__name__}, which is ignored: {hook} adds to its "
+                        f"{argument} argument and returns None",
+                    )
             for conflict in target.conflicts[seen:]:
                 self._report(
                     conflict.rejected,
@@ -162,9 +185,15 @@ class PluginManager:
         self._each_plugin("torchx_register_commands", "commands", commands)
 
     def infer_output(self, module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Any | None:
-        """First non-None ``torchx_infer_output`` result, or None."""
+        """The first plugin's ``torchx_infer_output`` result, or None.
+
+        A plugin that raises, or returns anything but meta tensors (in tuples,
+        lists or dicts), is reported, and the next one is asked.
+        """
         self.load()
-        return self._pm.hook.torchx_infer_output(module=module, inputs=inputs)
+        return self._first_result(
+            "torchx_infer_output", _is_meta_output, "meta tensors or None", module=module, inputs=inputs
+        )
 
     def resolve_device(self, device_id: object) -> Placement | None:
         """The first backend's ``torchx_resolve_device`` result, or None (cached).
@@ -182,26 +211,43 @@ class PluginManager:
         if cached is not None:
             return cached
         self.load()
-        for impl in reversed(self._pm.hook.torchx_resolve_device.get_hookimpls()):
+        placement: Placement | None = self._first_result(
+            "torchx_resolve_device",
+            lambda result: isinstance(result, Placement),
+            "a Placement or None",
+            raising=DeviceError,
+            device_id=device_id,
+        )
+        if placement is not None and key is not None and placement.cache:
+            self._placements[key] = placement
+        return placement
+
+    def _first_result(
+        self,
+        hook: str,
+        valid: Callable[[Any], bool],
+        expected: str,
+        raising: type[Exception] | tuple[type[Exception], ...] = (),
+        **arguments: Any,
+    ) -> Any | None:
+        """The first non-None, ``valid`` result of ``hook``'s implementations,
+        latest registered first. An exception of a ``raising`` type is the
+        answer and propagates; any other exception, or an invalid result, is
+        reported against its plugin and the next one is asked."""
+        for impl in reversed(getattr(self._pm.hook, hook).get_hookimpls()):
             try:
-                placement = impl.function(device_id=device_id)
-            except DeviceError:
+                result = impl.function(**arguments)
+            except raising:
                 raise
             except Exception as error:  # noqa: BLE001 - isolate the plugin
-                self._report(impl.plugin_name, "torchx_resolve_device", error)
+                self._report(impl.plugin_name, hook, error)
                 continue
-            if placement is None:
+            if result is None:
                 continue
-            if not isinstance(placement, Placement):
-                self._report(
-                    impl.plugin_name,
-                    "torchx_resolve_device",
-                    f"returned {type(placement).__name__}, expected a Placement or None",
-                )
+            if not valid(result):
+                self._report(impl.plugin_name, hook, f"returned {type(result).__name__}, expected {expected}")
                 continue
-            if key is not None and placement.cache:
-                self._placements[key] = placement
-            return placement
+            return result
         return None
 
     def device_backends(self) -> list[str]:
@@ -218,6 +264,15 @@ class PluginManager:
         if os.environ.get(STRICT_ENV_VAR, "") not in ("", "0"):
             raise PluginError(message) from (error if isinstance(error, BaseException) else None)
         warnings.warn(message, PluginWarning, stacklevel=3)
+
+
+def _is_meta_output(output: Any) -> bool:
+    """Whether ``output`` is meta tensors, in any nesting of tuples, lists and dicts."""
+    from torch.utils._pytree import tree_leaves
+
+    import torch
+
+    return all(isinstance(leaf, torch.Tensor) and leaf.is_meta for leaf in tree_leaves(output))
 
 
 def _placement_key(device_id: object) -> object:
