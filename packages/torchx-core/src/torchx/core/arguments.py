@@ -14,6 +14,8 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union
 
+from torchx.core.errors import short_repr
+
 __all__ = ["ArgumentMismatch", "coerce", "signature_of"]
 
 
@@ -60,17 +62,17 @@ def coerce(value: Any, hint: Any) -> Any:
                 return coerce(value, option)
             except ArgumentMismatch:
                 continue
-        raise ArgumentMismatch(f"expected {_describe(hint)}, got {value!r}")
+        raise ArgumentMismatch(f"expected {_describe(hint)}, got {short_repr(value)}")
     if origin is Literal:
         if any(value == option and type(value) is type(option) for option in arguments):
             return value
-        raise ArgumentMismatch(f"expected one of {', '.join(map(repr, arguments))}, got {value!r}")
+        raise ArgumentMismatch(f"expected one of {', '.join(map(repr, arguments))}, got {short_repr(value)}")
     if origin in (tuple, list, Sequence):
         if not isinstance(value, (list, tuple)):
-            raise ArgumentMismatch(f"expected a list, got {value!r}")
+            raise ArgumentMismatch(f"expected a list, got {short_repr(value)}")
         if origin is tuple and arguments and arguments[-1] is not Ellipsis:
             if len(value) != len(arguments):
-                raise ArgumentMismatch(f"expected a list of {len(arguments)} items, got {value!r}")
+                raise ArgumentMismatch(f"expected a list of {len(arguments)} items, got {short_repr(value)}")
             items = [coerce(item, each) for item, each in zip(value, arguments, strict=True)]
         else:
             item_hint = arguments[0] if arguments else Any
@@ -80,14 +82,16 @@ def coerce(value: Any, hint: Any) -> Any:
     if checker is None:
         raise ArgumentMismatch(f"a value of type {_describe(hint)} cannot come from a spec")
     if not checker(value):
-        raise ArgumentMismatch(f"expected {_describe(hint)}, got {value!r}"[:200])
+        raise ArgumentMismatch(f"expected {_describe(hint)}, got {short_repr(value)}")
     if hint is float:
         try:
             number = float(value)
         except OverflowError:
-            raise ArgumentMismatch(f"too large for a float: {value!r}"[:200]) from None
+            raise ArgumentMismatch(f"too large for a float: {short_repr(value)}") from None
         if not math.isfinite(number):
-            raise ArgumentMismatch(f"expected a finite number, got {value!r} (specs hold JSON numbers)")
+            raise ArgumentMismatch(
+                f"expected a finite number, got {short_repr(value)} (specs hold JSON numbers)"
+            )
         return number
     return value
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "AllocationError",
@@ -19,6 +21,7 @@ __all__ = [
     "SpecError",
     "TorchXError",
     "format_shape",
+    "short_repr",
     "torch_message",
 ]
 
@@ -27,6 +30,17 @@ def format_shape(shape: Sequence[int | None]) -> str:
     """Render a shape as ``(8, 3, 32, 32)``; dynamic dims print as ``None``."""
     inner = ", ".join("None" if dim is None else str(dim) for dim in shape)
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxtuple = 3, 6, 6, 6
+_SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 60, 40, 60
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)``, bounded in depth and length, for messages about user data
+    (a spec value may be a list nested 10,000 deep, or an int of 1,000 digits)."""
+    return _SHORT.repr(value)
 
 
 def torch_message(error: BaseException) -> str:

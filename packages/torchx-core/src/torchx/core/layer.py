@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
-from torchx.core.errors import ArgumentError, ShapeError, TorchXError, format_shape, torch_message
+from torchx.core.errors import ArgumentError, ShapeError, TorchXError, format_shape, short_repr, torch_message
 from torchx.core.helpers import ModuleHelpers
 from torchx.core.memory import check_allocation
 from torchx.core.shapes import Shape, current_build_target, run_on_meta
@@ -193,7 +193,7 @@ class Layer(ModuleHelpers):
                 isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _LARGEST_SIZE
             ):
                 raise ArgumentError(
-                    f"{type(self).__name__}: {name} must be a positive int (at most 2**63 - 1), got {value!r}",
+                    f"{type(self).__name__}: {name} must be a positive int (at most 2**63 - 1), got {short_repr(value)}",
                     argument=name,
                 )
         self.__dict__["_torchx_arguments"] = arguments

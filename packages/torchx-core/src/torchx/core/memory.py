@@ -19,7 +19,9 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import typing
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -42,28 +44,56 @@ UNCHECKED_BYTES = 1 << 30
 """Builds whose bound is below this are never checked (not even the free memory
 is read): an allocator refuses a smaller request cleanly, or it fits."""
 
-_NATIVE_SIZES: dict[type, tuple[tuple[str, Any], ...]] = {}
+_BEYOND_INT64 = 2**63
+"""The need of a layer whose tensors' sizes overflow int64."""
 
 
-def _default_sizes(native: type[nn.Module]) -> tuple[tuple[str, Any], ...]:
-    """The native constructor's defaults that are sizes (ints or lists of ints), cached."""
-    found = _NATIVE_SIZES.get(native)
+@dataclass(frozen=True)
+class _SizeArguments:
+    """What a native constructor's signature says about its size arguments."""
+
+    defaults: tuple[tuple[str, Any], ...]
+    """Defaults that are sizes (ints or lists of ints), as ``(name, default)``."""
+    repeats: Mapping[str, int]
+    """Arguments whose scalar stands for several sizes: ``kernel_size: int |
+    tuple[int, int, int]`` counts a scalar 3 times."""
+
+
+_SIZE_ARGUMENTS: dict[type, _SizeArguments] = {}
+
+
+def _size_arguments(native: type[nn.Module]) -> _SizeArguments:
+    found = _SIZE_ARGUMENTS.get(native)
     if found is None:
         try:
-            parameters = inspect.signature(native.__init__).parameters.values()
+            parameters = list(inspect.signature(native.__init__).parameters.values())
         except (TypeError, ValueError):
-            parameters = ()  # type: ignore[assignment]
-        found = _NATIVE_SIZES[native] = tuple(
-            (p.name, p.default) for p in parameters if p.default is not p.empty and _sizes_in(p.default, [])
+            parameters = []
+        found = _SIZE_ARGUMENTS[native] = _SizeArguments(
+            tuple(
+                (p.name, p.default)
+                for p in parameters
+                if p.default is not p.empty and _sizes_in(p.default, [])
+            ),
+            {p.name: _tuple_length(p.annotation) for p in parameters if _tuple_length(p.annotation) > 1},
         )
     return found
 
 
-def _sizes_in(value: Any, found: list[int]) -> list[int]:
-    """The ints of ``value`` (an int or a list/tuple of them) above 1, into ``found``."""
+def _tuple_length(annotation: Any) -> int:
+    """N for an annotation such as ``int | tuple[int, ..., int]`` (N ints), else 1."""
+    for option in typing.get_args(annotation):
+        if typing.get_origin(option) is tuple and Ellipsis not in typing.get_args(option):
+            return len(typing.get_args(option))
+    return 1
+
+
+def _sizes_in(value: Any, found: list[int], repeat: int = 1) -> list[int]:
+    """The ints of ``value`` (an int, counted ``repeat`` times, or a list/tuple of
+    ints) above 1, into ``found``."""
     if type(value) is int:
         if value > 1:
-            found.append(value)
+            found.extend([value] * repeat)
     elif isinstance(value, (list, tuple)):
         for item in value:
             if type(item) is int and item > 1:
@@ -74,12 +104,13 @@ def _sizes_in(value: Any, found: list[int]) -> list[int]:
 def allocation_bound(native: type[nn.Module], arguments: Mapping[str, Any], itemsize: int) -> int:
     """An upper bound, in bytes, on what ``native(**arguments)`` allocates with
     parameters of ``itemsize`` bytes (buffers are assumed no wider)."""
+    known = _size_arguments(native)
     sizes: list[int] = []
-    for value in arguments.values():
-        _sizes_in(value, sizes)
-    for name, default in _default_sizes(native):
+    for name, value in arguments.items():
+        _sizes_in(value, sizes, known.repeats.get(name, 1))
+    for name, default in known.defaults:
         if name not in arguments:
-            _sizes_in(default, sizes)
+            _sizes_in(default, sizes, known.repeats.get(name, 1))
     if not sizes:
         return SIZE_FACTOR * itemsize
     return SIZE_FACTOR * itemsize * math.prod(sizes) * max(sizes)
@@ -159,7 +190,12 @@ def check_allocation(
     available = available_memory(device)
     if available is None or bound <= available:
         return
-    need = measured_need(native, arguments, takes_device)
+    try:
+        need = measured_need(native, arguments, takes_device)
+    except RuntimeError as error:
+        if "overflow" not in str(error).lower():
+            raise
+        need = _BEYOND_INT64  # torch cannot even describe tensors that large
     if need <= available:
         return
     sizes = ", ".join(
@@ -167,7 +203,8 @@ def check_allocation(
     )
     raise AllocationError(
         layer.layer_label(),
-        f"building {native.__name__}({sizes}) would allocate {format_bytes(need)} of parameters "
+        f"building {native.__name__}({sizes}) would allocate "
+        f"{'more than 2**63 bytes' if need is _BEYOND_INT64 else format_bytes(need)} of parameters "
         f"and buffers on {device}, which has {format_bytes(available)} available",
         fix="make the layer smaller, or build it abstractly: torchx.build(model, input_shape, device='meta')",
         source=layer,

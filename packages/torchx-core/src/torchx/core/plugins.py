@@ -268,9 +268,8 @@ class PluginManager:
 
 def _is_meta_output(output: Any) -> bool:
     """Whether ``output`` is meta tensors, in any nesting of tuples, lists and dicts."""
-    from torch.utils._pytree import tree_leaves
-
     import torch
+    from torch.utils._pytree import tree_leaves
 
     return all(isinstance(leaf, torch.Tensor) and leaf.is_meta for leaf in tree_leaves(output))
 

@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchx.core.errors import SpecError
+from torchx.core.errors import SpecError, short_repr
 
 if TYPE_CHECKING:
     from torchx.core.layer import Layer
@@ -99,11 +99,11 @@ class LayerRegistry:
         if provider is not None:
             raise SpecError(
                 where,
-                f"layer type {type_name!r} is provided by {provider}, which is not installed; run: pip install {provider}",
+                f"layer type {short_repr(type_name)} is provided by {provider}, which is not installed; run: pip install {provider}",
             )
         raise SpecError(
             where,
-            f"unknown layer type {type_name!r}{hint} Types come only from installed "
+            f"unknown layer type {short_repr(type_name)}{hint} Types come only from installed "
             "TorchX plugins (see `LayerRegistry.names()`).",
         )
 

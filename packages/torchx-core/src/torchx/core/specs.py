@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import torch
 
 from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
-from torchx.core.errors import ArgumentError, LayerError, SpecError, TorchXError
+from torchx.core.errors import ArgumentError, LayerError, SpecError, TorchXError, short_repr
 from torchx.core.layer import Layer
 from torchx.core.registry import LayerRegistry
 from torchx.core.shapes import InputLike
@@ -92,13 +92,13 @@ class SpecWriter:
             return value
         if isinstance(value, float):
             if not math.isfinite(value):
-                raise SpecError(place, f"{value!r} is not representable in JSON")
+                raise SpecError(place, f"{short_repr(value)} is not representable in JSON")
             return value
         if isinstance(value, (list, tuple)):
             return [self.value(item, f"{where}[{index}]") for index, item in enumerate(value)]
         raise SpecError(
             place,
-            f"a {type(value).__name__} value ({value!r}) cannot be written to a spec; "
+            f"a {type(value).__name__} value ({short_repr(value)}) cannot be written to a spec; "
             "specs hold only numbers, strings, booleans, null and lists",
         )
 
@@ -212,7 +212,7 @@ class _Unreadable(Layer):
 
 
 def _kind(value: Any) -> str:
-    return "null" if value is None else f"{type(value).__name__} {value!r}"[:80]
+    return "null" if value is None else f"{type(value).__name__} {short_repr(value)}"
 
 
 def _count_layers(data: Any, seen: dict[int, int], depth: int) -> int:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from torchx.core import SpecError
+from torchx.core.errors import short_repr
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.functional._ops import METHODS, function_named, name_of_function
 from torchx.functional._placeholder import BatchSize, Placeholder
@@ -117,12 +118,13 @@ class _Replay:
         if tag in ("node", "batch_of"):
             if content not in self.env:
                 raise SpecError(
-                    where, f"refers to node {content!r}, which is not defined before it (a dangling edge)"
+                    where,
+                    f"refers to node {short_repr(content)}, which is not defined before it (a dangling edge)",
                 )
             found = self.env[content]
             if tag == "batch_of":
                 if not isinstance(found, Placeholder):
-                    raise SpecError(where, f"batch_of needs a tensor node, {content!r} is not one")
+                    raise SpecError(where, f"batch_of needs a tensor node, {short_repr(content)} is not one")
                 return BatchSize(found.node)
             return found
         if tag in ("list", "tuple") and isinstance(content, list):
@@ -136,7 +138,7 @@ class _Replay:
             return Ellipsis
         if tag == "dtype" and content in _DTYPES:
             return _DTYPES[content]
-        raise SpecError(where, f"unknown value tag {tag!r} or malformed content")
+        raise SpecError(where, f"unknown value tag {short_repr(tag)} or malformed content")
 
     def inputs(self, value: Any, where: str) -> Any:
         if isinstance(value, Mapping) and "input" in value:
@@ -144,7 +146,7 @@ class _Replay:
             if not isinstance(name, str) or not isinstance(shape, list) or dtype not in _DTYPES:
                 raise SpecError(where, 'an input is {"input": name, "shape": [...], "dtype": "float32"}')
             if name in self.env:
-                raise SpecError(where, f"two inputs are named {name!r}")
+                raise SpecError(where, f"two inputs are named {short_repr(name)}")
             try:
                 placeholder = Placeholder(shape, dtype=_DTYPES[dtype], name=name)
             except Exception as error:  # noqa: BLE001 - report as a spec problem
@@ -191,7 +193,7 @@ def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[An
         if unknown or len(kinds) != 1:
             raise SpecError(place, "a node has a name, exactly one of module/op/method, and args/kwargs")
         if node["name"] in replay.env:
-            raise SpecError(f"{place}.name", f"node name {node['name']!r} is already taken")
+            raise SpecError(f"{place}.name", f"node name {short_repr(node['name'])} is already taken")
         with as_spec_error(place):
             call_args = tuple(replay.decode(arg, f"{place}.args[{i}]") for i, arg in enumerate(args))
             call_kwargs = {
@@ -225,19 +227,21 @@ def _call(
         module = modules.get(node["module"])
         if module is None:
             raise SpecError(
-                f"{place}.module", f"unknown module {node['module']!r}; modules are {sorted(modules)}"
+                f"{place}.module",
+                f"unknown module {short_repr(node['module'])}; modules are {sorted(modules)}",
             )
         return module(*args, **kwargs)
     if "method" in node:
         method = node["method"]
         if method not in METHODS or not args or not isinstance(args[0], Placeholder):
             raise SpecError(
-                f"{place}.method", f"unknown tensor method {method!r}, or no tensor to call it on"
+                f"{place}.method", f"unknown tensor method {short_repr(method)}, or no tensor to call it on"
             )
         return getattr(args[0], method)(*args[1:], **kwargs)
     function = function_named(node.get("op", ""))
     if function is None:
         raise SpecError(
-            f"{place}.op", f"unknown operation {node.get('op')!r}; ops come only from the op registry"
+            f"{place}.op",
+            f"unknown operation {short_repr(node.get('op'))}; ops come only from the op registry",
         )
     return function(*args, **kwargs)
