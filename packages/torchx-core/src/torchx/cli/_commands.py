@@ -114,7 +114,9 @@ def plugins(options: argparse.Namespace) -> int:
         if entry.commands:
             print(f"  commands: {', '.join(entry.commands)}")
     for failure in manager.failures:
-        print(f"FAILED {failure.plugin} ({failure.stage}): {failure.error}")
+        print(
+            f"{'FAILED' if failure.failed else 'WARNING'} {failure.plugin} ({failure.stage}): {failure.error}"
+        )
     return 0
 
 

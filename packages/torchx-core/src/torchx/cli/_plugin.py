@@ -7,7 +7,7 @@ from torchx.core.commands import CommandRegistry
 from torchx.core.hookspecs import hookimpl
 
 
-@hookimpl(trylast=True)
+@hookimpl(tryfirst=True)  # TorchX's own names: registered first, never taken by a third party
 def torchx_register_commands(commands: CommandRegistry) -> None:
     """summary, validate, plot, plugins, convert and export."""
     for name, run, configure in (

@@ -51,11 +51,16 @@ load on first use, and a slow one stalls whichever call comes first."""
 
 @dataclass(frozen=True)
 class PluginFailure:
-    """One plugin's failure: which plugin, at which stage, and the error text."""
+    """One plugin's failure: which plugin, at which stage, and the error text.
+
+    ``failed`` is False for a report about a plugin that still works (one
+    slow to import).
+    """
 
     plugin: str
     stage: str
     error: str
+    failed: bool = True
 
 
 class PluginManager:
@@ -122,6 +127,7 @@ class PluginManager:
                         "import",
                         f"took {took:.1f} s to import (more than {SLOW_IMPORT_SECONDS} s); it loaded, "
                         "but it should import its heavy dependencies lazily",
+                        failed=False,
                     )
                 self.register(plugin, entry_point.name)
 
@@ -257,10 +263,12 @@ class PluginManager:
 
     # -- failure reporting --------------------------------------------------
 
-    def _report(self, plugin: str, stage: str, error: BaseException | str) -> None:
+    def _report(self, plugin: str, stage: str, error: BaseException | str, *, failed: bool = True) -> None:
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        self.failures.append(PluginFailure(plugin, stage, text))
-        message = f"TorchX plugin {plugin!r} failed ({stage}): {text}"
+        self.failures.append(PluginFailure(plugin, stage, text, failed))
+        message = (
+            f"TorchX plugin {plugin!r} {'failed' if failed else 'loaded, with a problem'} ({stage}): {text}"
+        )
         if os.environ.get(STRICT_ENV_VAR, "") not in ("", "0"):
             raise PluginError(message) from (error if isinstance(error, BaseException) else None)
         warnings.warn(message, PluginWarning, stacklevel=3)

@@ -7,7 +7,7 @@ from torchx.functional._functional import Functional
 from torchx.functional._placeholder import Placeholder
 
 
-@hookimpl
+@hookimpl(tryfirst=True)  # TorchX's own names: registered first, never taken by a third party
 def torchx_register_layers(registry: LayerRegistry) -> None:
     registry.register(Functional, aliases=("Model",))
     registry.export("Placeholder", Placeholder)

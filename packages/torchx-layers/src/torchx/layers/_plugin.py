@@ -13,7 +13,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 """Extra spec names, by canonical name."""
 
 
-@hookimpl(trylast=True)
+@hookimpl(tryfirst=True)  # TorchX's own names: registered first, never taken by a third party
 def torchx_register_layers(registry: LayerRegistry) -> None:
     """Register every layer class that ``torchx.layers`` exports."""
     for name in torchx.layers.__all__:

@@ -7,7 +7,7 @@ from torchx.rnn._recurrent import GRU, LSTM, RNN, GetRNNOutput, GetRNNState, GRU
 from torchx.rnn._time_distributed import TimeDistributed
 
 
-@hookimpl
+@hookimpl(tryfirst=True)  # TorchX's own names: registered first, never taken by a third party
 def torchx_register_layers(registry: LayerRegistry) -> None:
     for cls in (RNN, LSTM, GRU, RNNCell, LSTMCell, GRUCell, GetRNNOutput, GetRNNState, TimeDistributed):
         registry.register(cls)
