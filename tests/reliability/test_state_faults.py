@@ -1,0 +1,158 @@
+"""Damaged checkpoints and interrupted builds: a clear error, and the model as it was."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from report import Report
+from torch import nn
+
+import torchx
+import torchx.layers as L
+from torchx.core import CheckpointError, ShapeError
+
+MARKER = Path(os.environ.get("TMPDIR", "/tmp")) / "torchx-reliability-payload-ran"
+
+
+def _model() -> L.Sequential:
+    return torchx.build(
+        L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d(), L.ReLU(), L.Flatten(), L.Linear(5)), (2, 3, 8, 8)
+    )
+
+
+def _snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.clone() for name, value in model.state_dict().items()}
+
+
+def _unchanged(model: nn.Module, before: dict[str, torch.Tensor]) -> bool:
+    now = model.state_dict()
+    return list(now) == list(before) and all(torch.equal(now[name], before[name]) for name in before)
+
+
+class _Payload:
+    """Unpickling this runs code: it writes MARKER."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.write_text, (MARKER, "ran"))
+
+
+def _truncated(path: Path, source: Path, fraction: float) -> None:
+    data = source.read_bytes()
+    path.write_bytes(data[: int(len(data) * fraction)])
+
+
+def _write_damage(kind: str, path: Path, good: Path) -> None:
+    if kind.startswith("truncated"):
+        _truncated(
+            path, good, {"truncated to 0%": 0.0, "truncated to 50%": 0.5, "truncated to 99%": 0.99}[kind]
+        )
+    elif kind == "garbage bytes":
+        path.write_bytes(os.urandom(4096))
+    elif kind == "a pickle with a code payload":
+        path.write_bytes(pickle.dumps({"format": "torchx-checkpoint", "state_dict": _Payload()}))
+    elif kind == "torch.save of a code payload":
+        torch.save({"state_dict": _Payload()}, path)
+    elif kind == "another model's checkpoint":
+        torchx.build(L.Sequential(L.Linear(7)), (2, 3)).save(path)
+    elif kind == "the same layers with other sizes":
+        torchx.build(
+            L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d(), L.ReLU(), L.Flatten(), L.Linear(6)), (2, 3, 8, 8)
+        ).save(path)
+    elif kind == "a plain state_dict":
+        torch.save(_model().state_dict(), path)
+    elif kind == "a directory":
+        path.mkdir()
+    elif kind == "a missing file":
+        pass
+
+
+DAMAGE = [
+    "truncated to 0%",
+    "truncated to 50%",
+    "truncated to 99%",
+    "garbage bytes",
+    "a pickle with a code payload",
+    "torch.save of a code payload",
+    "another model's checkpoint",
+    "the same layers with other sizes",
+    "a plain state_dict",
+    "a directory",
+    "a missing file",
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_checkpoint_is_refused_and_the_model_untouched(
+    damage: str, tmp_path: Path, report: Report
+) -> None:
+    good = tmp_path / "good.pt"
+    _model().save(good)
+    path = tmp_path / "damaged.pt"
+    _write_damage(damage, path, good)
+    model = _model()
+    before = _snapshot(model)
+    MARKER.unlink(missing_ok=True)
+    # A file that is not there is an OSError, as for open(); anything else read is a CheckpointError.
+    expected = OSError if damage in ("a directory", "a missing file") else CheckpointError
+    with pytest.raises(expected, match=str(path).replace(".", r"\.")):
+        model.load(path)
+    assert not MARKER.exists(), "loading ran the payload"
+    assert _unchanged(model, before)
+    model.load(good)  # and a good checkpoint still loads afterwards
+    report.count("fault", f"damaged checkpoint: {damage}")
+
+
+class _Fails(L.Layer):
+    """A layer whose build fails: an error raised in the middle of a Sequential's build."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [ShapeError("Fails", "does not fit"), RuntimeError("boom"), MemoryError(), KeyboardInterrupt()],
+    ids=["ShapeError", "RuntimeError", "MemoryError", "KeyboardInterrupt"],
+)
+@pytest.mark.parametrize("how", ["first call", "torchx.build", "torchx.build on meta"])
+def test_an_interrupted_build_leaves_the_model_unbuilt_and_buildable(
+    error: BaseException, how: str, report: Report
+) -> None:
+    failing = _Fails(error)
+    model = L.Sequential(L.Conv2d(4, 3), L.ReLU(), L.Flatten(), failing, L.Linear(5))
+    with pytest.raises(type(error)):
+        if how == "first call":
+            model(torch.randn(2, 3, 8, 8))
+        else:
+            torchx.build(model, (2, 3, 8, 8), device="meta" if how.endswith("meta") else None)
+    assert not model.is_built
+    assert all(not layer.is_built for layer in model if isinstance(layer, L.Layer) and layer.native_class)
+    assert not any(isinstance(layer, nn.Conv2d) for layer in model.modules())  # no half-built layer
+    model[3] = L.Identity()
+    assert model(torch.randn(2, 3, 8, 8)).shape == (2, 5)
+    report.count("fault", f"builds interrupted ({how})")
+
+
+def test_a_real_interrupt_signal_mid_build_leaves_nothing_half_built(report: Report) -> None:
+    class _Signals(L.Layer):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt at the next bytecode
+            return x
+
+    model = L.Sequential(L.Linear(8), _Signals(), L.Linear(4))
+    with pytest.raises(KeyboardInterrupt):
+        model(torch.randn(2, 3))
+    assert not model[0].is_built and not model[2].is_built
+    model[1] = L.ReLU()
+    assert model(torch.randn(2, 3)).shape == (2, 4)
+    report.count("fault", "builds interrupted (SIGINT)")
