@@ -1,0 +1,161 @@
+"""Eight threads at once: one built model serves them all with the single-threaded
+results; separate lazy builds and separate device scopes never cross-talk."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import torch
+from report import Report
+from torch import nn
+
+import torchx
+import torchx.layers as L
+import torchx.nn as nnx
+
+THREADS = 8
+CALLS = 25  # per thread
+
+
+def sequential() -> tuple[nn.Module, tuple[int, ...]]:
+    model = L.Sequential(L.Conv2d(6, 3), L.BatchNorm2d(), L.ReLU(), L.MaxPool2d(2), L.Flatten(), L.Linear(5))
+    return model, (3, 10, 10)
+
+
+def functional() -> tuple[nn.Module, tuple[int, ...]]:
+    pytest.importorskip("torchx.functional")
+    x = L.Placeholder((None, 6))
+    shared = L.Linear(6)
+    left, right = shared(L.Linear(6)(x)).tanh(), shared(x) * 2.0
+    return L.Functional(inputs=x, outputs=L.Linear(3)(torch.cat([left + right, left * right], dim=1))), (6,)
+
+
+def time_distributed() -> tuple[nn.Module, tuple[int, ...]]:
+    pytest.importorskip("torchx.rnn")
+    model = L.Sequential(
+        L.TimeDistributed(L.Conv2d(4, 3), L.ReLU(), L.Flatten(), L.Linear(8)),
+        L.LSTM(6, return_sequences=False),
+        L.Linear(2),
+    )
+    return model, (4, 2, 6, 6)
+
+
+MODELS: dict[str, Callable[[], tuple[nn.Module, tuple[int, ...]]]] = {
+    "Sequential": sequential,
+    "Functional": functional,
+    "TimeDistributed": time_distributed,
+}
+
+
+def _together(work: Callable[[int], Any]) -> list[Any]:
+    """``work(index)`` in THREADS threads released at the same moment."""
+    barrier = threading.Barrier(THREADS)
+
+    def start(index: int) -> Any:
+        barrier.wait()
+        return work(index)
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        return list(pool.map(start, range(THREADS)))
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_eight_threads_calling_one_built_model_get_the_single_threaded_results(
+    kind: str, report: Report
+) -> None:
+    model, sample = MODELS[kind]()
+    torchx.build(model, (None, *sample))
+    model.eval()
+    inputs = [
+        torch.randn(1 + (index % 4), *sample, generator=torch.Generator().manual_seed(index))
+        for index in range(THREADS * CALLS)
+    ]
+    with torch.no_grad():
+        expected = [model(x) for x in inputs]
+
+        def serve(thread: int) -> list[torch.Tensor]:
+            return [model(inputs[thread * CALLS + call]) for call in range(CALLS)]
+
+        results = [output for outputs in _together(serve) for output in outputs]
+    # torch's own CPU LSTM kernel is not bitwise reproducible across threads (nn.LSTM alone
+    # differs by ~1e-7 from thread to thread): the model with an LSTM is held to float32
+    # rounding, the others to bit equality.
+    tolerance = {"rtol": 1e-5, "atol": 1e-6} if kind == "TimeDistributed" else {"rtol": 0, "atol": 0}
+    for got, want in zip(results, expected, strict=True):
+        torch.testing.assert_close(got, want, **tolerance)
+    report.count("thread", f"calls of one built {kind} from 8 threads", THREADS * CALLS)
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_eight_threads_building_eight_lazy_models_do_not_cross_talk(kind: str, report: Report) -> None:
+    def shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
+        return {name: tuple(value.shape) for name, value in model.state_dict().items()}
+
+    def sized(sample: tuple[int, ...], thread: int) -> tuple[int, ...]:
+        """Each thread's own channel count (a Functional's shapes are fixed by its placeholders)."""
+        channel = {"Sequential": 0, "TimeDistributed": 1}.get(kind)
+        if channel is None:
+            return sample
+        return (*sample[:channel], sample[channel] + thread, *sample[channel + 1 :])
+
+    def build(thread: int) -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
+        model, sample = MODELS[kind]()  # a Functional's layers build here, as its graph is recorded
+        output = model(torch.randn(thread + 1, *sized(sample, thread)))
+        return shapes(model), tuple(output.shape)
+
+    results = _together(build)
+    for thread, (state, output) in enumerate(results):
+        model, sample = MODELS[kind]()
+        torchx.build(model, (1, *sized(sample, thread)))
+        assert state == shapes(model), thread  # built for its own input, not another thread's
+        assert output[0] == thread + 1
+    report.count("thread", f"lazy {kind} builds in 8 threads at once", THREADS)
+
+
+SCOPES = [
+    ("cpu", torch.float32),
+    ("cpu", torch.float64),
+    ("meta", torch.float32),
+    ("cpu", torch.bfloat16),
+    (-1, torch.float64),
+    ("meta", torch.float16),
+    ("cpu", None),
+    ("meta", torch.float64),
+]
+
+
+class _Net(nnx.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+def test_eight_threads_in_eight_device_scopes_see_only_their_own(report: Report) -> None:
+    def work(thread: int) -> int:
+        device_id, dtype = SCOPES[thread]
+        want_device = torch.device("cpu" if device_id == -1 else device_id)
+        want_dtype = dtype or torch.get_default_dtype()
+        checks = 0
+        net = _Net()
+        with torchx.device_scope(device_id, dtype=dtype):
+            for _ in range(CALLS):
+                made = torch.zeros(2, 3)
+                layer = torchx.build(L.Linear(5), (2, 4))
+                out = net(torch.ones(2, 4))
+                assert (made.device, made.dtype) == (want_device, want_dtype)
+                assert (layer.weight.device, layer.weight.dtype) == (want_device, want_dtype)
+                assert (out.device, out.dtype) == (want_device, want_dtype)
+                checks += 1
+        outside = torch.zeros(1)
+        assert (outside.device.type, outside.dtype) == ("cpu", torch.get_default_dtype())
+        return checks
+
+    assert _together(work) == [CALLS] * THREADS
+    report.count("thread", "device-scope checks in 8 threads, 8 different scopes", THREADS * CALLS)
