@@ -19,7 +19,7 @@ settings.register_profile(
 settings.register_profile(
     "dev", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))  # tox's reliability env: ci
 
 
 @pytest.fixture(scope="session")

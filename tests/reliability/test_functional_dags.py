@@ -130,7 +130,7 @@ def _flat(output: Any) -> list[torch.Tensor]:
     return list(output.values()) if isinstance(output, dict) else list(output)
 
 
-@settings(max_examples=500)
+@settings(max_examples=1000)
 @given(dag=dags(), other_batch=st.integers(1, 6))
 def test_a_functional_model_computes_what_its_operations_compute(
     dag: Dag, other_batch: int, report: Report

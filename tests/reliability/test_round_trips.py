@@ -18,7 +18,7 @@ from torchx.core import from_spec
 from torchx.core.specs import parse_spec
 
 
-@settings(max_examples=300)
+@settings(max_examples=600)
 @given(model=models(), text=st.sampled_from(["data", "json", "yaml"]), other_batch=st.integers(1, 5))
 def test_from_spec_of_to_spec_is_the_same_model(
     model: Model, text: str, other_batch: int, report: Report

@@ -62,7 +62,7 @@ def _outcome(document: Any, input_shape: tuple[int, ...]) -> str:
     return "built and ran"
 
 
-@settings(max_examples=1000)
+@settings(max_examples=2500)
 @given(data=st.data())
 def test_random_documents_build_and_run_or_fail_with_a_torchx_error(
     data: st.DataObject, report: Report
@@ -137,6 +137,32 @@ def test_yaml_aliases_cannot_describe_exponentially_many_layers(report: Report) 
 
 
 # -- memory ------------------------------------------------------------------
+
+TRILLION = {
+    "type": "Sequential",
+    "layers": [{"type": "ReLU"}, {"type": "Linear", "args": {"out_features": 10**6}}],
+}
+
+
+def test_a_spec_asking_for_a_trillion_parameters_fails_before_allocating(
+    report: Report, tmp_path: Path
+) -> None:
+    model = from_spec(TRILLION)
+    with pytest.raises(AllocationError) as caught:
+        torchx.build(model, (None, 10**6))
+    assert str(caught.value).startswith("Sequential[1] Linear: building Linear(out_features=1000000")
+    assert "would allocate 3.6 TiB of parameters and buffers on cpu" in str(caught.value)
+    assert not model.is_built
+    torchx.build(model, (None, 10**6), device="meta")  # abstractly, when asked to
+    assert model[1].weight.shape == (10**6, 10**6) and model[1].weight.is_meta
+    path = tmp_path / "trillion.json"
+    path.write_text(json.dumps(TRILLION), encoding="utf-8")
+    stdout = io.StringIO()
+    with redirect_stdout(stdout):
+        assert torchx_main(["summary", str(path), "--input", "None,1000000"]) == 0
+    assert "1,000,001,000,000" in stdout.getvalue()  # the summary builds on meta
+    report.count("fault", "a spec asking for 10**12 parameters")
+
 
 BUDGET = 16 * 2**20
 """A pretend device of 16 MiB for the allocation property."""
