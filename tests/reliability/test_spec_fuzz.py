@@ -8,6 +8,7 @@ import io
 import json
 import math
 import sys
+import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,17 @@ def test_ten_thousand_levels_of_nesting_are_refused_without_recursing(kind: str,
     with pytest.raises(SpecError, match="nests too deeply"):
         parse_spec(text, kind)
     report.count("fuzz", "10,000-level documents", 2)
+
+
+def test_the_deepest_allowed_nesting_builds_and_runs_in_linear_time(report: Report) -> None:
+    layer: dict[str, Any] = {"type": "Linear", "args": {"out_features": 2}}
+    for _ in range(63):
+        layer = {"type": "Sequential", "layers": [layer, {"type": "ReLU"}]}
+    model = from_spec(layer)
+    started = time.perf_counter()
+    assert model(torch.zeros(2, 3)).shape == (2, 2) and model.is_built
+    assert time.perf_counter() - started < 2  # it was exponential in the depth once
+    report.count("fuzz", "64-level documents built and run")
 
 
 def test_yaml_aliases_cannot_describe_exponentially_many_layers(report: Report) -> None:

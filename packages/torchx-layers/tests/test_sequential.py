@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import time
 from collections import OrderedDict
 
 import pytest
@@ -293,3 +294,12 @@ def test_dtype_asked_before_the_build_reaches_every_layer() -> None:
     torchx.build(model, (2, 3, 32, 32))
     assert {p.dtype for p in model.parameters()} == {torch.float64}
     assert model(torch.randn(2, 3, 32, 32, dtype=torch.float64)).dtype == torch.float64
+
+
+def test_deeply_nested_sequentials_build_in_linear_time() -> None:
+    model: torch.nn.Module = L.Linear(3)
+    for _ in range(60):
+        model = L.Sequential(model, L.ReLU())
+    started = time.perf_counter()
+    assert model(torch.zeros(2, 4)).shape == (2, 3)
+    assert model.is_built and time.perf_counter() - started < 2

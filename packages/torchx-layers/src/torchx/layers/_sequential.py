@@ -13,7 +13,7 @@ from torch import nn
 import torchx.nn as nnx
 from torchx.core import Layer, LayerError, SpecError
 from torchx.core.graph import Graph
-from torchx.core.layer import all_or_nothing
+from torchx.core.layer import all_or_nothing, unbuilt_layers
 from torchx.core.shapes import current_build_target
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic
@@ -88,9 +88,9 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
 
     @property
     def is_built(self) -> bool:
-        return all(
-            module.is_built for module in self.modules() if isinstance(module, Layer) and module is not self
-        )
+        # Only native layers are asked (one pass): asking nested containers would
+        # make them ask their own children again, exponential in the nesting depth.
+        return not unbuilt_layers(self)
 
     def forward(self, input: Any) -> Any:
         if type(input) is not torch.Tensor and is_symbolic(input):
