@@ -143,6 +143,9 @@ class SpecReader:
             raise SpecError(place, f"spec nests deeper than {MAX_DEPTH} levels")
         if not isinstance(data, Mapping):
             raise SpecError(place, f"expected a layer object with a 'type', got {_kind(data)}")
+        odd_key = next((key for key in data if not isinstance(key, str)), _NO_KEY)
+        if odd_key is not _NO_KEY:
+            raise SpecError(place, f"keys of a layer object are strings, got {_kind(odd_key)}")
         type_name = data.get("type")
         if not isinstance(type_name, str):
             raise SpecError(f"{place}.type", f"expected a layer type name, got {_kind(type_name)}")
@@ -155,7 +158,7 @@ class SpecReader:
 
     def arguments(self, cls: type[Layer], fields: Mapping[str, Any]) -> dict[str, Any]:
         """Check ``fields`` holds only ``args``, and the args against ``cls.__init__``."""
-        extra = sorted(set(fields) - {"args"})
+        extra = sorted(set(fields) - {"args"}, key=str)
         if extra:
             raise SpecError(
                 f"{self.where}.{extra[0]}", f"unknown key; a {cls.__name__} spec has only 'type' and 'args'"
@@ -209,6 +212,9 @@ class _Unreadable(Layer):
 
     def forward(self, *inputs: Any) -> Any:
         return inputs[0] if inputs else None
+
+
+_NO_KEY = object()
 
 
 def _kind(value: Any) -> str:

@@ -112,7 +112,8 @@ class _Replay:
             return value
         if len(value) != 1:
             raise SpecError(
-                where, f"expected one tag (node, list, tuple, dict, slice, dtype...), got {sorted(value)}"
+                where,
+                f"expected one tag (node, list, tuple, dict, slice, dtype...), got {sorted(value, key=str)}",
             )
         ((tag, content),) = value.items()
         if tag in ("node", "batch_of"):
@@ -166,7 +167,7 @@ class _Replay:
 def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[Any, Any]:
     """Replay a Functional spec on placeholders; returns (inputs, outputs)."""
     where = reader.where
-    extra = sorted(set(fields) - {"inputs", "modules", "nodes", "outputs"})
+    extra = sorted(set(fields) - {"inputs", "modules", "nodes", "outputs"}, key=str)
     if extra:
         raise SpecError(
             f"{where}.{extra[0]}", "unknown key; a Functional spec has inputs, modules, nodes, outputs"
@@ -188,7 +189,7 @@ def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[An
         kwargs = node.get("kwargs", {})
         if not isinstance(args, list) or not isinstance(kwargs, Mapping):
             raise SpecError(place, "'args' is a list and 'kwargs' an object")
-        unknown = sorted(set(node) - {"name", "module", "op", "method", "args", "kwargs"})
+        unknown = sorted(set(node) - {"name", "module", "op", "method", "args", "kwargs"}, key=str)
         kinds = [key for key in ("module", "op", "method") if key in node]
         if unknown or len(kinds) != 1:
             raise SpecError(place, "a node has a name, exactly one of module/op/method, and args/kwargs")

@@ -144,7 +144,7 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
 
     @classmethod
     def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
-        extra = sorted(set(fields) - {"layers"})
+        extra = sorted(set(fields) - {"layers"}, key=str)
         if extra:
             raise SpecError(
                 f"{reader.where}.{extra[0]}", "unknown key; a Sequential spec has only 'type' and 'layers'"

@@ -94,7 +94,7 @@ class TimeDistributed(Layer, nnx.Module):
     @classmethod
     def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
         layers = fields.get("layers")
-        extra = sorted(set(fields) - {"layers"})
+        extra = sorted(set(fields) - {"layers"}, key=str)
         if extra or not isinstance(layers, list) or not layers:
             raise SpecError(
                 reader.where, "a TimeDistributed spec has only 'type' and a non-empty 'layers' list"
