@@ -171,7 +171,10 @@ class Layer(ModuleHelpers):
     """The expected input layout, for error messages (``"(N, C_in, H, W)"``)."""
 
     positive_arguments: ClassVar[tuple[str, ...]] = ()
-    """Arguments that must be positive integers (sizes)."""
+    """Arguments that must be positive integers, or lists of them (sizes, strides)."""
+
+    nonnegative_arguments: ClassVar[tuple[str, ...]] = ()
+    """Arguments that must be integers >= 0, or lists of them (paddings); strings pass."""
 
     same_shape: ClassVar[bool] = False
     """True when the output shape always equals the input shape (a fast path)."""
@@ -187,15 +190,9 @@ class Layer(ModuleHelpers):
             _init_module_state(self)
         else:
             super().__init__()
-        for name in self.positive_arguments:
-            value = arguments.get(name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _LARGEST_SIZE
-            ):
-                raise ArgumentError(
-                    f"{type(self).__name__}: {name} must be a positive int (at most 2**63 - 1), got {short_repr(value)}",
-                    argument=name,
-                )
+        for names, smallest in ((self.positive_arguments, 1), (self.nonnegative_arguments, 0)):
+            for name in names:
+                _check_size(type(self).__name__, name, arguments.get(name), smallest)
         self.__dict__["_torchx_arguments"] = arguments
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -494,6 +491,21 @@ class Layer(ModuleHelpers):
         state["_modules"] = dict(state["_modules"])
         plain.__dict__.update(state)
         return plain
+
+
+def _check_size(layer: str, name: str, value: Any, smallest: int) -> None:
+    """Refuse ``value`` unless it is None, a string, or ints (one, or a list) in
+    ``[smallest, 2**63 - 1]``: torch would fail on it later, or build nonsense."""
+    if value is None or isinstance(value, str):
+        return
+    items = value if isinstance(value, (list, tuple)) else (value,)
+    if not all(type(item) is int and smallest <= item <= _LARGEST_SIZE for item in items):
+        kind = "positive" if smallest else "non-negative"
+        raise ArgumentError(
+            f"{layer}: {name} must be a {kind} int or a list of them (at most 2**63 - 1), "
+            f"got {short_repr(value)}",
+            argument=name,
+        )
 
 
 def is_shape_problem(error: BaseException) -> bool:

@@ -40,7 +40,8 @@ def _spatial(native: nn.Module, name: str) -> tuple[Any, ...]:
 
 
 class _ConvNd(Layer):
-    positive_arguments = ("out_channels", "groups")
+    positive_arguments = ("out_channels", "groups", "kernel_size", "stride", "dilation")
+    nonnegative_arguments = ("padding",)
 
     def __init__(
         self,
@@ -114,7 +115,8 @@ class Conv3d(_ConvNd):
 
 
 class _ConvTransposeNd(Layer):
-    positive_arguments = ("out_channels", "groups")
+    positive_arguments = ("out_channels", "groups", "kernel_size", "stride", "dilation")
+    nonnegative_arguments = ("padding", "output_padding")
 
     def __init__(
         self,

@@ -37,7 +37,14 @@ Size = int | tuple[int, ...]
 OptionalSize = int | None | tuple[int | None, ...]
 
 
-class _MaxPoolNd(Layer):
+class _Window(Layer):
+    """A pooling window: its sizes and strides are positive, its padding non-negative."""
+
+    positive_arguments = ("kernel_size", "stride", "dilation")
+    nonnegative_arguments = ("padding",)
+
+
+class _MaxPoolNd(_Window):
     def __init__(
         self,
         kernel_size: Size,
@@ -75,7 +82,7 @@ class MaxPool3d(_MaxPoolNd):
     native_class = nn.MaxPool3d
 
 
-class AvgPool1d(Layer):
+class AvgPool1d(_Window):
     """``nn.AvgPool1d``."""
 
     native_class = nn.AvgPool1d
@@ -97,7 +104,7 @@ class AvgPool1d(Layer):
         )
 
 
-class _AvgPoolNd(Layer):
+class _AvgPoolNd(_Window):
     def __init__(
         self,
         kernel_size: Size,
@@ -175,7 +182,7 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     native_class = nn.AdaptiveAvgPool3d
 
 
-class _LPPoolNd(Layer):
+class _LPPoolNd(_Window):
     def __init__(
         self, norm_type: float, kernel_size: Size, stride: Size | None = None, ceil_mode: bool = False
     ) -> None:
