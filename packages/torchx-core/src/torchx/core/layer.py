@@ -190,9 +190,10 @@ class Layer(ModuleHelpers):
             _init_module_state(self)
         else:
             super().__init__()
-        for names, smallest in ((self.positive_arguments, 1), (self.nonnegative_arguments, 0)):
-            for name in names:
-                _check_size(type(self).__name__, name, arguments.get(name), smallest)
+        for name in self.positive_arguments:
+            _check_size(self, name, arguments.get(name), 1)
+        for name in self.nonnegative_arguments:
+            _check_size(self, name, arguments.get(name), 0)
         self.__dict__["_torchx_arguments"] = arguments
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -493,16 +494,16 @@ class Layer(ModuleHelpers):
         return plain
 
 
-def _check_size(layer: str, name: str, value: Any, smallest: int) -> None:
+def _check_size(layer: Layer, name: str, value: Any, smallest: int) -> None:
     """Refuse ``value`` unless it is None, a string, or ints (one, or a list) in
     ``[smallest, 2**63 - 1]``: torch would fail on it later, or build nonsense."""
-    if value is None or isinstance(value, str):
+    if (type(value) is int and smallest <= value <= _LARGEST_SIZE) or value is None or isinstance(value, str):
         return
     items = value if isinstance(value, (list, tuple)) else (value,)
     if not all(type(item) is int and smallest <= item <= _LARGEST_SIZE for item in items):
         kind = "positive" if smallest else "non-negative"
         raise ArgumentError(
-            f"{layer}: {name} must be a {kind} int or a list of them (at most 2**63 - 1), "
+            f"{type(layer).__name__}: {name} must be a {kind} int or a list of them (at most 2**63 - 1), "
             f"got {short_repr(value)}",
             argument=name,
         )
