@@ -9,16 +9,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 from report import REPORT, SECTIONS, Report
 
-settings.register_profile(
-    "ci",
-    derandomize=True,  # the same cases on every CI run; locally, new ones each run
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    database=None,
-)
-settings.register_profile(
-    "dev", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
-)
+_COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
+settings.register_profile("dev", **_COMMON)
+# The same cases on every CI run; locally, new ones each run.
+settings.register_profile("ci", derandomize=True, database=None, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))  # tox's reliability env: ci
 
 

@@ -32,10 +32,6 @@ RUN_LIMIT = 64 * 2**20
 """Models whose weights need more than this are checked abstractly only."""
 
 
-def _weight_bytes(model: nn.Module) -> int:
-    return sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
-
-
 def _outcome(document: Any, input_shape: tuple[int, ...]) -> str:
     """What TorchX makes of ``document``; fails the test on anything untoward."""
     try:
@@ -48,7 +44,7 @@ def _outcome(document: Any, input_shape: tuple[int, ...]) -> str:
     except LayerError as error:
         assert error.layer and error.problem, error
         return "refused with a ShapeError naming the layer"
-    need = _weight_bytes(model)
+    need = memory.weight_bytes(model)
     available = memory.available_memory(torch.device("cpu"))
     assert available is not None
     if need > available:
@@ -218,7 +214,7 @@ def test_no_build_allocates_more_than_its_device_has(data: st.DataObject, report
             return
     for layer in built.modules():
         if not list(layer.children()):
-            assert _weight_bytes(layer) <= BUDGET
+            assert memory.weight_bytes(layer) <= BUDGET
     report.count("fuzz", "builds that fit their device")
 
 

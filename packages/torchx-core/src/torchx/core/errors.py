@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "ShapeError",
     "SpecError",
     "TorchXError",
+    "format_call",
     "format_shape",
     "short_repr",
     "torch_message",
@@ -30,6 +31,15 @@ def format_shape(shape: Sequence[int | None]) -> str:
     """Render a shape as ``(8, 3, 32, 32)``; dynamic dims print as ``None``."""
     inner = ", ".join("None" if dim is None else str(dim) for dim in shape)
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+def format_call(native: type, arguments: Mapping[str, Any]) -> str:
+    """A native constructor call as errors show it, ``Linear(out_features=10, in_features=3)``
+    (the ``device`` and ``dtype`` a build passes are left out)."""
+    shown = ", ".join(
+        f"{name}={value!r}" for name, value in arguments.items() if name not in ("device", "dtype")
+    )
+    return f"{native.__name__}({shown})"
 
 
 _SHORT = reprlib.Repr()

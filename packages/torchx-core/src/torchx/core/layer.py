@@ -30,7 +30,15 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
-from torchx.core.errors import ArgumentError, ShapeError, TorchXError, format_shape, short_repr, torch_message
+from torchx.core.errors import (
+    ArgumentError,
+    ShapeError,
+    TorchXError,
+    format_call,
+    format_shape,
+    short_repr,
+    torch_message,
+)
 from torchx.core.helpers import ModuleHelpers
 from torchx.core.memory import check_allocation
 from torchx.core.shapes import Shape, current_build_target, run_on_meta
@@ -376,7 +384,7 @@ class Layer(ModuleHelpers):
             if not is_shape_problem(error):
                 raise
             raise self.shape_error(
-                f"cannot build {native.__name__}({_describe(arguments)}) for input "
+                f"cannot build {format_call(native, arguments)} for input "
                 f"{shapes_of(inputs)}: {torch_message(error)}",
                 fix="change the layer's arguments or the input shape so that they agree",
             ) from error
@@ -545,12 +553,6 @@ def _same(value: Any, default: Any) -> bool:
         return bool(value == default) and type(value) is type(default)
     except Exception:  # noqa: BLE001 - tensors and odd objects compare ambiguously
         return False
-
-
-def _describe(arguments: Mapping[str, Any]) -> str:
-    return ", ".join(
-        f"{name}={value!r}" for name, value in arguments.items() if name not in ("device", "dtype")
-    )
 
 
 def _tensors_in(inputs: tuple[Any, ...]) -> list[torch.Tensor]:

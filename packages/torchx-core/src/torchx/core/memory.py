@@ -27,13 +27,20 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from torchx.core.errors import AllocationError
+from torchx.core.errors import AllocationError, format_call
 from torchx.core.scope import current_scope
 
 if TYPE_CHECKING:
     from torchx.core.layer import Layer
 
-__all__ = ["allocation_bound", "available_memory", "check_allocation", "format_bytes", "measured_need"]
+__all__ = [
+    "allocation_bound",
+    "available_memory",
+    "check_allocation",
+    "format_bytes",
+    "measured_need",
+    "weight_bytes",
+]
 
 SIZE_FACTOR = 32
 """How far the parameter count of a ``torch.nn`` module may exceed the product
@@ -43,9 +50,6 @@ of its sizes times the largest size: an LSTM's 4 gates x 2 directions x (input
 UNCHECKED_BYTES = 1 << 30
 """Builds whose bound is below this are never checked (not even the free memory
 is read): an allocator refuses a smaller request cleanly, or it fits."""
-
-_BEYOND_INT64 = 2**63
-"""The need of a layer whose tensors' sizes overflow int64."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,7 @@ def _size_arguments(native: type[nn.Module]) -> _SizeArguments:
                 for p in parameters
                 if p.default is not p.empty and _sizes_in(p.default, [])
             ),
-            {p.name: _tuple_length(p.annotation) for p in parameters if _tuple_length(p.annotation) > 1},
+            {p.name: length for p in parameters if (length := _tuple_length(p.annotation)) > 1},
         )
     return found
 
@@ -124,8 +128,12 @@ def measured_need(native: type[nn.Module], arguments: Mapping[str, Any], takes_d
     else:
         with torch.device("meta"):
             module = native(**arguments)
-    tensors = [*module.parameters(), *module.buffers()]
-    return sum(tensor.numel() * tensor.element_size() for tensor in tensors)
+    return weight_bytes(module)
+
+
+def weight_bytes(module: nn.Module) -> int:
+    """The bytes of ``module``'s parameters and buffers (on any device, meta included)."""
+    return sum(tensor.numel() * tensor.element_size() for tensor in (*module.parameters(), *module.buffers()))
 
 
 def available_memory(device: torch.device) -> int | None:
@@ -190,21 +198,19 @@ def check_allocation(
     available = available_memory(device)
     if available is None or bound <= available:
         return
+    need: int | None
     try:
         need = measured_need(native, arguments, takes_device)
     except RuntimeError as error:
         if "overflow" not in str(error).lower():
             raise
-        need = _BEYOND_INT64  # torch cannot even describe tensors that large
-    if need <= available:
+        need = None  # torch cannot even describe tensors that large
+    if need is not None and need <= available:
         return
-    sizes = ", ".join(
-        f"{name}={value!r}" for name, value in arguments.items() if name not in ("device", "dtype")
-    )
     raise AllocationError(
         layer.layer_label(),
-        f"building {native.__name__}({sizes}) would allocate "
-        f"{'more than 2**63 bytes' if need is _BEYOND_INT64 else format_bytes(need)} of parameters "
+        f"building {format_call(native, arguments)} would allocate "
+        f"{'more than 2**63 bytes' if need is None else format_bytes(need)} of parameters "
         f"and buffers on {device}, which has {format_bytes(available)} available",
         fix="make the layer smaller, or build it abstractly: torchx.build(model, input_shape, device='meta')",
         source=layer,

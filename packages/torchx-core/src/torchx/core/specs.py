@@ -143,9 +143,9 @@ class SpecReader:
             raise SpecError(place, f"spec nests deeper than {MAX_DEPTH} levels")
         if not isinstance(data, Mapping):
             raise SpecError(place, f"expected a layer object with a 'type', got {_kind(data)}")
-        odd_key = next((key for key in data if not isinstance(key, str)), _NO_KEY)
-        if odd_key is not _NO_KEY:
-            raise SpecError(place, f"keys of a layer object are strings, got {_kind(odd_key)}")
+        odd_keys = [key for key in data if not isinstance(key, str)]
+        if odd_keys:
+            raise SpecError(place, f"keys of a layer object are strings, got {_kind(odd_keys[0])}")
         type_name = data.get("type")
         if not isinstance(type_name, str):
             raise SpecError(f"{place}.type", f"expected a layer type name, got {_kind(type_name)}")
@@ -212,9 +212,6 @@ class _Unreadable(Layer):
 
     def forward(self, *inputs: Any) -> Any:
         return inputs[0] if inputs else None
-
-
-_NO_KEY = object()
 
 
 def _kind(value: Any) -> str:
