@@ -90,7 +90,8 @@ def test_a_failed_dynamic_build_unbuilds_so_the_fix_works() -> None:
     model = Chain(Dense(4))
     with pytest.raises(ShapeError):
         torchx.build(model, (8, None))
-    assert not any(p.numel() for p in model.parameters())
+    assert not torchx.is_built(model)
+    assert all(isinstance(p, torchx.core.PendingParameter) for p in model.parameters())
     torchx.build(model, (8, 3))
     assert next(iter(model.children())).in_features == 3
 

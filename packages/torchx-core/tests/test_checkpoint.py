@@ -155,8 +155,18 @@ def test_a_checkpoint_from_a_newer_format_is_refused(tmp_path: Path) -> None:
         nnx.read_checkpoint(tmp_path / "future.pt")
 
 
-def test_unbuilt_models_cannot_be_saved_or_loaded(tmp_path: Path) -> None:
+def test_unbuilt_models_cannot_be_saved_but_load_builds_them(tmp_path: Path) -> None:
     with pytest.raises(TorchXError, match="save: Chain has 1 unbuilt"):
         Chain(Dense(2)).save(tmp_path / "x.pt")
-    with pytest.raises(TorchXError, match="load: Chain has 1 unbuilt"):
-        Chain(Dense(2)).load(tmp_path / "x.pt")
+    built = torchx.build(Chain(Dense(2), Norm()), (4, 3))
+    built.save(tmp_path / "built.pt")
+    loaded = Chain(Dense(2), Norm()).load(tmp_path / "built.pt")
+    assert torchx.is_built(loaded)
+    for mine, theirs in zip(loaded.state_dict().values(), built.state_dict().values(), strict=True):
+        assert torch.equal(mine, theirs)
+    other = Chain(Dense(5), Norm())
+    with pytest.raises(CheckpointError, match=r"another model.*children\[0\]\.args\.out_features"):
+        other.load(tmp_path / "built.pt")
+    assert not torchx.is_built(other)
+
+

@@ -44,7 +44,7 @@ def test_a_first_call_is_guarded_too(monkeypatch: pytest.MonkeyPatch) -> None:
     small(torch.zeros(2, 8))  # 288 bytes: fits
     with pytest.raises(AllocationError, match=r"would allocate 4\.0 MiB .* which has 1\.0 MiB available"):
         large(torch.zeros(2, 1024))
-    assert small.is_built and not large.is_built
+    assert torchx.is_built(small) and not torchx.is_built(large)
 
 
 def test_buffers_count_and_ordinary_builds_never_read_the_free_memory(

@@ -51,9 +51,9 @@ def test_unknown_type_lists_close_names(registry: LayerRegistry) -> None:
 @pytest.mark.parametrize(
     ("spec", "where", "problem"),
     [
-        ({"type": "Dense", "args": {"out_features": "8"}}, r"\$\.args\.out_features", "expected int"),
-        ({"type": "Dense", "args": {"out_features": 8.0}}, r"\$\.args\.out_features", "expected int"),
-        ({"type": "Dense", "args": {"out_features": 8, "bias": 1}}, r"\$\.args\.bias", "expected bool"),
+        ({"type": "Dense", "args": {"out_features": "8"}}, r"\$\.args\.out_features", "expected a positive int"),
+        ({"type": "Dense", "args": {"out_features": 8.0}}, r"\$\.args\.out_features", "expected a positive int"),
+        ({"type": "Dense", "args": {"out_features": 8, "bias": 1}}, r"\$\.args\.bias", "expected a bool"),
         ({"type": "Dense", "args": {}}, r"\$\.args", "missing required argument 'out_features'"),
         (
             {"type": "Dense", "args": {"out_features": 2, "colour": 1}},
@@ -62,7 +62,7 @@ def test_unknown_type_lists_close_names(registry: LayerRegistry) -> None:
         ),
         ({"type": "Dense", "args": {"out_features": 2}, "extra": 1}, r"\$\.extra", "unknown key"),
         ({"type": "Dense", "args": [2]}, r"\$\.args", "expected an object of arguments"),
-        ({"type": "Dense", "args": {"out_features": 0}}, r"\$\.args\.out_features", "must be a positive int"),
+        ({"type": "Dense", "args": {"out_features": 0}}, r"\$\.args\.out_features", "expected a positive int"),
         ({"args": {}}, r"\$\.type", "expected a layer type name"),
         (
             {"type": "Chain", "children": [{"type": "Dense", "args": {"out_features": -1}}]},
@@ -132,7 +132,7 @@ def test_unsupported_suffix_and_invalid_json(registry: LayerRegistry, tmp_path: 
 
 def test_values_specs_cannot_hold_are_refused_on_writing(registry: LayerRegistry) -> None:
     layer = Dense(2)
-    layer._torchx_arguments["bias"] = torch.ones(1)
+    layer._torchx.arguments["bias"] = torch.ones(1)
     with pytest.raises(SpecError, match=r"\$\.args\.bias: a Tensor value"):
         to_spec(layer, registry=registry)
 

@@ -6,19 +6,22 @@ from typing import Any, ClassVar
 
 from torch import nn
 
-from torchx.core import FromInput, Layer
+import torchx.nn as nnx
+from torchx.core import FromInput, FromState, Layer
+from torchx.core.arguments import Probability, PositiveInt
 
 
 class Dense(Layer):
     """A test-local layer around nn.Linear, declared as a third party would."""
 
     native_class = nn.Linear
-    inferred_arguments: ClassVar = {"in_features": FromInput(dim=-1)}
+    inferred_arguments: ClassVar = {"in_features": FromInput(dim=-1, state=FromState("weight", 1))}
     input_layout = "(*, in_features)"
-    positive_arguments = ("out_features",)
 
-    def __init__(self, out_features: int, bias: bool = True) -> None:
-        super().__init__(out_features=out_features, bias=bias)
+    def __init__(
+        self, out_features: PositiveInt, *, bias: bool = True, in_features: PositiveInt | None = None
+    ) -> None:
+        super().__init__(out_features=out_features, bias=bias, in_features=in_features)
 
     def infer_output_shape(self, *input_shapes: Any) -> Any:
         return (*input_shapes[0][:-1], self.arguments["out_features"])
@@ -28,10 +31,12 @@ class Norm(Layer):
     """BatchNorm1d with inferred features (no output formula: uses the meta run)."""
 
     native_class = nn.BatchNorm1d
-    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(2, 3))}
+    inferred_arguments: ClassVar = {
+        "num_features": FromInput(dim=1, ranks=(2, 3), state=FromState(("weight", "running_mean"), 0))
+    }
     input_layout = "(N, C) or (N, C, L)"
 
-    def __init__(self, momentum: float = 0.1) -> None:
+    def __init__(self, *, momentum: Probability = 0.1) -> None:
         super().__init__(momentum=momentum)
 
 
@@ -39,13 +44,13 @@ class Attention(Layer):
     """MultiheadAttention: a native whose constructor initialises a child first."""
 
     native_class = nn.MultiheadAttention
-    inferred_arguments: ClassVar = {"embed_dim": FromInput(dim=-1)}
+    inferred_arguments: ClassVar = {"embed_dim": FromInput(dim=-1, state=FromState("out_proj.weight", 0))}
 
-    def __init__(self, num_heads: int) -> None:
+    def __init__(self, num_heads: PositiveInt) -> None:
         super().__init__(num_heads=num_heads)
 
 
-class Chain(Layer):
+class Chain(Layer, nnx.Module):
     """A minimal container: runs its children in order (for spec nesting tests)."""
 
     def __init__(self, *children: nn.Module) -> None:

@@ -11,48 +11,31 @@ __path__ = extend_path(__path__, __name__)
 
 from typing import TYPE_CHECKING
 
-from torchx.core import (
-    AllocationError as AllocationError,
-)
-from torchx.core import (
-    CheckpointError as CheckpointError,
-)
-from torchx.core import (
-    DeviceError as DeviceError,
-)
-from torchx.core import (
-    DeviceUnavailableError as DeviceUnavailableError,
-)
-from torchx.core import (
-    ShapeError as ShapeError,
-)
-from torchx.core import (
-    SpecError as SpecError,
-)
-from torchx.core import (
-    TorchXError as TorchXError,
-)
-from torchx.core import (
-    build as build,
-)
-from torchx.core import (
-    current_scope as current_scope,
-)
-from torchx.core import (
-    device_scope as device_scope,
-)
-from torchx.core import (
-    infer_shapes as infer_shapes,
-)
-from torchx.core import (
-    load_spec as load_spec,
-)
-from torchx.core import (
-    save_spec as save_spec,
-)
-from torchx.core import (
-    summarize as summarize,
-)
+from torchx.core import AllocationError as AllocationError
+from torchx.core import ArgumentError as ArgumentError
+from torchx.core import BuildWarning as BuildWarning
+from torchx.core import CheckpointError as CheckpointError
+from torchx.core import DeviceError as DeviceError
+from torchx.core import DeviceUnavailableError as DeviceUnavailableError
+from torchx.core import DeviceWarning as DeviceWarning
+from torchx.core import DtypeError as DtypeError
+from torchx.core import LayerError as LayerError
+from torchx.core import MissingPackageError as MissingPackageError
+from torchx.core import PluginError as PluginError
+from torchx.core import PluginWarning as PluginWarning
+from torchx.core import ShapeError as ShapeError
+from torchx.core import SpecError as SpecError
+from torchx.core import TorchXError as TorchXError
+from torchx.core import build as build
+from torchx.core import current_scope as current_scope
+from torchx.core import device_scope as device_scope
+from torchx.core import infer_shapes as infer_shapes
+from torchx.core import is_built as is_built
+from torchx.core import load_spec as load_spec
+from torchx.core import native_module as native_module
+from torchx.core import save_spec as save_spec
+from torchx.core import summarize as summarize
+from torchx.core import to_spec as to_spec
 from torchx.core._version import __version__ as __version__
 
 if TYPE_CHECKING:
@@ -61,9 +44,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AllocationError",
+    "ArgumentError",
+    "BuildWarning",
     "CheckpointError",
     "DeviceError",
     "DeviceUnavailableError",
+    "DeviceWarning",
+    "DtypeError",
+    "LayerError",
+    "MissingPackageError",
+    "PluginError",
+    "PluginWarning",
     "ShapeError",
     "SpecError",
     "TorchXError",
@@ -72,9 +63,12 @@ __all__ = [
     "current_scope",
     "device_scope",
     "infer_shapes",
+    "is_built",
     "load_spec",
+    "native_module",
     "save_spec",
     "summarize",
+    "to_spec",
 ]
 
 _FROM_TORCHX_DEVICE = ("DataParallel", "DistributedDataParallel")

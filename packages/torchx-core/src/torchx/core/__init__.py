@@ -12,6 +12,9 @@ from torchx.core.errors import (
     ArgumentError as ArgumentError,
 )
 from torchx.core.errors import (
+    BuildWarning as BuildWarning,
+)
+from torchx.core.errors import (
     CheckpointError as CheckpointError,
 )
 from torchx.core.errors import (
@@ -22,6 +25,9 @@ from torchx.core.errors import (
 )
 from torchx.core.errors import (
     DeviceWarning as DeviceWarning,
+)
+from torchx.core.errors import (
+    DtypeError as DtypeError,
 )
 from torchx.core.errors import (
     LayerError as LayerError,
@@ -47,7 +53,14 @@ from torchx.core.errors import (
 from torchx.core.helpers import ModuleHelpers as ModuleHelpers
 from torchx.core.hookspecs import hookimpl as hookimpl
 from torchx.core.layer import FromInput as FromInput
+from torchx.core.layer import FromState as FromState
 from torchx.core.layer import Layer as Layer
+from torchx.core.layer import LayerRecord as LayerRecord
+from torchx.core.layer import is_built as is_built
+from torchx.core.layer import native_module as native_module
+from torchx.core.layer import record_of as record_of
+from torchx.core.pending import PendingBuffer as PendingBuffer
+from torchx.core.pending import PendingParameter as PendingParameter
 from torchx.core.placement import Placement as Placement
 from torchx.core.plugins import (
     PluginManager as PluginManager,
@@ -86,6 +99,7 @@ __all__ = [
     "FORMAT_VERSION",
     "AllocationError",
     "ArgumentError",
+    "BuildWarning",
     "CheckpointError",
     "Command",
     "CommandRegistry",
@@ -93,12 +107,17 @@ __all__ = [
     "DeviceScope",
     "DeviceUnavailableError",
     "DeviceWarning",
+    "DtypeError",
     "FromInput",
+    "FromState",
     "Layer",
     "LayerError",
+    "LayerRecord",
     "LayerRegistry",
     "MissingPackageError",
     "ModuleHelpers",
+    "PendingBuffer",
+    "PendingParameter",
     "Placement",
     "PluginError",
     "PluginManager",
@@ -116,7 +135,10 @@ __all__ = [
     "from_spec",
     "hookimpl",
     "infer_shapes",
+    "is_built",
     "load_spec",
+    "native_module",
+    "record_of",
     "resolve_device",
     "save_spec",
     "summarize",

@@ -1,97 +1,218 @@
-"""Checking spec values against a layer's typed ``__init__`` signature.
+"""Layer arguments: their types and ranges, checked at construction and in specs.
 
-Specs are data: every argument must match the annotation of the constructor
-parameter it feeds. JSON has no tuples, so a list is accepted (and converted)
-where the annotation asks for a tuple.
+A layer's typed ``__init__`` signature is the one description of its
+arguments. Ranges ride on the annotations (``out_features: PositiveInt``,
+``dropout: DropoutRate``), so ``L.Linear(0)`` and a spec holding
+``"out_features": 0`` are refused by the same check, in the same words.
+
+Specs are data: a spec value must match its annotation exactly (JSON has no
+tuples, so a list is accepted, and converted, where a tuple is asked for).
+Arguments given in Python may also be Python objects where the annotation
+names a class or a callable (``activation=torch.nn.functional.gelu``).
 """
 
 from __future__ import annotations
 
+import collections.abc
 import inspect
 import math
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Union
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union
 
-from torchx.core.errors import short_repr
+from torchx.core.errors import ArgumentError, short_repr
 
-__all__ = ["ArgumentMismatch", "coerce", "signature_of"]
+__all__ = [
+    "ArgumentChecker",
+    "ArgumentMismatch",
+    "DropoutRate",
+    "Interval",
+    "NonNegativeFloat",
+    "NonNegativeInt",
+    "Padding",
+    "PositiveFloat",
+    "PositiveInt",
+    "Probability",
+    "Size",
+    "checker_of",
+    "coerce",
+    "signature_of",
+]
+
+INT64_MAX = 2**63 - 1
+"""Tensor sizes are int64."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The range a numeric argument must lie in, carried by its annotation
+    (``Annotated[float, Interval(0.0, 1.0, high_open=True)]``)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` lies in the range."""
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return self.high is None or (value < self.high if self.high_open else value <= self.high)
+
+    def describe(self, kind: str) -> str:
+        """The range in words, for ``kind`` ("int" or "number")."""
+        if self.high in (None, INT64_MAX):
+            if self.low == 1 and kind == "int":
+                return "a positive int"
+            if self.low == 0:
+                return f"a positive {kind}" if self.low_open else f"a non-negative {kind}"
+            return f"a {kind} {'>' if self.low_open else '>='} {self.low}"
+        left = "(" if self.low_open else "["
+        right = ")" if self.high_open else "]"
+        return f"a {kind} in {left}{self.low}, {self.high}{right}"
+
+
+PositiveInt = Annotated[int, Interval(1, INT64_MAX)]
+"""A size or count: 1 to 2**63 - 1."""
+NonNegativeInt = Annotated[int, Interval(0, INT64_MAX)]
+"""A padding or offset: 0 to 2**63 - 1."""
+PositiveFloat = Annotated[float, Interval(0.0, low_open=True)]
+"""A number > 0 (an epsilon, a temperature)."""
+NonNegativeFloat = Annotated[float, Interval(0.0)]
+"""A number >= 0."""
+Probability = Annotated[float, Interval(0.0, 1.0)]
+"""A number in [0, 1] (a dropout layer's ``p``, a momentum)."""
+DropoutRate = Annotated[float, Interval(0.0, 1.0, high_open=True)]
+"""A number in [0, 1): the ``dropout`` of attention and recurrent layers."""
+Size = PositiveInt | tuple[PositiveInt, ...]
+"""A kernel size, stride or dilation: one positive int, or one per spatial dim."""
+Padding = NonNegativeInt | tuple[NonNegativeInt, ...]
+"""A padding: one non-negative int, or one per spatial dim (or side)."""
 
 
 class ArgumentMismatch(Exception):
-    """A value does not match an annotation; the message says what was expected."""
+    """A value does not match an annotation; ``expected`` says what would."""
+
+    def __init__(self, expected: str, value: Any) -> None:
+        self.expected = expected
+        super().__init__(f"expected {expected}, got {short_repr(value)}")
 
 
 _SIGNATURES: dict[type, tuple[dict[str, inspect.Parameter], dict[str, Any]]] = {}
 
 
 def signature_of(cls: type) -> tuple[dict[str, inspect.Parameter], dict[str, Any]]:
-    """The parameters of ``cls.__init__`` (without ``self``) and their resolved hints (cached)."""
+    """The parameters of ``cls.__init__`` (without ``self``) and their resolved
+    hints, ranges included (cached)."""
     found = _SIGNATURES.get(cls)
     if found is None:
         init = cls.__init__  # type: ignore[misc]
         parameters = dict(inspect.signature(init).parameters)
         parameters.pop("self", None)
-        found = _SIGNATURES[cls] = (parameters, typing.get_type_hints(init))
+        found = _SIGNATURES[cls] = (parameters, typing.get_type_hints(init, include_extras=True))
     return found
 
 
-def _describe(hint: Any) -> str:
-    if hint is type(None):
+def _kind(base: Any) -> str:
+    return "int" if base is int else "number"
+
+
+def describe(hint: Any) -> str:
+    """What ``hint`` accepts, in words (``a positive int or a list of positive ints``)."""
+    if hint is type(None) or hint is None:
         return "null"
     origin = typing.get_origin(hint)
+    arguments = typing.get_args(hint)
+    if origin is Annotated:
+        base, *extras = arguments
+        ranges = [extra for extra in extras if isinstance(extra, Interval)]
+        return ranges[0].describe(_kind(base)) if ranges else describe(base)
     if origin in (Union, types.UnionType):
-        return " or ".join(_describe(arg) for arg in typing.get_args(hint))
+        return " or ".join(describe(arg) for arg in arguments)
     if origin is Literal:
-        return " or ".join(repr(arg) for arg in typing.get_args(hint))
-    if origin in (tuple, list, Sequence):
+        return " or ".join(repr(arg) for arg in arguments)
+    if origin in (tuple, list, Sequence, collections.abc.Sequence):
+        items = [arg for arg in arguments if arg is not Ellipsis]
+        if len(set(items)) == 1:
+            return f"a list of {describe(items[0]).removeprefix('a ').removeprefix('an ')}s"
         return "a list"
+    if hint is bool:
+        return "a bool (true or false)"
+    if hint is int:
+        return "an int"
+    if hint is float:
+        return "a number"
+    if hint is str:
+        return "a string"
     return getattr(hint, "__name__", str(hint))
 
 
-def coerce(value: Any, hint: Any) -> Any:
-    """``value`` converted to fit ``hint``; raises ArgumentMismatch when it cannot."""
+def coerce(value: Any, hint: Any, *, objects: bool = False) -> Any:
+    """``value`` converted to fit ``hint``; raises ArgumentMismatch when it cannot.
+
+    With ``objects``, a value may also be any instance of a class the hint
+    names, or any callable where it asks for one (arguments given in Python);
+    without, only spec data fits (numbers, strings, booleans, null, lists).
+    """
     if hint is Any:
         return value
     origin = typing.get_origin(hint)
     arguments = typing.get_args(hint)
+    if origin is Annotated:
+        base, *extras = arguments
+        try:
+            converted = coerce(value, base, objects=objects)
+        except ArgumentMismatch:
+            raise ArgumentMismatch(describe(hint), value) from None
+        for extra in extras:
+            if isinstance(extra, Interval) and not extra.holds(converted):
+                raise ArgumentMismatch(describe(hint), value)
+        return converted
     if origin in (Union, types.UnionType):
         for option in arguments:
             try:
-                return coerce(value, option)
+                return coerce(value, option, objects=objects)
             except ArgumentMismatch:
                 continue
-        raise ArgumentMismatch(f"expected {_describe(hint)}, got {short_repr(value)}")
+        raise ArgumentMismatch(describe(hint), value)
     if origin is Literal:
         if any(value == option and type(value) is type(option) for option in arguments):
             return value
-        raise ArgumentMismatch(f"expected one of {', '.join(map(repr, arguments))}, got {short_repr(value)}")
-    if origin in (tuple, list, Sequence):
+        raise ArgumentMismatch(f"one of {', '.join(map(repr, arguments))}", value)
+    if origin in (tuple, list, Sequence, collections.abc.Sequence):
         if not isinstance(value, (list, tuple)):
-            raise ArgumentMismatch(f"expected a list, got {short_repr(value)}")
-        if origin is tuple and arguments and arguments[-1] is not Ellipsis:
-            if len(value) != len(arguments):
-                raise ArgumentMismatch(f"expected a list of {len(arguments)} items, got {short_repr(value)}")
-            items = [coerce(item, each) for item, each in zip(value, arguments, strict=True)]
-        else:
-            item_hint = arguments[0] if arguments else Any
-            items = [coerce(item, item_hint) for item in value]
+            raise ArgumentMismatch(describe(hint), value)
+        try:
+            if origin is tuple and arguments and arguments[-1] is not Ellipsis:
+                if len(value) != len(arguments):
+                    raise ArgumentMismatch(f"a list of {len(arguments)} items", value)
+                items = [coerce(item, each, objects=objects) for item, each in zip(value, arguments, strict=True)]
+            else:
+                item_hint = arguments[0] if arguments else Any
+                items = [coerce(item, item_hint, objects=objects) for item in value]
+        except ArgumentMismatch:
+            raise ArgumentMismatch(describe(hint), value) from None
         return list(items) if origin is list else tuple(items)
+    if origin is collections.abc.Callable or hint is collections.abc.Callable:
+        if objects and callable(value):
+            return value
+        raise ArgumentMismatch("a callable" if objects else "a value a spec can hold", value)
     checker = _SCALARS.get(hint)
     if checker is None:
-        raise ArgumentMismatch(f"a value of type {_describe(hint)} cannot come from a spec")
+        if objects and isinstance(hint, type) and isinstance(value, hint):
+            return value
+        raise ArgumentMismatch(f"{describe(hint)} (a value of this type cannot come from a spec)", value)
     if not checker(value):
-        raise ArgumentMismatch(f"expected {_describe(hint)}, got {short_repr(value)}")
+        raise ArgumentMismatch(describe(hint), value)
     if hint is float:
         try:
             number = float(value)
         except OverflowError:
-            raise ArgumentMismatch(f"too large for a float: {short_repr(value)}") from None
+            raise ArgumentMismatch("a number small enough for a float", value) from None
         if not math.isfinite(number):
-            raise ArgumentMismatch(
-                f"expected a finite number, got {short_repr(value)} (specs hold JSON numbers)"
-            )
+            raise ArgumentMismatch("a finite number", value)
         return number
     return value
 
@@ -104,3 +225,73 @@ _SCALARS: Mapping[Any, Callable[[Any], bool]] = {
     type(None): lambda value: value is None,
     None: lambda value: value is None,
 }
+
+
+def _fast_check(hint: Any) -> Callable[[Any], bool]:
+    """A quick test that is True only for values :func:`coerce` accepts unchanged
+    (False sends the value to ``coerce``, for the verdict and the message)."""
+    origin = typing.get_origin(hint)
+    arguments = typing.get_args(hint)
+    if hint is Any:
+        return lambda value: True
+    if origin is Annotated and arguments[0] is int:
+        ranges = [extra for extra in arguments[1:] if isinstance(extra, Interval)]
+        if len(ranges) == 1 and not (ranges[0].low_open or ranges[0].high_open):
+            low, high = ranges[0].low, ranges[0].high
+            return lambda value: type(value) is int and low <= value <= high  # type: ignore[operator]
+    if origin in (Union, types.UnionType):
+        options = [_fast_check(option) for option in arguments]
+        return lambda value: any(option(value) for option in options)
+    if hint is bool:
+        return lambda value: type(value) is bool
+    if hint is int:
+        return lambda value: type(value) is int
+    if hint is str:
+        return lambda value: type(value) is str
+    if hint is type(None) or hint is None:
+        return lambda value: value is None
+    return lambda value: False
+
+
+class ArgumentChecker:
+    """Checks one layer class's constructor arguments against its signature.
+
+    A value that is its parameter's default is not checked again; the others
+    go through a quick test first and :func:`coerce` only when it fails, so a
+    layer's construction costs a few hundred nanoseconds per given argument.
+    """
+
+    def __init__(self, cls: type) -> None:
+        parameters, hints = signature_of(cls)
+        self._entries = {
+            name: (parameter.default, _fast_check(hints.get(name, Any)), hints.get(name, Any))
+            for name, parameter in parameters.items()
+        }
+
+    def check(self, owner: str, arguments: Mapping[str, Any]) -> None:
+        """Raise ArgumentError for the first argument that does not fit."""
+        entries = self._entries
+        for name, value in arguments.items():
+            entry = entries.get(name)
+            if entry is None:
+                continue
+            default, fast, hint = entry
+            if value is default or fast(value):
+                continue
+            try:
+                coerce(value, hint, objects=True)
+            except ArgumentMismatch as error:
+                raise ArgumentError(
+                    f"{owner}: {name} must be {error.expected}, got {short_repr(value)}", argument=name
+                ) from None
+
+
+_CHECKERS: dict[type, ArgumentChecker] = {}
+
+
+def checker_of(cls: type) -> ArgumentChecker:
+    """The (cached) argument checker of ``cls``."""
+    checker = _CHECKERS.get(cls)
+    if checker is None:
+        checker = _CHECKERS[cls] = ArgumentChecker(cls)
+    return checker

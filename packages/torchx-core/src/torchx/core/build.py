@@ -8,13 +8,14 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from torchx.core.errors import ShapeError
-from torchx.core.layer import all_or_nothing, unbuilt_layers
+from torchx.core.errors import ShapeError, dynamic_dims_shown_as_none, format_shape, torch_message
+from torchx.core.layer import all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
 from torchx.core.scope import current_scope
 from torchx.core.shapes import (
     DYNAMIC_PROBES,
     InputLike,
     build_target,
+    input_shape,
     is_dynamic,
     merge_probes,
     meta_state,
@@ -41,8 +42,13 @@ def _meta_forward(
     model: nn.Module, inputs: Sequence[InputLike], probe: int, dtype: torch.dtype | None
 ) -> Any:
     metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
-    with meta_state(model), torch.no_grad():
+    with meta_state(model), torch.no_grad(), _probe_shown(inputs, probe):
         return model(*metas)
+
+
+def _probe_shown(inputs: Sequence[InputLike], probe: int) -> Any:
+    """Messages raised inside show ``probe`` as ``None`` when the inputs have dynamic dims."""
+    return dynamic_dims_shown_as_none(probe if any(is_dynamic(value) for value in inputs) else None)
 
 
 def build(
@@ -73,7 +79,7 @@ def build(
         dtype = scope.dtype
     metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
     with all_or_nothing(model):
-        with build_target(target, dtype) as building, torch.no_grad():
+        with build_target(target, dtype) as building, torch.no_grad(), _probe_shown(inputs, DYNAMIC_PROBES[0]):
             building.swap.add(model)
             model(*metas)
         if any(is_dynamic(value) for value in inputs):
@@ -82,14 +88,28 @@ def build(
 
 
 def _second_probe(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None) -> Any:
+    """The meta forward with the second size of the dynamic dims; a built size
+    that changes with them is an error (it would bake one batch size in)."""
     try:
         return _meta_forward(model, inputs, DYNAMIC_PROBES[1], dtype)
-    except ShapeError as error:
-        error.problem += (
-            " — a size the layer was built with comes from a dynamic (None) dim of the model input"
-        )
-        error.fix = "give that input dim a fixed size instead of None"
-        raise
+    except Exception as error:
+        explained = explain_failure(model, tuple(to_meta(v, probe=DYNAMIC_PROBES[1]) for v in inputs), error)
+        if explained is None and not is_shape_problem(error):
+            raise
+        shown = ", ".join(format_shape(input_shape(value)) for value in inputs)
+        if isinstance(explained, ShapeError) and explained.changed:
+            problem = (
+                f"{', '.join(explained.changed)} would come from a dynamic (None) dim of the model "
+                f"input {shown}, so the layer would be built for one size of it"
+            )
+        else:
+            detail = torch_message(error) if explained is None else explained.problem
+            problem = f"a size it was built with comes from a dynamic (None) dim of the model input {shown}: {detail}"
+        fix = "give that input dim a fixed size instead of None"
+        if explained is None:
+            raise ShapeError(type(model).__name__, problem, fix, source=model) from error
+        explained.problem, explained.fix = problem, fix
+        raise explained from (None if explained is error else error)
 
 
 def infer_shapes(

@@ -22,8 +22,9 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from torchx.core.errors import CheckpointError, SpecError, TorchXError
+from torchx.core.errors import CheckpointError, LayerError, SpecError, TorchXError
 from torchx.core.helpers import module_device, require_built
+from torchx.core.pending import is_pending
 
 __all__ = ["CHECKPOINT_FORMAT", "Checkpoint", "load_checkpoint", "read_checkpoint", "save_checkpoint"]
 
@@ -47,12 +48,13 @@ class Checkpoint:
 
 
 def _spec_of(module: nn.Module) -> dict[str, Any] | None:
-    from torchx.core.layer import Layer
+    from torchx.core.layer import record_of
+    from torchx.core.specs import to_spec
 
-    if not isinstance(module, Layer):
+    if record_of(module) is None:
         return None
     try:
-        return module.to_spec()
+        return to_spec(module)
     except SpecError:
         return None  # a layer with no spec form (L.Lambda inside): weights only
 
@@ -133,11 +135,13 @@ def _first_difference(mine: Any, theirs: Any, where: str = "$") -> str | None:
 
 
 def _fit_problems(module: nn.Module, state: Mapping[str, torch.Tensor]) -> list[str]:
-    expected = module.state_dict()
+    expected = module.state_dict(keep_vars=True)
     problems = [f"missing {key!r}" for key in expected if key not in state]
     problems += [f"unexpected {key!r}" for key in state if key not in expected]
     for key, tensor in expected.items():
         given = state.get(key)
+        if is_pending(tensor):
+            continue  # an unbuilt layer: it builds from the checkpoint's shapes, which it checks
         if given is not None and (given.shape != tensor.shape or given.dtype != tensor.dtype):
             problems.append(
                 f"{key!r} is {tuple(given.shape)} {given.dtype} in the checkpoint, "
@@ -149,11 +153,12 @@ def _fit_problems(module: nn.Module, state: Mapping[str, torch.Tensor]) -> list[
 def load_checkpoint(module: _M, path: str | os.PathLike[str]) -> _M:
     """Load the checkpoint at ``path`` into ``module``; returns ``module``.
 
+    Unbuilt layers in ``module`` build from the checkpoint's shapes first.
+
     :raises CheckpointError: the file is not a TorchX checkpoint, or does not
         fit ``module`` (another spec, other keys, shapes or dtypes). The
         module is unchanged then.
     """
-    require_built(module, "load")
     try:
         location: torch.device | str = module_device(module)
     except TorchXError:
@@ -172,5 +177,8 @@ def load_checkpoint(module: _M, path: str | os.PathLike[str]) -> _M:
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise CheckpointError(f"{where}: the checkpoint does not fit {type(module).__name__}: {shown}")
-    module.load_state_dict(checkpoint.state_dict)
+    try:
+        module.load_state_dict(checkpoint.state_dict)
+    except LayerError as error:  # an unbuilt layer whose arguments the checkpoint does not fit
+        raise CheckpointError(f"{where}: the checkpoint does not fit {type(module).__name__}: {error}") from error
     return module

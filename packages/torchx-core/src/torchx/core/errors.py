@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextvars
 import reprlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 __all__ = [
     "AllocationError",
     "ArgumentError",
+    "BuildWarning",
     "CheckpointError",
     "DeviceError",
     "DeviceUnavailableError",
     "DeviceWarning",
+    "DtypeError",
     "LayerError",
     "MissingPackageError",
     "PluginError",
@@ -20,16 +24,44 @@ __all__ = [
     "ShapeError",
     "SpecError",
     "TorchXError",
+    "add_note",
+    "dynamic_dims_shown_as_none",
     "format_call",
     "format_shape",
+    "is_probe_size",
     "short_repr",
     "torch_message",
 ]
 
 
+_PROBE_SIZE: contextvars.ContextVar[int | None] = contextvars.ContextVar("torchx_probe_size", default=None)
+
+
+@contextmanager
+def dynamic_dims_shown_as_none(probe: int | None) -> Iterator[None]:
+    """Inside the block, messages print a dim of size ``probe`` as ``None``.
+
+    Shape inference gives a dynamic (``None``) dim a stand-in size (the probe);
+    a message about a layer's input must say ``None`` there, as the user wrote
+    it, not the stand-in. The probe sizes are chosen to be unusual, so a real
+    dim rarely shares one.
+    """
+    token = _PROBE_SIZE.set(probe)
+    try:
+        yield
+    finally:
+        _PROBE_SIZE.reset(token)
+
+
+def is_probe_size(dim: int | None) -> bool:
+    """Whether ``dim`` is the stand-in size of a dynamic dim in the shape inference running now."""
+    return dim is None or (dim == _PROBE_SIZE.get() and dim is not None)
+
+
 def format_shape(shape: Sequence[int | None]) -> str:
     """Render a shape as ``(8, 3, 32, 32)``; dynamic dims print as ``None``."""
-    inner = ", ".join("None" if dim is None else str(dim) for dim in shape)
+    probe = _PROBE_SIZE.get()
+    inner = ", ".join("None" if dim is None or dim == probe else str(dim) for dim in shape)
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
@@ -51,6 +83,13 @@ def short_repr(value: Any) -> str:
     """``repr(value)``, bounded in depth and length, for messages about user data
     (a spec value may be a list nested 10,000 deep, or an int of 1,000 digits)."""
     return _SHORT.repr(value)
+
+
+def add_note(error: BaseException, note: str) -> None:
+    """Add ``note`` to ``error``'s traceback (Python 3.11+; nothing before)."""
+    adder = getattr(error, "add_note", None)
+    if adder is not None:
+        adder(note)
 
 
 def torch_message(error: BaseException) -> str:
@@ -102,7 +141,18 @@ class LayerError(TorchXError):
 
 class ShapeError(LayerError):
     """An input's shape does not fit a layer: the message says what the layer
-    got, what it needed and how to fix it."""
+    got, what it needed and how to fix it.
+
+    ``changed`` names the arguments a built layer would need built otherwise
+    for this input (``in_features``), when that is the reason.
+    """
+
+    changed: tuple[str, ...] = ()
+
+
+class DtypeError(LayerError, TypeError):
+    """An input's dtype does not fit a layer (integer ids into a layer with
+    floating weights, say): the message names the layer, the dtypes and the fix."""
 
 
 class AllocationError(LayerError):
@@ -127,15 +177,17 @@ class SpecError(TorchXError):
 
 
 class ArgumentError(TorchXError, ValueError):
-    """A layer was constructed with an invalid argument (a zero size, say).
+    """A layer was constructed with an invalid argument (a zero size, or a
+    torch-style positional argument that TorchX infers).
 
     ``argument`` names the argument, where one is to blame, so that a spec
     error can point at it (``$.layers[2].args.out_features``).
     """
 
-    def __init__(self, message: str, *, argument: str | None = None) -> None:
+    def __init__(self, message: str, *, argument: str | None = None, fix: str | None = None) -> None:
         self.argument = argument
-        super().__init__(message)
+        self.fix = fix
+        super().__init__(f"{message}\n  fix: {fix}" if fix else message)
 
 
 class DeviceError(TorchXError, ValueError):
@@ -164,6 +216,11 @@ class MissingPackageError(TorchXError, AttributeError):
 
 class DeviceWarning(UserWarning):
     """A device scope fell back to another device, as its ``fallback=`` asked."""
+
+
+class BuildWarning(UserWarning):
+    """A build did something the user may not expect, such as a layer whose
+    parameters differ from those it showed before its first input."""
 
 
 class PluginWarning(UserWarning):

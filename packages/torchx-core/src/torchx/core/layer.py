@@ -4,43 +4,65 @@ A layer subclass declares
 
 - ``native_class``: the ``nn.Module`` it builds (``nn.Linear``);
 - ``inferred_arguments``: which constructor arguments are read off the input
-  (``{"in_features": FromInput(dim=-1)}``), one declaration per family;
-- a typed ``__init__`` with the native signature minus the inferred arguments,
-  passing every argument by keyword to ``Layer.__init__``.
+  (``{"in_features": FromInput(dim=-1, state=FromState("weight", 1))}``), one
+  declaration per family; ``state`` says where a state dict shows the same size;
+- a typed ``__init__``: the arguments TorchX cannot infer, the required ones
+  positional and the rest keyword-only, then the inferred ones keyword-only
+  (given, they are checked against the input), all passed by keyword to
+  ``Layer.__init__``, which checks every value against the annotations.
 
-On its first call (or in :func:`torchx.build`) the layer runs the native
-constructor *on itself* and becomes an instance of a subclass of both the
-layer class and ``native_class``, as torch's own lazy modules do. From then on
-``forward`` is the native forward, ``state_dict`` keys are the native keys, and
-the same ``torch.manual_seed`` gives bit-identical weights to constructing the
-native module directly (the native constructor runs its own
-``reset_parameters()``).
+Before its first input a layer shows the parameters and buffers its native
+module will have, as pending tensors (see :mod:`torchx.core.pending`). On its
+first call (or in :func:`torchx.build`, or when a state dict is loaded into
+it) it runs the native constructor on itself and *becomes* the native module:
+``type(layer) is nn.Linear``, the same seed gives bit-identical weights, the
+pending tensors become its parameters. What TorchX knows of it (the layer
+class and the given arguments, for specs) stays in the instance, as a
+:class:`LayerRecord`.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
+from torchx.core.arguments import checker_of
 from torchx.core.errors import (
     ArgumentError,
+    BuildWarning,
+    DtypeError,
+    LayerError,
     ShapeError,
     TorchXError,
     format_call,
     format_shape,
+    is_probe_size,
     short_repr,
     torch_message,
 )
-from torchx.core.helpers import ModuleHelpers
 from torchx.core.memory import check_allocation
+from torchx.core.pending import (
+    Layout,
+    PlacementRequest,
+    add_pending,
+    become_native,
+    measure_layout,
+    pending_tensors,
+    request_of,
+    revert_to_pending,
+    save_pending_state,
+    stand_in_size,
+)
 from torchx.core.shapes import Shape, current_build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
 
@@ -48,11 +70,26 @@ if TYPE_CHECKING:
     from torchx.core.graph import Graph
     from torchx.core.specs import SpecReader, SpecWriter
 
-__all__ = ["FromInput", "Layer", "all_or_nothing", "is_shape_problem", "shapes_of", "unbuilt_layers"]
+__all__ = [
+    "FromInput",
+    "FromState",
+    "Layer",
+    "LayerRecord",
+    "all_or_nothing",
+    "cannot_build_while_compiling",
+    "describe_inputs",
+    "explain_failure",
+    "is_built",
+    "is_shape_problem",
+    "layer_view",
+    "native_module",
+    "record_of",
+    "unbuilt_layers",
+]
 
 _NOT_MODULE_STATE = frozenset({"_parameters", "_buffers", "_non_persistent_buffers_set", "_modules"})
 _MODULE_STATE = frozenset(key for key in nn.Module().__dict__ if key not in _NOT_MODULE_STATE)
-"""``nn.Module`` bookkeeping (hooks, training flag) that a layer keeps across its build."""
+"""``nn.Module`` bookkeeping (hooks, training flag) that a layer keeps across a build."""
 _MODULE_PROTOTYPE = tuple(
     (key, type(value) if isinstance(value, (dict, set)) else None, value)
     for key, value in nn.Module().__dict__.items()
@@ -68,19 +105,41 @@ def _init_module_state(module: nn.Module) -> None:
         state[key] = container() if container else value
 
 
-_META = torch.device("meta")
-_LARGEST_SIZE = 2**63 - 1
-"""Tensor sizes are int64."""
 _BUILD_LOCK = threading.RLock()
 
 
-def shapes_of(inputs: tuple[Any, ...]) -> str:
-    """Describe positional inputs for an error message: ``(8, 3, 32, 32)``."""
+def describe_inputs(inputs: tuple[Any, ...]) -> str:
+    """Positional inputs as an error message shows them: ``(8, 3, 32, 32)``."""
     described = [
         format_shape(tuple(value.shape)) if isinstance(value, torch.Tensor) else type(value).__name__
         for value in inputs
     ]
     return ", ".join(described) if described else "no inputs"
+
+
+@dataclass(frozen=True)
+class FromState:
+    """Where a state dict shows the size of an inferred argument.
+
+    :param key: the key (relative to the layer), or several to try in order
+        (``("weight", "running_mean")``: BatchNorm without affine has no weight).
+    :param dim: the dim of that tensor whose size it is.
+    :param times: the argument the size is multiplied by (a convolution's
+        weight has ``in_channels / groups`` input channels).
+    """
+
+    key: str | tuple[str, ...]
+    dim: int
+    times: str | None = None
+
+    def read(self, state: Mapping[str, Any], arguments: Mapping[str, Any]) -> int | None:
+        """The size, or None when the state has none of the keys."""
+        for key in (self.key,) if isinstance(self.key, str) else self.key:
+            tensor = state.get(key)
+            if isinstance(tensor, torch.Tensor) and -tensor.dim() <= self.dim < tensor.dim():
+                factor = arguments.get(self.times, 1) if self.times else 1
+                return int(tensor.shape[self.dim]) * int(factor)
+        return None
 
 
 @dataclass(frozen=True)
@@ -91,17 +150,20 @@ class FromInput:
     :param input: which positional input (0 for the first).
     :param ranks: the input ranks the layer accepts; ``None`` accepts any rank
         that has ``dim``.
+    :param state: where a state dict shows the same size, so that loading one
+        builds the layer without an input.
     """
 
     dim: int
     input: int = 0
     ranks: tuple[int, ...] | None = None
+    state: FromState | None = None
 
     def read(self, layer: Layer, inputs: tuple[Any, ...]) -> int:
         """The size of ``dim`` in input ``input``, or a ShapeError naming ``layer``."""
         if self.input >= len(inputs) or not isinstance(inputs[self.input], torch.Tensor):
             raise layer.shape_error(
-                f"expects a tensor as positional input {self.input}, got {shapes_of(inputs)}",
+                f"expects a tensor as positional input {self.input}, got {describe_inputs(inputs)}",
                 fix=f"call it as {layer.layer_label()}(x) with x shaped {layer.input_layout}",
             )
         shape = tuple(inputs[self.input].shape)
@@ -112,7 +174,7 @@ class FromInput:
             raise layer.shape_error(
                 f"expected input of shape {layer.input_layout} "
                 f"({self._ranks_text()}), got {format_shape(shape)} ({len(shape)}-d)",
-                fix=self._rank_fix(len(shape)),
+                fix=self._rank_fix(shape),
             )
         return int(shape[self.dim])
 
@@ -121,22 +183,88 @@ class FromInput:
             return f"at least {self.dim + 1 if self.dim >= 0 else -self.dim}-d"
         return " or ".join(f"{rank}-d" for rank in self.ranks)
 
-    def _rank_fix(self, rank: int) -> str:
-        if self.ranks is not None and rank + 1 == min(self.ranks):
+    def _rank_fix(self, shape: tuple[int, ...]) -> str:
+        batched = bool(shape) and is_probe_size(shape[0])
+        if self.ranks is not None and len(shape) + 1 == min(self.ranks) and not batched:
             return "add the batch dim: x.unsqueeze(0)"
+        if self.ranks is not None and len(shape) < min(self.ranks):
+            return f"give the input {min(self.ranks)} dims (the layout above); it lacks {min(self.ranks) - len(shape)}"
         return "reshape the input first (L.Flatten(), L.Reshape(...) or L.Unflatten(...))"
 
 
-_FACTORY_KWARGS: dict[type, bool] = {}
+@dataclass
+class LayerRecord:
+    """What TorchX keeps of a layer, in the instance, before and after its build.
+
+    After the build the layer *is* its native module; the record is how specs,
+    error messages and ``load_state_dict`` still know it as a TorchX layer,
+    even when a tool swaps its class (FSDP, parametrizations).
+    """
+
+    layer_class: type[Layer]
+    arguments: dict[str, Any]
+    """The constructor arguments as given (nothing inferred)."""
+    layout: Layout | None = None
+    """The native module's parameters and buffers (leaf layers)."""
+    inferred: dict[str, Any] | None = field(default=None)
+    """The arguments read off the input at the build (``None`` until then)."""
+
+
+def record_of(module: nn.Module) -> LayerRecord | None:
+    """The TorchX record of ``module``: a layer, built or not; None for a plain torch module."""
+    record = module.__dict__.get("_torchx")
+    return record if isinstance(record, LayerRecord) else None
+
+
+def layer_view(module: nn.Module) -> Layer:
+    """``module``'s TorchX layer: the module itself while unbuilt (or a
+    container), else an unbuilt stand-in holding its record, on which the
+    layer class's methods (``infer_arguments``, ``spec_fields``) run."""
+    if isinstance(module, Layer):
+        return module
+    record = record_of(module)
+    if record is None:
+        raise TorchXError(f"{type(module).__name__} is a plain torch module, not a TorchX layer")
+    view = record.layer_class.__new__(record.layer_class)
+    _init_module_state(view)
+    view.__dict__["_torchx"] = record
+    return view
+
+
+def is_built(module: nn.Module) -> bool:
+    """Whether ``module`` has nothing left to build (a plain torch module never has)."""
+    return not isinstance(module, Layer) or module.is_built
+
+
+def cannot_build_while_compiling(label: str) -> TorchXError:
+    """The error for an unbuilt layer met by ``torch.compile`` or ``torch.export``."""
+    return TorchXError(
+        f"{label} is not built, and a layer cannot build itself while torch.compile or "
+        "torch.export traces it: call torchx.build(model, input_shape) first"
+    )
+
+
+def native_module(module: nn.Module) -> nn.Module:
+    """The built native module of ``module``: ``module`` itself, once built (a
+    built layer is its native module); raises for an unbuilt layer."""
+    if isinstance(module, Layer):
+        return module.native_module()
+    return module
+
+
+_TAKES_FACTORY_KWARGS: dict[type, bool] = {}
 _DEFAULTS: dict[type, Mapping[str, Any]] = {}
+_POSITIONAL: dict[type, float] = {}
+_LAYOUTS: dict[Any, Layout] = {}
+_LAYOUTS_LIMIT = 4096
 
 
-def _takes_factory_kwargs(native_class: type[nn.Module]) -> bool:
-    """Whether ``native_class(...)`` accepts ``device=`` and ``dtype=`` (cached)."""
-    takes = _FACTORY_KWARGS.get(native_class)
+def takes_factory_kwargs(native: type[nn.Module]) -> bool:
+    """Whether ``native(...)`` accepts ``device=`` and ``dtype=`` (cached)."""
+    takes = _TAKES_FACTORY_KWARGS.get(native)
     if takes is None:
-        parameters = inspect.signature(native_class.__init__).parameters
-        takes = _FACTORY_KWARGS[native_class] = "device" in parameters and "dtype" in parameters
+        parameters = inspect.signature(native.__init__).parameters
+        takes = _TAKES_FACTORY_KWARGS[native] = "device" in parameters and "dtype" in parameters
     return takes
 
 
@@ -153,20 +281,35 @@ def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
     return defaults
 
 
-def _new_built_layer(layer_class: type[Layer]) -> Layer:
-    """Unpickling helper: an empty instance of ``layer_class``'s built class."""
-    built = layer_class._torchx_built_class
-    return built.__new__(built)
+def _positional_count(cls: type[Layer]) -> float:
+    """How many positional arguments ``cls(...)`` takes (infinite with ``*args``)."""
+    count = _POSITIONAL.get(cls)
+    if count is None:
+        kinds = [p.kind for p in inspect.signature(cls.__init__).parameters.values()][1:]
+        count = (
+            math.inf
+            if inspect.Parameter.VAR_POSITIONAL in kinds
+            else sum(kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for kind in kinds)
+        )
+        _POSITIONAL[cls] = count
+    return count
 
 
-class Layer(ModuleHelpers):
+def _frozen(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    hash(value)
+    return value
+
+
+class Layer(nn.Module):
     r"""Base class of every TorchX layer: an ``nn.Module`` that infers its input side.
 
-    Until its first input a layer holds only its constructor arguments; after
-    it, it *is* its native module (``isinstance(layer, nn.Linear)``), with the
-    native forward and ``state_dict`` keys. Every layer has the
-    :class:`~torchx.core.helpers.ModuleHelpers` methods (``soft_update``,
-    ``freeze``, ``save``...); containers are also ``torchx.nn.Module``\s.
+    Until its first input a layer holds its constructor arguments and pending
+    parameters; after it, it *is* its native module (``type(layer) is
+    nn.Linear``), with the native forward, ``state_dict`` keys and weights.
+    Containers (``Sequential``, ``Functional``...) stay layers and are also
+    ``torchx.nn.Module``\s.
     """
 
     native_class: ClassVar[type[nn.Module] | None] = None
@@ -175,62 +318,77 @@ class Layer(ModuleHelpers):
     inferred_arguments: ClassVar[Mapping[str, FromInput]] = {}
     """Native constructor arguments read off the input, by argument name."""
 
+    inferable_arguments: ClassVar[tuple[str, ...]] = ()
+    """Every argument this layer can infer (default: the keys of
+    ``inferred_arguments``); given, each is checked against the input."""
+
+    torch_positional: ClassVar[tuple[str, ...]] = ()
+    """The native class's positional parameters, in torch's order (default: read
+    off its ``__init__``), to explain a torch-style call such as ``L.Linear(10, 20)``."""
+
     input_layout: ClassVar[str] = "(N, *)"
     """The expected input layout, for error messages (``"(N, C_in, H, W)"``)."""
 
-    positive_arguments: ClassVar[tuple[str, ...]] = ()
-    """Arguments that must be positive integers, or lists of them (sizes, strides)."""
-
-    nonnegative_arguments: ClassVar[tuple[str, ...]] = ()
-    """Arguments that must be integers >= 0, or lists of them (paddings); strings pass."""
+    integer_input: ClassVar[bool] = False
+    """True when the layer takes integer inputs (embeddings take token ids)."""
 
     same_shape: ClassVar[bool] = False
     """True when the output shape always equals the input shape (a fast path)."""
 
-    _torchx_built: ClassVar[bool] = False
-    _torchx_layer_class: ClassVar[type[Layer]]
-    _torchx_built_class: ClassVar[type[Layer]]
-    _torchx_arguments: dict[str, Any]
+    _torchx: LayerRecord
     _torchx_plain_init: ClassVar[bool] = False
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) > _positional_count(cls):
+            from torchx.core.torch_style import positional_error
+
+            raise positional_error(cls, args, kwargs)
+        return super().__new__(cls)
+
     def __init__(self, **arguments: Any) -> None:
-        if type(self)._torchx_plain_init:
+        cls = type(self)
+        if cls._torchx_plain_init:
             _init_module_state(self)
         else:
             super().__init__()
-        for name in self.positive_arguments:
-            _check_size(self, name, arguments.get(name), 1)
-        for name in self.nonnegative_arguments:
-            _check_size(self, name, arguments.get(name), 0)
-        self.__dict__["_torchx_arguments"] = arguments
+        device, dtype = arguments.pop("device", None), arguments.pop("dtype", None)
+        checker_of(cls).check(cls.__name__, arguments)
+        record = LayerRecord(cls, arguments)
+        self.__dict__["_torchx"] = record
+        if device is not None or dtype is not None:
+            self.__dict__["_torchx_request"] = PlacementRequest(
+                None if device is None else torch.device(device), dtype
+            )
+        if cls.native_class is not None:
+            record.layout = self._layout()
+            request = request_of(self)
+            add_pending(self, record.layout, *(() if request is None else (request.device, request.dtype)))
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("_torchx_built", False):
-            return
-        cls._torchx_layer_class = cls
         after_layer = cls.__mro__[cls.__mro__.index(Layer) + 1 :]
         cls._torchx_plain_init = (
             next(base for base in after_layer if "__init__" in base.__dict__) is nn.Module
         )
-        if cls.native_class is not None:
-            cls._torchx_built_class = _make_built_class(cls, cls.native_class)
+        if "inferable_arguments" not in cls.__dict__ and "inferred_arguments" in cls.__dict__:
+            cls.inferable_arguments = tuple(cls.inferred_arguments)
 
     # -- the protocol ---------------------------------------------------------
 
     @property
     def arguments(self) -> Mapping[str, Any]:
         """The constructor arguments as the user gave them (nothing inferred)."""
-        return self._torchx_arguments
+        return self._torchx.arguments
 
     @property
     def is_built(self) -> bool:
-        """Whether the native module has been built."""
-        return type(self)._torchx_built
+        """Whether nothing in this layer is left to build (always False for a leaf
+        layer: once built, it is its native module, not a Layer)."""
+        return not unbuilt_layers(self)
 
     def layer_label(self) -> str:
         """How errors name this layer: its class name."""
-        return type(self).__name__
+        return self._torchx.layer_class.__name__
 
     def shape_error(self, problem: str, fix: str | None = None) -> ShapeError:
         """A ShapeError attributed to this layer."""
@@ -244,8 +402,31 @@ class Layer(ModuleHelpers):
         """
         return {name: rule.read(self, inputs) for name, rule in self.inferred_arguments.items()}
 
+    def infer_arguments_from_state(self, state: Mapping[str, torch.Tensor]) -> dict[str, Any] | None:
+        """The inferred arguments as a state dict (keys relative to the layer)
+        shows them, or None when it does not (the keys are missing).
+
+        The default reads each ``FromInput.state``; override it next to
+        :meth:`infer_arguments`.
+        """
+        inferred = {}
+        for name, rule in self.inferred_arguments.items():
+            size = None if rule.state is None else rule.state.read(state, self.arguments)
+            if size is None:
+                return None
+            inferred[name] = size
+        return inferred
+
+    def stand_in_arguments(self) -> dict[str, Any]:
+        """Values for the inferable arguments not given, with which the native
+        module shows its parameters before the build (their shapes do not
+        matter, their names do). Override when a size of 1 does not fit."""
+        size = stand_in_size(self.arguments)
+        return {name: size for name in self.inferable_arguments if self.arguments.get(name) is None}
+
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
-        """A closed-form output shape for a built layer, or None to run on meta.
+        """A closed-form output shape, or None to run on meta (read the
+        arguments off ``self.arguments``; it runs before the build).
 
         Only a fast path: a test checks every formula against the meta run.
         """
@@ -282,10 +463,10 @@ class Layer(ModuleHelpers):
 
     def _given_arguments(self) -> dict[str, Any]:
         """The constructor arguments that differ from their defaults."""
-        defaults = _signature_defaults(type(self)._torchx_layer_class)
+        defaults = _signature_defaults(self._torchx.layer_class)
         return {
             name: value
-            for name, value in self._torchx_arguments.items()
+            for name, value in self.arguments.items()
             if name not in defaults or not _same(value, defaults[name])
         }
 
@@ -303,218 +484,412 @@ class Layer(ModuleHelpers):
     # -- building -------------------------------------------------------------
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
-        """Build from ``inputs``, then run the native forward on them.
+        """Build from the inputs, then run the native forward on them.
 
         Inside :func:`torchx.build`, meta inputs build the native module on the
         build's device and return meta outputs: no FLOPs, no activations.
         """
+        if torch.compiler.is_compiling():
+            raise cannot_build_while_compiling(self.layer_label())
         symbolic = find_symbolic(inputs, kwargs)
         if symbolic is not None:
             return symbolic.__torchx_call__(self, inputs, kwargs)
-        if torch.compiler.is_compiling():
-            raise TorchXError(
-                f"{self.layer_label()} is not built, and a layer cannot build itself while "
-                "torch.compile or torch.export traces it: call torchx.build(model, input_shape) first"
-            )
-        tensors = _tensors_in(inputs)
+        layer_class = type(self)
+        native = layer_class.native_class
+        if native is None:
+            raise NotImplementedError(f"{layer_class.__name__} must override forward")
+        positional = _positional_inputs(native, inputs, kwargs) if kwargs else inputs
+        tensors = _tensors_in(positional)
         target = current_build_target()
         abstract = target is not None and all(t.is_meta for t in tensors)
+        shape = None
         with _BUILD_LOCK:  # two threads calling one unbuilt layer build it once
-            built_here = not self.is_built
+            built_here = type(self) is layer_class
             if built_here:
-                if abstract:
-                    device = None if target.device_is_default else target.device  # type: ignore[union-attr]
-                    dtype = target.dtype  # type: ignore[union-attr]
-                else:
-                    device, dtype = tensors[0].device if tensors else torch.get_default_device(), None
-                requested_device, requested_dtype = self.__dict__.get("_torchx_placement", (None, None))
-                self._build(inputs, tensors, requested_device or device, requested_dtype or dtype)
+                if abstract and not kwargs:
+                    shape = self._closed_form_output(positional)
+                self._build(positional, tensors, target if abstract else None)
         try:
             if not abstract:
                 return self.forward(*inputs, **kwargs)
-            output = self._abstract_output(inputs, kwargs)
-            if target is not None:
-                target.swap.add(self)  # a second call in this build (a shared layer) stays on meta
+            if shape is not None:
+                output = positional[0] if shape is positional[0] else shape
+            else:
+                output = run_on_meta(self, inputs, kwargs, call=self.forward)
+            target.swap.add(self)  # type: ignore[union-attr]  # a shared layer's next call stays on meta
             return output
         except Exception as error:
             if built_here:
-                self._unbuild()
-            if not is_shape_problem(error):
+                unbuild(self)
+            classified = _classified(layer_class, self, positional, error)
+            if classified is error:
                 raise
-            raise self.shape_error(
-                f"input {shapes_of(inputs)} does not fit: {torch_message(error)}",
-                fix=f"give it input shaped {self.input_layout}",
-            ) from error
+            raise classified from error
 
-    def _build(
-        self,
-        inputs: tuple[Any, ...],
-        tensors: list[torch.Tensor],
-        device: torch.device | None,
-        dtype: torch.dtype | None,
-    ) -> None:
-        """Become the native module, built for ``inputs`` on ``device``.
+    def _closed_form_output(self, inputs: tuple[Any, ...]) -> Any:
+        """The meta output from the layer's formula (or its input, for
+        ``same_shape`` layers), or None when there is none."""
+        if not inputs or not all(isinstance(value, torch.Tensor) for value in inputs):
+            return None
+        if self.same_shape:
+            return inputs[0]  # a meta tensor: only its shape and dtype are read
+        shape = self.infer_output_shape(*(tuple(value.shape) for value in inputs))
+        if shape is None or None in shape:
+            return None
+        return torch.empty(shape, dtype=inputs[0].dtype, device="meta")  # type: ignore[arg-type]
 
-        Parameters take ``dtype``, else the first floating input's dtype. The
-        native constructor runs as usual (its own ``reset_parameters()``
-        included, so the same seed gives the same weights), then this layer
-        adopts the result. A device or dtype equal to torch's default is not
-        passed (explicit factory kwargs cost the constructor a few
-        microseconds) unless a function mode, such as a device scope's, is on.
+    def _build(self, inputs: tuple[Any, ...], tensors: list[torch.Tensor], target: Any) -> None:
+        """Become the native module, built for ``inputs``.
+
+        Parameters go where a placement request (``.to()``, ``device=``) says,
+        else on the input's device (or the abstract build's) in the first
+        floating input's dtype (torch's default dtype under autocast). A device
+        or dtype equal to torch's default is not passed (explicit factory
+        kwargs cost the constructor a few microseconds) unless a function mode,
+        such as a device scope's, is on.
         """
-        native = self.native_class
-        if native is None:
-            raise NotImplementedError(f"{type(self).__name__} must override forward")
+        native = type(self).native_class
+        assert native is not None
         inferred = self.infer_arguments(*inputs)
-        arguments = {**self._torchx_arguments, **inferred}
-        takes_factory_kwargs = _takes_factory_kwargs(native)
-        if takes_factory_kwargs:
+        self._check_given(inferred, inputs)
+        arguments = self._native_arguments(inferred)
+        if target is not None:
+            device = None if target.device_is_default else target.device
+            dtype = target.dtype
+        else:
+            device, dtype = (tensors[0].device if tensors else None), None
+        floating = next((t.dtype for t in tensors if t.is_floating_point()), None)
+        if floating is not None and tensors and _autocasting(tensors[0].device.type):
+            floating = None  # the input is in the autocast dtype; parameters stay in the true one
+        self._check_input_dtype(inputs)
+        request = request_of(self)
+        if request is not None:
+            device, dtype = request.device or device, request.dtype or dtype
+        factory = takes_factory_kwargs(native)
+        if factory:
             if device is not None:
                 arguments["device"] = device
-            dtype = dtype or next((t.dtype for t in tensors if t.is_floating_point()), None)
+            dtype = dtype or floating
             # A function mode (a device scope's) may change what "default" means: then say it.
             if dtype is not None and (
                 dtype != torch.get_default_dtype() or torch._C._len_torch_function_stack()
             ):
                 arguments["dtype"] = dtype
         try:
-            check_allocation(self, native, arguments, device, takes_factory_kwargs)
-            built = native(**arguments)
+            check_allocation(self, native, arguments, device, factory)
+            self._become(native, arguments, inferred)
         except Exception as error:
             if not is_shape_problem(error):
                 raise
             raise self.shape_error(
                 f"cannot build {format_call(native, arguments)} for input "
-                f"{shapes_of(inputs)}: {torch_message(error)}",
+                f"{describe_inputs(inputs)}: {torch_message(error)}",
                 fix="change the layer's arguments or the input shape so that they agree",
             ) from error
-        self._adopt(built)
-        self.__dict__["_torchx_inferred"] = inferred
-        # Last: until the class changes, other threads still take the locked build path.
-        object.__setattr__(self, "__class__", type(self)._torchx_built_class)
-        if not self.training:
-            self.train(False)
 
-    def _adopt(self, built: nn.Module) -> None:
-        """Take over ``built``'s tensors, children and attributes.
+    def _native_arguments(self, inferred: Mapping[str, Any]) -> dict[str, Any]:
+        """The given arguments (without inferable ones left unset) and ``inferred``."""
+        inferable = type(self).inferable_arguments
+        arguments = {
+            name: value for name, value in self.arguments.items() if value is not None or name not in inferable
+        }
+        arguments.update(inferred)
+        return arguments
 
-        The layer keeps its own hooks and training flag (hook handles point at
-        its hook dicts); hooks the native constructor registered are merged in.
-        """
-        state = self.__dict__
-        for key, value in built.__dict__.items():
-            if key not in _MODULE_STATE:
-                state[key] = value
-            elif value and isinstance(value, dict):
-                state[key].update(value)
+    def _check_given(self, inferred: Mapping[str, Any], inputs: tuple[Any, ...]) -> None:
+        """An inferred argument that was also given must agree with the input."""
+        for name, size in inferred.items():
+            given = self.arguments.get(name)
+            if given is not None and given != size:
+                raise self.shape_error(
+                    f"{name}={short_repr(given)} was given, but the input {describe_inputs(inputs)} "
+                    f"has {name}={short_repr(size)}",
+                    fix=f"feed inputs with {name}={short_repr(given)}, or drop {name}= to infer it",
+                )
 
-    def _unbuild(self) -> None:
-        """Return to the unbuilt state, keeping hooks and the training flag."""
-        state = self.__dict__
-        kept = {key: state[key] for key in (*_MODULE_STATE, "_torchx_arguments")}
-        object.__setattr__(self, "__class__", type(self)._torchx_layer_class)
-        state.clear()
-        nn.Module.__init__(self)
-        state.update(kept)
-
-    def _abstract_output(self, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not kwargs and inputs and all(isinstance(value, torch.Tensor) for value in inputs):
-            if self.same_shape:
-                return inputs[0]  # a meta tensor: only its shape and dtype are read
-            shape = self.infer_output_shape(*(tuple(value.shape) for value in inputs))
-            if shape is not None and None not in shape:
-                return torch.empty(shape, dtype=inputs[0].dtype, device=_META)  # type: ignore[arg-type]
-        return run_on_meta(self, inputs, kwargs, call=self.forward)
-
-    def _forward_failed(self, error: RuntimeError, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The slow path of a built layer's forward, taken only when torch raised.
-
-        A symbolic input (a graph placeholder) raises to get here: hand it the
-        call. Otherwise re-raise, as a ShapeError when the input no longer fits
-        the built layer.
-        """
-        symbolic = find_symbolic(args, kwargs)
-        if symbolic is not None:
-            return symbolic.__torchx_call__(self, args, kwargs)
-        mismatch = self._shape_mismatch(args)
-        if mismatch is None:
-            raise error
-        raise mismatch from error
-
-    def _shape_mismatch(self, inputs: tuple[Any, ...]) -> ShapeError | None:
-        """Why ``inputs`` do not fit this built layer, if it is their shape."""
-        try:
-            now = self.infer_arguments(*inputs)
-        except ShapeError as error:
-            return error
-        built: dict[str, Any] = self.__dict__.get("_torchx_inferred", {})
-        changed = [
-            f"{name}={now[name]} (built with {built[name]})" for name in now if now[name] != built.get(name)
-        ]
-        if not changed:
-            return None
-        return self.shape_error(
-            f"got input {shapes_of(inputs)}, which needs {', '.join(changed)}; "
-            "a built layer never rebuilds itself",
-            fix="feed inputs of the size it was built for, or use a new layer for the new size",
+    def _check_input_dtype(self, inputs: tuple[Any, ...]) -> None:
+        layout = self._torchx.layout
+        first = inputs[0] if inputs else None
+        if (
+            type(self).integer_input
+            or not isinstance(first, torch.Tensor)
+            or first.is_floating_point()
+            or first.is_complex()
+            or layout is None
+            or not any(slot.floating and slot.is_parameter for slot in layout.slots)
+        ):
+            return
+        raise DtypeError(
+            self.layer_label(),
+            f"its weights are floating-point, but its input is {first.dtype} "
+            f"(shape {format_shape(tuple(first.shape))})",
+            fix="convert the input, e.g. x.float(); token ids go into an L.Embedding first",
+            source=self,
         )
 
-    # -- interoperability -------------------------------------------------------
+    def _become(self, native: type[nn.Module], arguments: dict[str, Any], inferred: dict[str, Any]) -> None:
+        """Become ``native(**arguments)``, in place; other threads calling this
+        layer meanwhile wait for the build (``forward`` is looked up on the instance first)."""
+        state = self.__dict__
+        record = self._torchx
+        request = request_of(self)
+        state["forward"] = _wait_for_build(self)
+        try:
+            missing = become_native(self, native, arguments)
+        finally:
+            state.pop("forward", None)
+        record.inferred = inferred
+        if request is not None and request.memory_format is not None:
+            self.to(memory_format=request.memory_format)
+        if request is not None and request.shared:
+            self.share_memory()
+        if missing:
+            warnings.warn(
+                f"{record.layer_class.__name__}: for this input its parameters are "
+                f"{', '.join(name for name, _ in self.named_parameters())}, not the "
+                f"{', '.join(missing)} it showed before the build, so an optimizer made before the "
+                f"build does not hold them; pass {', '.join(f'{k}={v}' for k, v in inferred.items())} "
+                "to the constructor, which fixes them before the build, or make the optimizer after it",
+                BuildWarning,
+                stacklevel=4,
+            )
+
+    def _layout(self) -> Layout:
+        """The native module's parameters and buffers for these arguments (cached)."""
+        native = type(self).native_class
+        assert native is not None
+        try:
+            key: Any = (type(self), *((name, _frozen(value)) for name, value in self.arguments.items()))
+        except TypeError:
+            key = None  # an unhashable argument: measured each time
+        layout = _LAYOUTS.get(key) if key is not None else None
+        if layout is None:
+            arguments = self._native_arguments(self.stand_in_arguments())
+            try:
+                layout = measure_layout(native, arguments, takes_factory_kwargs(native))
+            except (ValueError, TypeError, RuntimeError, AssertionError) as error:
+                raise ArgumentError(
+                    f"{self.layer_label()}: torch's {native.__name__} refuses these arguments: "
+                    f"{torch_message(error)}",
+                    fix="change the arguments as the message says",
+                ) from None
+            if key is not None:
+                if len(_LAYOUTS) >= _LAYOUTS_LIMIT:
+                    _LAYOUTS.clear()
+                _LAYOUTS[key] = layout
+        return layout
+
+    # -- loading a state dict builds the layer ----------------------------------
+
+    def _arguments_from_state(self, state: Mapping[str, torch.Tensor], prefix: str) -> dict[str, Any]:
+        """The native arguments a state dict (keys relative to this layer) asks
+        for, checked against the given ones; raises a ShapeError naming the key."""
+        native = type(self).native_class
+        assert native is not None
+        inferred = self.infer_arguments_from_state(state)
+        keys = self._torchx.layout.keys() if self._torchx.layout else []
+        if inferred is None:
+            raise self.shape_error(
+                f"the state dict does not show its input size: it has "
+                f"{', '.join(repr(prefix + key) for key in state) or 'no keys'} of "
+                f"{', '.join(repr(prefix + key) for key in keys)}",
+                fix="load a state dict with all of this layer's keys, or build it first: torchx.build(model, shape)",
+            )
+        arguments = {**inferred, **self._native_arguments({})}
+        layout = measure_layout(native, arguments, takes_factory_kwargs(native))
+        for key, shape in layout.shapes.items():
+            tensor = state.get(key)
+            if isinstance(tensor, torch.Tensor) and tuple(tensor.shape) != shape:
+                raise self.shape_error(
+                    f"state key {prefix + key!r} has shape {format_shape(tuple(tensor.shape))}, but "
+                    f"{format_call(native, arguments)} needs {format_shape(shape)}",
+                    fix="load a state dict of this architecture, or change the layer's arguments to match it",
+                )
+        return arguments
+
+    def _load_from_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        prefix: str,
+        local_metadata: Any,
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        """An unbuilt layer builds from the state dict's shapes, then loads it."""
+        native = type(self).native_class
+        loader = super()._load_from_state_dict
+        if native is None:
+            return loader(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)  # type: ignore[no-any-return]
+        local = {key[len(prefix) :]: value for key, value in state_dict.items() if key.startswith(prefix)}
+        keys = self._torchx.layout.keys() if self._torchx.layout else []
+        if not any(key in local for key in keys):
+            missing_keys.extend(prefix + key for key in keys)
+            if strict:
+                unexpected_keys.extend(prefix + key for key in local if key not in keys)
+            return None
+        arguments = self._arguments_from_state(local, prefix)
+        request = request_of(self)
+        if request is not None and takes_factory_kwargs(native):
+            arguments.update({k: v for k, v in (("device", request.device), ("dtype", request.dtype)) if v})
+        self._become(native, arguments, self.infer_arguments_from_state(local) or {})
+        type(self)._load_from_state_dict(  # the native's, now
+            self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        return None
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """``nn.Module.load_state_dict``; unbuilt layers inside build from the
+        state's shapes first. Every unbuilt layer is checked before anything
+        changes, and if loading fails, the layers it built are unbuilt again."""
+        for path, module in self.named_modules():
+            if isinstance(module, Layer) and type(module).native_class is not None:
+                prefix = f"{path}." if path else ""
+                local = {k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)}
+                layout = module._torchx.layout
+                if layout is not None and any(key in local for key in layout.keys()):
+                    module._arguments_from_state(local, prefix)
+        with all_or_nothing(self):
+            return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
+        if type(self).native_class is None:
+            super()._save_to_state_dict(destination, prefix, keep_vars)
+        else:
+            save_pending_state(self, destination, prefix)
+
+    # -- what is asked before the build is kept ----------------------------------
 
     def _apply(self, fn: Any, recurse: bool = True) -> Any:
-        """``.to()``, ``.cuda()``, ``.double()``... on an unbuilt layer are remembered
-        and applied when it builds; on a built layer they act as on any module."""
-        if type(self)._torchx_built or self.native_class is None:
+        """``.to()``, ``.cuda()``, ``.double()``, ``share_memory()``, a memory
+        format... on an unbuilt layer are kept and applied when it builds (its
+        pending tensors move already); on a container they act as on any module."""
+        if type(self).native_class is None:
             return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
-        before = torch.empty(0, device="cpu", dtype=torch.float32)  # explicit: a device scope may be open
-        probe = fn(before)
-        device, dtype = self.__dict__.get("_torchx_placement", (None, None))
-        if probe.device != before.device:
-            device = probe.device
-        if probe.dtype != before.dtype:
-            dtype = probe.dtype
-        self.__dict__["_torchx_placement"] = (device, dtype)
+        request = (request_of(self) or PlacementRequest()).after(fn)
+        self.__dict__["_torchx_request"] = request
+        for _, tensor in pending_tensors(self):
+            moved = torch.empty(
+                0,
+                device=request.device or tensor.device,
+                dtype=(request.dtype or tensor.dtype) if tensor.is_floating_point() else tensor.dtype,
+            )
+            if torch._has_compatible_shallow_copy_type(tensor, moved):
+                tensor.data = moved
         return self
 
     def extra_repr(self) -> str:
         arguments = ", ".join(f"{name}={value!r}" for name, value in self._given_arguments().items())
         return f"{arguments}, not built" if arguments else "not built"
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        reduced = super().__reduce_ex__(max(int(protocol), 2))
-        if not self.is_built or self.native_class is None:
-            return reduced
-        return (_new_built_layer, (type(self)._torchx_layer_class,), *reduced[2:])
-
     def __prepare_scriptable__(self) -> nn.Module:
-        """``torch.jit.script`` compiles the plain native module sharing this one's tensors."""
-        native = self.native_class
-        if native is None:
-            return self
-        if not self.is_built:
-            raise TorchXError(
-                f"{self.layer_label()} is not built: build it (torchx.build) before torch.jit.script"
-            )
-        plain = native.__new__(native)
-        state = {key: value for key, value in self.__dict__.items() if not key.startswith("_torchx_")}
-        state["_modules"] = dict(state["_modules"])
-        plain.__dict__.update(state)
-        return plain
-
-
-def _check_size(layer: Layer, name: str, value: Any, smallest: int) -> None:
-    """Refuse ``value`` unless it is None, a string, or ints (one, or a list) in
-    ``[smallest, 2**63 - 1]``: torch would fail on it later, or build nonsense."""
-    if (type(value) is int and smallest <= value <= _LARGEST_SIZE) or value is None or isinstance(value, str):
-        return
-    items = value if isinstance(value, (list, tuple)) else (value,)
-    if not all(type(item) is int and smallest <= item <= _LARGEST_SIZE for item in items):
-        kind = "positive" if smallest else "non-negative"
-        raise ArgumentError(
-            f"{type(layer).__name__}: {name} must be a {kind} int or a list of them (at most 2**63 - 1), "
-            f"got {short_repr(value)}",
-            argument=name,
+        """``torch.jit.script`` of an unbuilt layer says to build it first."""
+        raise TorchXError(
+            f"{self.layer_label()} is not built: build it (torchx.build) before torch.jit.script"
         )
+
+
+def _wait_for_build(layer: nn.Module) -> Callable[..., Any]:
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        with _BUILD_LOCK:
+            pass
+        return type(layer).forward(layer, *args, **kwargs)
+
+    return forward
+
+
+def unbuild(module: nn.Module) -> None:
+    """Return a built layer to its unbuilt state, keeping hooks, the training
+    flag and the parameter objects (which become pending again)."""
+    record = record_of(module)
+    if record is None or isinstance(module, Layer):
+        return
+    state = module.__dict__
+    tensors = revert_to_pending(module)
+    kept = {key: state[key] for key in _MODULE_STATE}
+    request = state.get("_torchx_request")
+    object.__setattr__(module, "__class__", record.layer_class)
+    state.clear()
+    _init_module_state(module)
+    state.update(kept)
+    state["_torchx"] = record
+    if request is not None:
+        state["_torchx_request"] = request
+    record.inferred = None
+    if record.layout is not None:
+        add_pending(module, record.layout, reuse=tensors)
+
+
+def _classified(layer_class: type[Layer], layer: nn.Module, inputs: tuple[Any, ...], error: Exception) -> Exception:
+    """The error to raise for ``error`` raised while a layer built and ran for ``inputs``."""
+    if isinstance(error, LayerError) or not is_shape_problem(error):
+        return error
+    label = layer_class.__name__
+    message = torch_message(error)
+    if _is_dtype_problem(message):
+        return DtypeError(
+            label,
+            f"input {describe_inputs(inputs)} of dtype "
+            f"{', '.join(str(v.dtype) for v in inputs if isinstance(v, torch.Tensor))}: {message}",
+            fix="convert the input to a dtype the layer takes (e.g. x.float())",
+            source=layer,
+        )
+    return ShapeError(
+        label,
+        f"input {describe_inputs(inputs)} does not fit: {message}",
+        fix=f"give it input shaped {layer_class.input_layout}",
+        source=layer,
+    )
+
+
+_DTYPE_WORDS = ("dtype", "scalar type", "not implemented for '", "type (", "expected m1 and m2")
+
+
+def _is_dtype_problem(message: str) -> bool:
+    """Whether torch's ``message`` is about a dtype rather than a shape."""
+    lowered = message.lower()
+    return any(word in lowered for word in _DTYPE_WORDS) and "shape" not in lowered
+
+
+def _autocasting(device_type: str) -> bool:
+    try:
+        return bool(torch.is_autocast_enabled(device_type))
+    except (TypeError, RuntimeError):  # a device type autocast does not know
+        return False
+
+
+def explain_failure(module: nn.Module, inputs: tuple[Any, ...], error: BaseException) -> LayerError | None:
+    """Why ``module``, a built TorchX layer, failed on ``inputs``, when the
+    reason is that their sizes differ from those it was built for: a ShapeError
+    naming both. None for anything else (torch's own error then stands)."""
+    if isinstance(error, LayerError):
+        return error
+    record = record_of(module)
+    if record is None or record.inferred is None or not is_shape_problem(error):
+        return None
+    view = layer_view(module)
+    try:
+        now = view.infer_arguments(*inputs)
+    except ShapeError as mismatch:
+        mismatch.source = mismatch.origin = module
+        return mismatch
+    changed = [
+        f"{name}={now[name]} (built with {record.inferred[name]})"
+        for name in now
+        if name in record.inferred and now[name] != record.inferred[name]
+    ]
+    if not changed:
+        return None
+    explained = ShapeError(
+        view.layer_label(),
+        f"got input {describe_inputs(inputs)}, which needs {', '.join(changed)}; "
+        "a built layer never rebuilds itself",
+        fix="feed inputs of the size it was built for, or use a new layer for the new size",
+        source=module,
+    )
+    explained.changed = tuple(name for name in now if name in record.inferred and now[name] != record.inferred[name])
+    return explained
 
 
 def is_shape_problem(error: BaseException) -> bool:
@@ -528,10 +903,8 @@ def is_shape_problem(error: BaseException) -> bool:
 
 
 def unbuilt_layers(module: nn.Module) -> list[Layer]:
-    """Every layer in ``module`` (itself included) that has yet to build."""
-    return [
-        sub for sub in module.modules() if isinstance(sub, Layer) and sub.native_class and not sub.is_built
-    ]
+    """Every leaf layer in ``module`` (itself included) that has yet to build."""
+    return [sub for sub in module.modules() if isinstance(sub, Layer) and type(sub).native_class is not None]
 
 
 @contextmanager
@@ -543,8 +916,8 @@ def all_or_nothing(module: nn.Module) -> Iterator[None]:
         yield
     except BaseException:
         for layer in pending:
-            if layer.is_built:
-                layer._unbuild()
+            if not isinstance(layer, Layer):
+                unbuild(layer)
         raise
 
 
@@ -562,65 +935,23 @@ def _tensors_in(inputs: tuple[Any, ...]) -> list[torch.Tensor]:
     return [leaf for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)]
 
 
-def _guarded_forward(native_forward: Callable[..., Any]) -> Callable[..., Any]:
-    """``native_forward`` behind a ``try`` that hands torch's errors to
-    :meth:`Layer._forward_failed`, with the native signature.
-
-    The wrapper repeats the native parameters instead of taking ``*args,
-    **kwargs``: packing and unpacking those on every call costs more than the
-    extra frame itself, and a built layer's forward must cost what the native
-    one costs. Signatures that cannot be repeated fall back to the generic form.
-    """
-    try:
-        parameters = list(inspect.signature(native_forward).parameters.values())[1:]
-    except (TypeError, ValueError):
-        parameters = None
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    if parameters is None or any(p.kind not in kinds for p in parameters):
-
-        def generic(self: Layer, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return native_forward(self, *args, **kwargs)
-            except RuntimeError as error:
-                return self._forward_failed(error, args, kwargs)
-
-        return generic
-    defaults = {f"_default_{i}": p.default for i, p in enumerate(parameters) if p.default is not p.empty}
-    declared, positional, keywords = [], [], []
-    for index, parameter in enumerate(parameters):
-        default = f"=_default_{index}" if parameter.default is not parameter.empty else ""
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
-            if "*" not in declared:
-                declared.append("*")
-            keywords.append(f"{parameter.name}={parameter.name}")
-        else:
-            positional.append(parameter.name)
-        declared.append(f"{parameter.name}{default}")
-    call = ", ".join(["self", *positional, *keywords])
-    packed = "(" + "".join(f"{name}, " for name in positional) + ")"
-    source = (
-        f"def forward(self, {', '.join(declared)}):\n"
-        f"    try:\n"
-        f"        return native_forward({call})\n"
-        f"    except RuntimeError as error:\n"
-        f"        return self._forward_failed(error, {packed}, {{}})\n"
-    )
-    namespace: dict[str, Any] = {"native_forward": native_forward, **defaults}
-    exec(compile(source, f"<torchx guarded {native_forward.__qualname__}>", "exec"), namespace)
-    forward: Callable[..., Any] = namespace["forward"]
-    return forward
+_FORWARD_PARAMETERS: dict[type, list[str]] = {}
 
 
-def _make_built_class(layer_class: type[Layer], native: type[nn.Module]) -> type[Layer]:
-    """The class a ``layer_class`` instance becomes once built: layer + native."""
-    forward = _guarded_forward(native.forward)
-    forward.__doc__ = native.forward.__doc__
-    namespace = {
-        "forward": forward,
-        "extra_repr": native.extra_repr,
-        "_torchx_built": True,
-        "__module__": layer_class.__module__,
-        "__qualname__": layer_class.__qualname__,
-        "__doc__": layer_class.__doc__,
-    }
-    return type(layer_class.__name__, (layer_class, native), namespace)
+def _positional_inputs(native: type[nn.Module], inputs: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    """``inputs`` with the keyword inputs of the native forward put in their
+    positions (``layer(input=x)``, ``attention(q, key=k, value=v)``), for inference."""
+    names = _FORWARD_PARAMETERS.get(native)
+    if names is None:
+        try:
+            parameters = list(inspect.signature(native.forward).parameters.values())[1:]
+        except (TypeError, ValueError):
+            parameters = []
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY)
+        names = _FORWARD_PARAMETERS[native] = [p.name for p in parameters if p.kind in kinds]
+    positional = list(inputs)
+    for name in names[len(inputs) :]:
+        if name not in kwargs:
+            break
+        positional.append(kwargs[name])
+    return tuple(positional)

@@ -19,6 +19,7 @@ from typing import Any, TypeAlias
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map
 
 from torchx.core.scope import current_scope
@@ -83,9 +84,11 @@ def is_dynamic(value: InputLike) -> bool:
     return None in input_shape(value)
 
 
-DYNAMIC_PROBES = (32, 33)
+DYNAMIC_PROBES = (61, 67)
 """Sizes a dynamic (``None``) dim takes in the two inference probes: large
-enough for kernels and strided downsampling, free on the meta device."""
+enough for kernels and strided downsampling, free on the meta device, and
+unusual, so that messages can print them as ``None`` (a real dim rarely has
+one of these sizes)."""
 
 
 class MetaSwap:
@@ -108,7 +111,7 @@ class MetaSwap:
             stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
             for store in stores:
                 for name, tensor in store.items():
-                    if tensor is not None and not tensor.is_meta:
+                    if tensor is not None and not tensor.is_meta and not is_lazy(tensor):
                         self._swapped.append((store, name, tensor))
                         store[name] = self._stand_in(tensor)
 

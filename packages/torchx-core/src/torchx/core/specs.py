@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
+from torch import nn
 
 from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
 from torchx.core.errors import ArgumentError, LayerError, SpecError, TorchXError, short_repr
-from torchx.core.layer import Layer
+from torchx.core.layer import Layer, layer_view, record_of
 from torchx.core.registry import LayerRegistry
 from torchx.core.shapes import InputLike
 
@@ -54,6 +55,9 @@ exponentially many); larger documents are refused before they are built."""
 
 _L = TypeVar("_L", bound="Layer")
 
+_PLACEMENT = ("device", "dtype")
+"""Constructor arguments that place a layer rather than describe it."""
+
 
 def _registry(registry: LayerRegistry | None) -> LayerRegistry:
     if registry is not None:
@@ -71,19 +75,20 @@ class SpecWriter:
         self.where = where
 
     def layer(self, layer: object, where: str | None = None) -> dict[str, Any]:
-        """The spec of one (child) layer, without a format version."""
-        from torchx.core.layer import Layer
-
+        """The spec of one (child) layer, built or not, without a format version."""
         place = where or self.where
-        if not isinstance(layer, Layer):
+        record = record_of(layer) if isinstance(layer, nn.Module) else None
+        if record is None:
             raise SpecError(
                 place,
                 f"{type(layer).__name__} is a plain torch module, which specs cannot "
                 "describe; use the TorchX layer of the same name (torchx.layers)",
             )
         child = SpecWriter(self.registry, place)
-        type_name = self.registry.type_name(type(layer)._torchx_layer_class)
-        return {"type": type_name, **layer.spec_fields(child)}
+        # The record, not the class: a built layer is its native module, and tools
+        # (FSDP, parametrizations) swap classes.
+        type_name = self.registry.type_name(record.layer_class)
+        return {"type": type_name, **layer_view(layer).spec_fields(child)}  # type: ignore[arg-type]
 
     def value(self, value: Any, where: str) -> Any:
         """``value`` as JSON data (tuples become lists); refuses anything else."""
@@ -168,10 +173,18 @@ class SpecReader:
             raise SpecError(f"{self.where}.args", f"expected an object of arguments, got {_kind(raw)}")
         parameters, hints = signature_of(cls)
         accepted = [
-            name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            name
+            for name, p in parameters.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in _PLACEMENT
         ]
         arguments: dict[str, Any] = {}
         for name, value in raw.items():
+            if name in _PLACEMENT:
+                raise SpecError(
+                    f"{self.where}.args.{name}",
+                    f"{name} is where a model runs, not part of its architecture, so specs leave it out; "
+                    f"give it to torchx.build(model, shape, {name}=...) or model.to(...)",
+                )
             if name not in accepted:
                 raise SpecError(
                     f"{self.where}.args.{name}",
@@ -236,8 +249,8 @@ def _count_layers(data: Any, seen: dict[int, int], depth: int) -> int:
     return count
 
 
-def to_spec(layer: Layer, *, registry: LayerRegistry | None = None) -> dict[str, Any]:
-    """``layer`` as a spec document (with ``format_version``)."""
+def to_spec(layer: nn.Module, *, registry: LayerRegistry | None = None) -> dict[str, Any]:
+    """``layer`` (a TorchX layer or model, built or not) as a spec document (with ``format_version``)."""
     document = SpecWriter(_registry(registry)).layer(layer)
     return {"format_version": FORMAT_VERSION, **document}
 
@@ -360,7 +373,7 @@ def parse_spec(text: str, kind: str = "yaml", *, where: str = "<spec>") -> Any:
 _TOO_DEEP = f"the document nests too deeply to read (a spec nests at most {MAX_DEPTH} layers)"
 
 
-def save_spec(model: Layer, path: str | Path, *, registry: LayerRegistry | None = None) -> None:
+def save_spec(model: nn.Module, path: str | Path, *, registry: LayerRegistry | None = None) -> None:
     """Write ``model``'s spec to a ``.json`` or ``.yaml`` file."""
     path = Path(path)
     document = to_spec(model, registry=registry)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,12 +22,13 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_flatten, tree_map
 
-from torchx.core import ShapeError, TorchXError
+from torchx.core import Layer, ShapeError, TorchXError
 from torchx.core.errors import format_shape, torch_message
 from torchx.core.layer import all_or_nothing, unbuilt_layers
 from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
+from torchx.core.symbolic import find_symbolic
 
-__all__ = ["BatchSize", "Node", "Placeholder"]
+__all__ = ["BatchSize", "Node", "Placeholder", "accept_placeholders"]
 
 NodeKind = Literal["input", "module", "function", "method"]
 
@@ -148,13 +150,13 @@ def _refuse_in_place(what: str, kwargs: dict[str, Any]) -> None:
 
 
 class _ModuleCall(TorchXError, RuntimeError):
-    """Raised inside a native forward that touched a parameter with a placeholder:
-    the TorchX layer around it catches this and records the whole module call."""
+    """Raised inside a native forward that touched a parameter with a placeholder."""
 
     def __init__(self, what: str) -> None:
         super().__init__(
-            f"{what} used a module's parameter on a placeholder. Plain torch modules with "
-            "parameters cannot be recorded in a graph: use the TorchX layer (torchx.layers) instead"
+            f"{what} used a module's parameter on a placeholder: a torch module was called on a "
+            "placeholder without being recorded. Use the TorchX layer (torchx.layers), or let the "
+            "module record placeholder calls: torchx.functional.accept_placeholders(module)"
         )
 
 
@@ -278,6 +280,43 @@ def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
     return first, second
 
 
+class _PlaceholderCalls:
+    """Stands in ``module._compiled_call_impl`` (the hook ``nn.Module.__call__``
+    consults before anything else): a call on placeholders is recorded as a
+    graph node, any other call runs as usual. Torch drops it from copies and
+    pickles, as it does a compiled call."""
+
+    __slots__ = ("_module",)
+
+    def __init__(self, module: nn.Module) -> None:
+        self._module = weakref.ref(module)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module = self._module()
+        assert module is not None
+        if not kwargs and len(args) == 1 and type(args[0]) is torch.Tensor:
+            return module._call_impl(*args)
+        symbolic = find_symbolic(args, kwargs)
+        if symbolic is not None:
+            return symbolic.__torchx_call__(module, args, kwargs)
+        return module._call_impl(*args, **kwargs)
+
+
+def accept_placeholders(module: nn.Module) -> nn.Module:
+    """Let ``module`` (any ``nn.Module``, built TorchX layers and plain torch
+    modules alike) be called on placeholders, which records the call as one
+    graph node; its calls on tensors cost one Python call more. Returns it.
+
+    Layers that build on placeholders get this by themselves, so a layer shared
+    by several nodes is called on placeholders again after its build.
+    """
+    if isinstance(module, Layer):
+        return module  # a layer records its placeholder calls itself
+    if not isinstance(module.__dict__.get("_compiled_call_impl"), _PlaceholderCalls):
+        module._compiled_call_impl = _PlaceholderCalls(module)
+    return module
+
+
 class Placeholder:
     """A symbolic tensor: the input of a graph, or the output of an operation on one.
 
@@ -396,6 +435,8 @@ class Placeholder:
     def __torchx_call__(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Record ``module(*args, **kwargs)``, building the module first if needed."""
         meta, meta_b = _call_module(module, args, kwargs)
+        if not isinstance(module, Layer):
+            accept_placeholders(module)  # a layer built here is its native module now: shared, it is called again
         node = Node("module", module, _as_nodes(args), _as_nodes(kwargs), meta, meta_b)
         return _outputs(node)
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
+import torch
 from torch import nn
 
 from torchx.core import FromInput, Layer
+from torchx.core.arguments import PositiveInt
 
 __all__ = [
     "CELU",
@@ -280,10 +283,29 @@ class PReLU(Layer):
     input_layout = "(N, C, *)"
     same_shape = True
 
-    def __init__(self, num_parameters: int | Literal["channels"] = 1, init: float = 0.25) -> None:
-        super().__init__(num_parameters=num_parameters, init=init)
+    def __init__(
+        self,
+        num_parameters: PositiveInt | Literal["channels"] = 1,
+        init: float = 0.25,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(num_parameters=num_parameters, init=init, device=device, dtype=dtype)
+
+    def _per_channel(self) -> bool:
+        return bool(self.arguments["num_parameters"] == "channels")
 
     def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
-        if self._torchx_arguments["num_parameters"] != "channels":
+        if not self._per_channel():
             return {}
         return {"num_parameters": FromInput(dim=1, ranks=tuple(range(2, 9))).read(self, inputs)}
+
+    def infer_arguments_from_state(self, state: Mapping[str, torch.Tensor]) -> dict[str, Any] | None:
+        if not self._per_channel():
+            return {}
+        weight = state.get("weight")
+        return None if weight is None else {"num_parameters": int(weight.numel())}
+
+    def stand_in_arguments(self) -> dict[str, Any]:
+        return {"num_parameters": 1} if self._per_channel() else {}

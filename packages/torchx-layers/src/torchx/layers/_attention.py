@@ -7,37 +7,51 @@ torch, inputs are ``(L, N, E)`` unless ``batch_first=True``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import nn
 
-from torchx.core import FromInput, Layer
+from torchx.core import FromInput, FromState, Layer
+from torchx.core.arguments import DropoutRate, PositiveFloat, PositiveInt
 
 __all__ = ["MultiheadAttention", "TransformerDecoderLayer", "TransformerEncoderLayer"]
 
-Activation = str | Callable[[torch.Tensor], torch.Tensor]
+Activation = Literal["relu", "gelu"] | Callable[[torch.Tensor], torch.Tensor]
 
 
 class MultiheadAttention(Layer):
-    """``nn.MultiheadAttention`` with ``embed_dim`` from the query, ``kdim``/``vdim``
-    from the key and value (set only when they differ from ``embed_dim``).
+    """``nn.MultiheadAttention`` with ``embed_dim`` from the query and ``kdim`` /
+    ``vdim`` from the key and value.
 
-    Call it as ``layer(query, key, value, ...)`` like the native module.
+    Call it as ``layer(query, key, value, ...)`` like the native module. When
+    the key or value size differs from the query's, its projection weights are
+    ``q/k/v_proj_weight`` instead of ``in_proj_weight``; give ``kdim=`` and
+    ``vdim=`` to show those before the first input.
     """
 
     native_class = nn.MultiheadAttention
+    inferred_arguments: ClassVar = {
+        "embed_dim": FromInput(dim=-1, input=0, state=FromState("out_proj.weight", 0)),
+        "kdim": FromInput(dim=-1, input=1, state=FromState(("k_proj_weight", "in_proj_weight"), 1)),
+        "vdim": FromInput(dim=-1, input=2, state=FromState(("v_proj_weight", "in_proj_weight"), 1)),
+    }
     input_layout = "query (L, N, E), key (S, N, E_k), value (S, N, E_v)"
-    positive_arguments = ("num_heads",)
 
     def __init__(
         self,
-        num_heads: int,
-        dropout: float = 0.0,
+        num_heads: PositiveInt,
+        *,
+        dropout: DropoutRate = 0.0,
         bias: bool = True,
         add_bias_kv: bool = False,
         add_zero_attn: bool = False,
+        kdim: PositiveInt | None = None,
+        vdim: PositiveInt | None = None,
         batch_first: bool = False,
+        embed_dim: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(
             num_heads=num_heads,
@@ -45,32 +59,39 @@ class MultiheadAttention(Layer):
             bias=bias,
             add_bias_kv=add_bias_kv,
             add_zero_attn=add_zero_attn,
+            kdim=kdim,
+            vdim=vdim,
             batch_first=batch_first,
+            embed_dim=embed_dim,
+            device=device,
+            dtype=dtype,
         )
 
-    def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
-        embed_dim, kdim, vdim = (FromInput(dim=-1, input=index).read(self, inputs) for index in range(3))
-        inferred = {"embed_dim": embed_dim}
-        if (kdim, vdim) != (embed_dim, embed_dim):
-            inferred.update(kdim=kdim, vdim=vdim)
-        return inferred
+    def stand_in_arguments(self) -> dict[str, Any]:
+        # Key and value sizes not given are taken to be the query's: one in_proj_weight.
+        stand_ins = super().stand_in_arguments()
+        embed_dim = self.arguments["embed_dim"] or stand_ins.get("embed_dim")
+        return {**stand_ins, **{name: embed_dim for name in ("kdim", "vdim") if name in stand_ins}}
 
 
 class _TransformerLayer(Layer):
-    inferred_arguments: ClassVar = {"d_model": FromInput(dim=-1)}
+    inferred_arguments: ClassVar = {"d_model": FromInput(dim=-1, state=FromState("linear1.weight", 1))}
     input_layout = "(S, N, d_model), or (N, S, d_model) with batch_first=True"
-    positive_arguments = ("nhead", "dim_feedforward")
 
     def __init__(
         self,
-        nhead: int,
-        dim_feedforward: int = 2048,
-        dropout: float = 0.1,
+        nhead: PositiveInt,
+        *,
+        dim_feedforward: PositiveInt = 2048,
+        dropout: DropoutRate = 0.1,
         activation: Activation = "relu",
-        layer_norm_eps: float = 1e-5,
+        layer_norm_eps: PositiveFloat = 1e-5,
         batch_first: bool = False,
         norm_first: bool = False,
         bias: bool = True,
+        d_model: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(
             nhead=nhead,
@@ -81,6 +102,9 @@ class _TransformerLayer(Layer):
             batch_first=batch_first,
             norm_first=norm_first,
             bias=bias,
+            d_model=d_model,
+            device=device,
+            dtype=dtype,
         )
 
 

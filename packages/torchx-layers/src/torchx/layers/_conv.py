@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+import torch
 from torch import nn
 
-from torchx.core import FromInput, Layer
+from torchx.core import FromInput, FromState, Layer
+from torchx.core.arguments import Padding, PositiveInt, Size
 from torchx.core.shapes import Shape
 
 __all__ = [
@@ -23,36 +25,43 @@ __all__ = [
 ]
 
 PaddingMode = Literal["zeros", "reflect", "replicate", "circular"]
-Size = int | tuple[int, ...]
 
 
-def _channels(spatial_dims: int) -> dict[str, FromInput]:
-    return {"in_channels": FromInput(dim=1, ranks=(spatial_dims + 2,))}
+def _channels(spatial_dims: int, state: FromState) -> dict[str, FromInput]:
+    return {"in_channels": FromInput(dim=1, ranks=(spatial_dims + 2,), state=state)}
+
+
+_CONV_STATE = FromState("weight", 1, times="groups")
+"""A convolution's weight is ``(out_channels, in_channels / groups, *kernel)``."""
+_TRANSPOSED_STATE = FromState("weight", 0)
+"""A transposed convolution's is ``(in_channels, out_channels / groups, *kernel)``."""
 
 
 def _layout(spatial_dims: int) -> str:
     return "(N, C_in, " + ", ".join(["L"] if spatial_dims == 1 else ["D", "H", "W"][-spatial_dims:]) + ")"
 
 
-def _spatial(native: nn.Module, name: str) -> tuple[Any, ...]:
-    value = getattr(native, name)
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+def _spatial(layer: Layer, name: str, dims: int) -> tuple[Any, ...]:
+    """An argument given as one int or one per spatial dim, as one per dim."""
+    value = layer.arguments[name]
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
 
 
 class _ConvNd(Layer):
-    positive_arguments = ("out_channels", "groups", "kernel_size", "stride", "dilation")
-    nonnegative_arguments = ("padding",)
-
     def __init__(
         self,
-        out_channels: int,
+        out_channels: PositiveInt,
         kernel_size: Size,
+        *,
         stride: Size = 1,
-        padding: str | Size = 0,
+        padding: Literal["same", "valid"] | Padding = 0,
         dilation: Size = 1,
-        groups: int = 1,
+        groups: PositiveInt = 1,
         bias: bool = True,
         padding_mode: PaddingMode = "zeros",
+        in_channels: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(
             out_channels=out_channels,
@@ -63,28 +72,34 @@ class _ConvNd(Layer):
             groups=groups,
             bias=bias,
             padding_mode=padding_mode,
+            in_channels=in_channels,
+            device=device,
+            dtype=dtype,
         )
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
         batch, _, *spatial = input_shapes[0]
-        padding = getattr(self, "padding")  # noqa: B009 - native attribute after build
-        kernel, stride, dilation = (_spatial(self, name) for name in ("kernel_size", "stride", "dilation"))
+        dims = len(spatial)
+        padding = self.arguments["padding"]
+        kernel, stride, dilation = (_spatial(self, name, dims) for name in ("kernel_size", "stride", "dilation"))
+        if len(kernel) != dims:
+            return None  # the meta run reports the mismatch
         if padding == "same":
             out = list(spatial)
         else:
-            pads = (0,) * len(spatial) if padding == "valid" else _spatial(self, "padding")
+            pads = (0,) * dims if padding == "valid" else _spatial(self, "padding", dims)
             out = [
                 None if size is None else (size + 2 * p - d * (k - 1) - 1) // s + 1
                 for size, p, d, k, s in zip(spatial, pads, dilation, kernel, stride, strict=True)
             ]
-        return (batch, self._torchx_arguments["out_channels"], *out)
+        return (batch, self.arguments["out_channels"], *out)
 
 
 class Conv1d(_ConvNd):
     """``nn.Conv1d`` with ``in_channels`` inferred; input ``(N, C_in, L)``."""
 
     native_class = nn.Conv1d
-    inferred_arguments: ClassVar = _channels(1)
+    inferred_arguments: ClassVar = _channels(1, _CONV_STATE)
     input_layout = _layout(1)
 
 
@@ -102,7 +117,7 @@ class Conv2d(_ConvNd):
     """
 
     native_class = nn.Conv2d
-    inferred_arguments: ClassVar = _channels(2)
+    inferred_arguments: ClassVar = _channels(2, _CONV_STATE)
     input_layout = _layout(2)
 
 
@@ -110,25 +125,26 @@ class Conv3d(_ConvNd):
     """``nn.Conv3d`` with ``in_channels`` inferred; input ``(N, C_in, D, H, W)``."""
 
     native_class = nn.Conv3d
-    inferred_arguments: ClassVar = _channels(3)
+    inferred_arguments: ClassVar = _channels(3, _CONV_STATE)
     input_layout = _layout(3)
 
 
 class _ConvTransposeNd(Layer):
-    positive_arguments = ("out_channels", "groups", "kernel_size", "stride", "dilation")
-    nonnegative_arguments = ("padding", "output_padding")
-
     def __init__(
         self,
-        out_channels: int,
+        out_channels: PositiveInt,
         kernel_size: Size,
+        *,
         stride: Size = 1,
-        padding: Size = 0,
-        output_padding: Size = 0,
-        groups: int = 1,
+        padding: Padding = 0,
+        output_padding: Padding = 0,
+        groups: PositiveInt = 1,
         bias: bool = True,
         dilation: Size = 1,
-        padding_mode: PaddingMode = "zeros",
+        padding_mode: Literal["zeros"] = "zeros",
+        in_channels: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(
             out_channels=out_channels,
@@ -140,24 +156,30 @@ class _ConvTransposeNd(Layer):
             bias=bias,
             dilation=dilation,
             padding_mode=padding_mode,
+            in_channels=in_channels,
+            device=device,
+            dtype=dtype,
         )
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
         batch, _, *spatial = input_shapes[0]
+        dims = len(spatial)
         names = ("padding", "dilation", "kernel_size", "stride", "output_padding")
-        padding, dilation, kernel, stride, extra = (_spatial(self, name) for name in names)
+        padding, dilation, kernel, stride, extra = (_spatial(self, name, dims) for name in names)
+        if len(kernel) != dims:
+            return None
         out = [
             None if size is None else (size - 1) * s - 2 * p + d * (k - 1) + op + 1
             for size, p, d, k, s, op in zip(spatial, padding, dilation, kernel, stride, extra, strict=True)
         ]
-        return (batch, self._torchx_arguments["out_channels"], *out)
+        return (batch, self.arguments["out_channels"], *out)
 
 
 class ConvTranspose1d(_ConvTransposeNd):
     """``nn.ConvTranspose1d`` with ``in_channels`` inferred; input ``(N, C_in, L)``."""
 
     native_class = nn.ConvTranspose1d
-    inferred_arguments: ClassVar = _channels(1)
+    inferred_arguments: ClassVar = _channels(1, _TRANSPOSED_STATE)
     input_layout = _layout(1)
 
 
@@ -165,7 +187,7 @@ class ConvTranspose2d(_ConvTransposeNd):
     """``nn.ConvTranspose2d`` with ``in_channels`` inferred; input ``(N, C_in, H, W)``."""
 
     native_class = nn.ConvTranspose2d
-    inferred_arguments: ClassVar = _channels(2)
+    inferred_arguments: ClassVar = _channels(2, _TRANSPOSED_STATE)
     input_layout = _layout(2)
 
 
@@ -173,5 +195,5 @@ class ConvTranspose3d(_ConvTransposeNd):
     """``nn.ConvTranspose3d`` with ``in_channels`` inferred; input ``(N, C_in, D, H, W)``."""
 
     native_class = nn.ConvTranspose3d
-    inferred_arguments: ClassVar = _channels(3)
+    inferred_arguments: ClassVar = _channels(3, _TRANSPOSED_STATE)
     input_layout = _layout(3)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from torchx.core import ArgumentError, Layer
+from torchx.core import Layer
+from torchx.core.arguments import Probability
 
 __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout"]
 
@@ -12,9 +13,7 @@ __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Fe
 class _DropoutNd(Layer):
     same_shape = True
 
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        if not 0.0 <= p <= 1.0:
-            raise ArgumentError(f"{type(self).__name__}: p must be in [0, 1], got {p}")
+    def __init__(self, p: Probability = 0.5, inplace: bool = False) -> None:
         super().__init__(p=p, inplace=inplace)
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+import torch
 from torch import nn
 
 from torchx.core import Layer
+from torchx.core.arguments import PositiveFloat, PositiveInt
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -15,17 +17,20 @@ class Embedding(Layer):
     """``nn.Embedding``, built on the input's device with the default float dtype."""
 
     native_class = nn.Embedding
-    positive_arguments = ("num_embeddings", "embedding_dim")
+    integer_input = True
 
     def __init__(
         self,
-        num_embeddings: int,
-        embedding_dim: int,
+        num_embeddings: PositiveInt,
+        embedding_dim: PositiveInt,
         padding_idx: int | None = None,
-        max_norm: float | None = None,
+        max_norm: PositiveFloat | None = None,
         norm_type: float = 2.0,
         scale_grad_by_freq: bool = False,
         sparse: bool = False,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(
             num_embeddings=num_embeddings,
@@ -35,6 +40,8 @@ class Embedding(Layer):
             norm_type=norm_type,
             scale_grad_by_freq=scale_grad_by_freq,
             sparse=sparse,
+            device=device,
+            dtype=dtype,
         )
 
 
@@ -42,19 +49,22 @@ class EmbeddingBag(Layer):
     """``nn.EmbeddingBag``."""
 
     native_class = nn.EmbeddingBag
-    positive_arguments = ("num_embeddings", "embedding_dim")
+    integer_input = True
 
     def __init__(
         self,
-        num_embeddings: int,
-        embedding_dim: int,
-        max_norm: float | None = None,
+        num_embeddings: PositiveInt,
+        embedding_dim: PositiveInt,
+        max_norm: PositiveFloat | None = None,
         norm_type: float = 2.0,
         scale_grad_by_freq: bool = False,
         mode: Literal["sum", "mean", "max"] = "mean",
         sparse: bool = False,
         include_last_offset: bool = False,
         padding_idx: int | None = None,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(
             num_embeddings=num_embeddings,
@@ -66,4 +76,6 @@ class EmbeddingBag(Layer):
             sparse=sparse,
             include_last_offset=include_last_offset,
             padding_idx=padding_idx,
+            device=device,
+            dtype=dtype,
         )

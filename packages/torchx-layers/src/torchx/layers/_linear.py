@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import torch
 from torch import nn
 
-from torchx.core import FromInput, Layer
+from torchx.core import FromInput, FromState, Layer
+from torchx.core.arguments import PositiveInt
 from torchx.core.shapes import Shape
 
 __all__ = ["Bilinear", "Identity", "Linear"]
@@ -18,6 +20,7 @@ class Linear(Layer):
     Args:
         out_features: size of each output sample.
         bias: whether to learn an additive bias. Default: ``True``.
+        in_features: inferred from the input; given, it is checked against it.
 
     Shape:
         - Input: ``(*, H_in)``; ``H_in`` becomes ``in_features``.
@@ -31,15 +34,24 @@ class Linear(Layer):
     """
 
     native_class = nn.Linear
-    inferred_arguments: ClassVar = {"in_features": FromInput(dim=-1)}
+    inferred_arguments: ClassVar = {"in_features": FromInput(dim=-1, state=FromState("weight", 1))}
     input_layout = "(*, in_features)"
-    positive_arguments = ("out_features",)
 
-    def __init__(self, out_features: int, bias: bool = True) -> None:
-        super().__init__(out_features=out_features, bias=bias)
+    def __init__(
+        self,
+        out_features: PositiveInt,
+        *,
+        bias: bool = True,
+        in_features: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(
+            out_features=out_features, bias=bias, in_features=in_features, device=device, dtype=dtype
+        )
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
-        return (*input_shapes[0][:-1], self._torchx_arguments["out_features"])
+        return (*input_shapes[0][:-1], self.arguments["out_features"])
 
 
 class Bilinear(Layer):
@@ -52,14 +64,29 @@ class Bilinear(Layer):
 
     native_class = nn.Bilinear
     inferred_arguments: ClassVar = {
-        "in1_features": FromInput(dim=-1, input=0),
-        "in2_features": FromInput(dim=-1, input=1),
+        "in1_features": FromInput(dim=-1, input=0, state=FromState("weight", 1)),
+        "in2_features": FromInput(dim=-1, input=1, state=FromState("weight", 2)),
     }
     input_layout = "(*, in1_features), (*, in2_features)"
-    positive_arguments = ("out_features",)
 
-    def __init__(self, out_features: int, bias: bool = True) -> None:
-        super().__init__(out_features=out_features, bias=bias)
+    def __init__(
+        self,
+        out_features: PositiveInt,
+        *,
+        bias: bool = True,
+        in1_features: PositiveInt | None = None,
+        in2_features: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(
+            out_features=out_features,
+            bias=bias,
+            in1_features=in1_features,
+            in2_features=in2_features,
+            device=device,
+            dtype=dtype,
+        )
 
 
 class Identity(Layer):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import torch
 from torch import nn
 
-from torchx.core import FromInput, Layer
+from torchx.core import FromInput, FromState, Layer
+from torchx.core.arguments import PositiveFloat, PositiveInt, Probability
+from torchx.core.errors import format_shape
 
 __all__ = [
     "BatchNorm1d",
@@ -22,24 +26,52 @@ __all__ = [
 ]
 
 
+_FEATURES = FromState(("weight", "running_mean"), 0)
+"""Norms keep one weight (with ``affine``) or running mean (with running stats) per feature."""
+
+
+def _features(ranks: tuple[int, ...]) -> dict[str, FromInput]:
+    return {"num_features": FromInput(dim=1, ranks=ranks, state=_FEATURES)}
+
+
+def _optional_bias(bias: bool) -> dict[str, bool]:
+    """``bias=False`` for the native constructor, only when asked: torch's norms
+    before 2.13 have no ``bias`` argument, and its default is what they do."""
+    return {} if bias else {"bias": False}
+
+
 class _BatchNorm(Layer):
     same_shape = True
 
     def __init__(
         self,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
+        *,
+        eps: PositiveFloat = 1e-5,
+        momentum: Probability | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
+        bias: bool = True,
+        num_features: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats)
+        super().__init__(
+            eps=eps,
+            momentum=momentum,
+            affine=affine,
+            track_running_stats=track_running_stats,
+            **_optional_bias(bias),
+            num_features=num_features,
+            device=device,
+            dtype=dtype,
+        )
 
 
 class BatchNorm1d(_BatchNorm):
     """``nn.BatchNorm1d`` with ``num_features`` read off dim 1 of ``(N, C)`` or ``(N, C, L)``."""
 
     native_class = nn.BatchNorm1d
-    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(2, 3))}
+    inferred_arguments: ClassVar = _features((2, 3))
     input_layout = "(N, C) or (N, C, L)"
 
 
@@ -47,7 +79,7 @@ class BatchNorm2d(_BatchNorm):
     """``nn.BatchNorm2d`` with ``num_features`` read off dim 1 of ``(N, C, H, W)``."""
 
     native_class = nn.BatchNorm2d
-    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(4,))}
+    inferred_arguments: ClassVar = _features((4,))
     input_layout = "(N, C, H, W)"
 
 
@@ -55,7 +87,7 @@ class BatchNorm3d(_BatchNorm):
     """``nn.BatchNorm3d`` with ``num_features`` read off dim 1 of ``(N, C, D, H, W)``."""
 
     native_class = nn.BatchNorm3d
-    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(5,))}
+    inferred_arguments: ClassVar = _features((5,))
     input_layout = "(N, C, D, H, W)"
 
 
@@ -64,19 +96,33 @@ class _InstanceNorm(Layer):
 
     def __init__(
         self,
-        eps: float = 1e-5,
-        momentum: float = 0.1,
+        *,
+        eps: PositiveFloat = 1e-5,
+        momentum: Probability | None = 0.1,
         affine: bool = False,
         track_running_stats: bool = False,
+        bias: bool = True,
+        num_features: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats)
+        super().__init__(
+            eps=eps,
+            momentum=momentum,
+            affine=affine,
+            track_running_stats=track_running_stats,
+            **_optional_bias(bias),
+            num_features=num_features,
+            device=device,
+            dtype=dtype,
+        )
 
 
 class InstanceNorm1d(_InstanceNorm):
     """``nn.InstanceNorm1d`` with ``num_features`` read off dim 1 of ``(N, C, L)``."""
 
     native_class = nn.InstanceNorm1d
-    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(3,))}
+    inferred_arguments: ClassVar = _features((3,))
     input_layout = "(N, C, L)"
 
 
@@ -84,7 +130,7 @@ class InstanceNorm2d(_InstanceNorm):
     """``nn.InstanceNorm2d`` with ``num_features`` read off dim 1 of ``(N, C, H, W)``."""
 
     native_class = nn.InstanceNorm2d
-    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(4,))}
+    inferred_arguments: ClassVar = _features((4,))
     input_layout = "(N, C, H, W)"
 
 
@@ -92,7 +138,7 @@ class InstanceNorm3d(_InstanceNorm):
     """``nn.InstanceNorm3d`` with ``num_features`` read off dim 1 of ``(N, C, D, H, W)``."""
 
     native_class = nn.InstanceNorm3d
-    inferred_arguments: ClassVar = {"num_features": FromInput(dim=1, ranks=(5,))}
+    inferred_arguments: ClassVar = _features((5,))
     input_layout = "(N, C, D, H, W)"
 
 
@@ -101,9 +147,10 @@ class _TrailingNorm(Layer):
 
     same_shape = True
     input_layout = "(*, normalized_shape)"
+    inferable_arguments = ("normalized_shape",)
 
     def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
-        given = self._torchx_arguments["normalized_shape"]
+        given = self.arguments["normalized_shape"]
         size = FromInput(dim=-1).read(self, inputs)
         if given is None:
             return {"normalized_shape": (size,)}
@@ -112,10 +159,16 @@ class _TrailingNorm(Layer):
         if got != wanted:
             raise self.shape_error(
                 f"normalized_shape={wanted} does not match the input's trailing dims {got} "
-                f"(input {tuple(inputs[0].shape)})",
+                f"(input {format_shape(tuple(inputs[0].shape))})",
                 fix="omit normalized_shape to normalise over the last dim as it comes",
             )
         return {}
+
+    def infer_arguments_from_state(self, state: Mapping[str, torch.Tensor]) -> dict[str, Any] | None:
+        if self.arguments["normalized_shape"] is not None:
+            return {}
+        weight = state.get("weight")
+        return None if weight is None else {"normalized_shape": tuple(weight.shape)}
 
 
 class LayerNorm(_TrailingNorm):
@@ -130,13 +183,21 @@ class LayerNorm(_TrailingNorm):
 
     def __init__(
         self,
-        normalized_shape: int | tuple[int, ...] | None = None,
-        eps: float = 1e-5,
+        *,
+        normalized_shape: PositiveInt | tuple[PositiveInt, ...] | None = None,
+        eps: PositiveFloat = 1e-5,
         elementwise_affine: bool = True,
         bias: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(
-            normalized_shape=normalized_shape, eps=eps, elementwise_affine=elementwise_affine, bias=bias
+            normalized_shape=normalized_shape,
+            eps=eps,
+            elementwise_affine=elementwise_affine,
+            bias=bias,
+            device=device,
+            dtype=dtype,
         )
 
 
@@ -147,31 +208,58 @@ class RMSNorm(_TrailingNorm):
 
     def __init__(
         self,
-        normalized_shape: int | tuple[int, ...] | None = None,
-        eps: float | None = None,
+        *,
+        normalized_shape: PositiveInt | tuple[PositiveInt, ...] | None = None,
+        eps: PositiveFloat | None = None,
         elementwise_affine: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(normalized_shape=normalized_shape, eps=eps, elementwise_affine=elementwise_affine)
+        super().__init__(
+            normalized_shape=normalized_shape,
+            eps=eps,
+            elementwise_affine=elementwise_affine,
+            device=device,
+            dtype=dtype,
+        )
 
 
 class GroupNorm(Layer):
     """``nn.GroupNorm`` with ``num_channels`` read off dim 1 of ``(N, C, *)``."""
 
     native_class = nn.GroupNorm
-    inferred_arguments: ClassVar = {"num_channels": FromInput(dim=1)}
+    inferred_arguments: ClassVar = {"num_channels": FromInput(dim=1, state=FromState("weight", 0))}
     input_layout = "(N, C, *)"
-    positive_arguments = ("num_groups",)
     same_shape = True
 
-    def __init__(self, num_groups: int, eps: float = 1e-5, affine: bool = True) -> None:
-        super().__init__(num_groups=num_groups, eps=eps, affine=affine)
+    def __init__(
+        self,
+        num_groups: PositiveInt,
+        *,
+        eps: PositiveFloat = 1e-5,
+        affine: bool = True,
+        bias: bool = True,
+        num_channels: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(
+            num_groups=num_groups,
+            eps=eps,
+            affine=affine,
+            **_optional_bias(bias),
+            num_channels=num_channels,
+            device=device,
+            dtype=dtype,
+        )
 
 
 class LocalResponseNorm(Layer):
     """``nn.LocalResponseNorm`` (nothing to infer)."""
 
     native_class = nn.LocalResponseNorm
-    positive_arguments = ("size",)
 
-    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+    def __init__(
+        self, size: PositiveInt, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+    ) -> None:
         super().__init__(size=size, alpha=alpha, beta=beta, k=k)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from torch import nn
 
 from torchx.core import Layer
+from torchx.core.arguments import Padding, PositiveFloat, Size
 
 __all__ = [
     "AdaptiveAvgPool1d",
@@ -33,15 +34,12 @@ __all__ = [
     "MaxUnpool3d",
 ]
 
-Size = int | tuple[int, ...]
 OptionalSize = int | None | tuple[int | None, ...]
 
 
 class _Window(Layer):
-    """A pooling window: its sizes and strides are positive, its padding non-negative."""
-
-    positive_arguments = ("kernel_size", "stride", "dilation")
-    nonnegative_arguments = ("padding",)
+    """A pooling window (its sizes and strides are positive, its padding
+    non-negative: the annotations say so)."""
 
 
 class _MaxPoolNd(_Window):
@@ -49,7 +47,7 @@ class _MaxPoolNd(_Window):
         self,
         kernel_size: Size,
         stride: Size | None = None,
-        padding: Size = 0,
+        padding: Padding = 0,
         dilation: Size = 1,
         return_indices: bool = False,
         ceil_mode: bool = False,
@@ -91,7 +89,7 @@ class AvgPool1d(_Window):
         self,
         kernel_size: Size,
         stride: Size | None = None,
-        padding: Size = 0,
+        padding: Padding = 0,
         ceil_mode: bool = False,
         count_include_pad: bool = True,
     ) -> None:
@@ -109,7 +107,7 @@ class _AvgPoolNd(_Window):
         self,
         kernel_size: Size,
         stride: Size | None = None,
-        padding: Size = 0,
+        padding: Padding = 0,
         ceil_mode: bool = False,
         count_include_pad: bool = True,
         divisor_override: int | None = None,
@@ -184,7 +182,7 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
 
 class _LPPoolNd(_Window):
     def __init__(
-        self, norm_type: float, kernel_size: Size, stride: Size | None = None, ceil_mode: bool = False
+        self, norm_type: PositiveFloat, kernel_size: Size, stride: Size | None = None, ceil_mode: bool = False
     ) -> None:
         super().__init__(norm_type=norm_type, kernel_size=kernel_size, stride=stride, ceil_mode=ceil_mode)
 
@@ -236,7 +234,7 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
 
 
 class _MaxUnpoolNd(Layer):
-    def __init__(self, kernel_size: Size, stride: Size | None = None, padding: Size = 0) -> None:
+    def __init__(self, kernel_size: Size, stride: Size | None = None, padding: Padding = 0) -> None:
         super().__init__(kernel_size=kernel_size, stride=stride, padding=padding)
 
 

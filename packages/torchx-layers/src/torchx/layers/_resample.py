@@ -11,6 +11,7 @@ from typing import Literal
 from torch import nn
 
 from torchx.core import Layer
+from torchx.core.arguments import PositiveInt
 
 __all__ = ["ChannelShuffle", "Fold", "PixelShuffle", "PixelUnshuffle", "Unfold", "Upsample"]
 
@@ -22,9 +23,8 @@ class PixelShuffle(Layer):
     """``nn.PixelShuffle``: ``(N, C*r*r, H, W) -> (N, C, H*r, W*r)``."""
 
     native_class = nn.PixelShuffle
-    positive_arguments = ("upscale_factor",)
 
-    def __init__(self, upscale_factor: int) -> None:
+    def __init__(self, upscale_factor: PositiveInt) -> None:
         super().__init__(upscale_factor=upscale_factor)
 
 
@@ -32,9 +32,8 @@ class PixelUnshuffle(Layer):
     """``nn.PixelUnshuffle``: the inverse of ``PixelShuffle``."""
 
     native_class = nn.PixelUnshuffle
-    positive_arguments = ("downscale_factor",)
 
-    def __init__(self, downscale_factor: int) -> None:
+    def __init__(self, downscale_factor: PositiveInt) -> None:
         super().__init__(downscale_factor=downscale_factor)
 
 
@@ -42,9 +41,8 @@ class ChannelShuffle(Layer):
     """``nn.ChannelShuffle``."""
 
     native_class = nn.ChannelShuffle
-    positive_arguments = ("groups",)
 
-    def __init__(self, groups: int) -> None:
+    def __init__(self, groups: PositiveInt) -> None:
         super().__init__(groups=groups)
 
 

@@ -59,7 +59,7 @@ class Flatten(Layer):
             return None
         start, end = (
             dim % len(shape)
-            for dim in (self._torchx_arguments["start_dim"], self._torchx_arguments["end_dim"])
+            for dim in (self.arguments["start_dim"], self.arguments["end_dim"])
         )
         middle = shape[start : end + 1]
         size = None if None in middle else math.prod(dim for dim in middle if dim is not None)

@@ -13,7 +13,8 @@ from torch import nn
 import torchx.nn as nnx
 from torchx.core import Layer, LayerError, SpecError
 from torchx.core.graph import Graph
-from torchx.core.layer import all_or_nothing, unbuilt_layers
+from torchx.core.errors import add_note
+from torchx.core.layer import all_or_nothing, cannot_build_while_compiling, explain_failure, unbuilt_layers
 from torchx.core.shapes import current_build_target
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic
@@ -86,22 +87,23 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
 
     # -- running ----------------------------------------------------------------
 
-    @property
-    def is_built(self) -> bool:
-        # Only native layers are asked (one pass): asking nested containers would
-        # make them ask their own children again, exponential in the nesting depth.
-        return not unbuilt_layers(self)
-
     def forward(self, input: Any) -> Any:
         if type(input) is not torch.Tensor and is_symbolic(input):
             return input.__torchx_call__(self, (input,), {})
         if not self._torchx_ready:
+            if torch.compiler.is_compiling():
+                raise cannot_build_while_compiling("Sequential")
             return self._build_forward(input)
-        try:
+        module = None
+        try:  # free on Python 3.11 unless something raises
             for module in self._modules.values():
                 input = module(input)
-        except LayerError as error:
-            raise self._locate(error) from None
+        except Exception as error:
+            explained = explain_failure(module, (input,), error)  # type: ignore[arg-type]
+            if explained is None:
+                add_note(error, f"raised in {self._place(module)}")
+                raise
+            raise explained.within(self._place(module), self) from (None if explained is error else error)
         return input
 
     def _build_forward(self, input: Any) -> Any:
@@ -115,11 +117,12 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
         object.__setattr__(self, "_torchx_ready", self.is_built)
         return input
 
-    def _locate(self, error: LayerError) -> LayerError:
-        for index, module in enumerate(self._modules.values()):
-            if module is error.source:
-                return error.within(f"Sequential[{index}]", self)
-        return error
+    def _place(self, child: object) -> str:
+        """How errors name the position of ``child``: ``Sequential[3]`` (or ``Sequential.head``)."""
+        for index, (name, module) in enumerate(self._modules.items()):
+            if module is child:
+                return f"Sequential[{index}]" if name == str(index) else f"Sequential.{name}"
+        return "Sequential"
 
     # -- specs and interoperability ---------------------------------------------
 

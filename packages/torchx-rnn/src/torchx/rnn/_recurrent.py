@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
-from torchx.core import ArgumentError, FromInput, Layer
+from torchx.core import FromInput, FromState, Layer
+from torchx.core.arguments import DropoutRate, NonNegativeInt, PositiveInt
 from torchx.rnn._modules import GetRNNOutputModule, GetRNNStateModule, GRUModule, LSTMModule, RNNModule
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "GetRNNOutput", "GetRNNState", "LSTMCell", "RNNCell"]
 
-_SEQUENCE = FromInput(dim=-1, ranks=(3,))
+_SEQUENCE = FromInput(dim=-1, ranks=(3,), state=FromState("weight_ih_l0", 1))
 
 
 class _Recurrent(Layer):
@@ -30,36 +32,43 @@ class _Recurrent(Layer):
     lengths: padded steps are skipped and the last step is each sample's own).
     """
 
+    inferred_arguments: ClassVar = {"input_size": _SEQUENCE}
     input_layout = "(batch, time, features), or (time, batch, features) with batch_first=False"
-    positive_arguments = ("hidden_size", "num_layers")
 
     def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
         if inputs and isinstance(inputs[0], PackedSequence):
             return {"input_size": int(inputs[0].data.shape[-1])}
-        return {"input_size": _SEQUENCE.read(self, inputs)}
+        return super().infer_arguments(*inputs)
 
 
 class RNN(_Recurrent):
     """``nn.RNN`` (Elman) with ``input_size`` inferred; batch-first by default."""
 
     native_class = RNNModule
+    torch_positional = ("input_size", "hidden_size", "num_layers", "nonlinearity", "bias", "batch_first",
+                        "dropout", "bidirectional")  # fmt: skip
 
     def __init__(
         self,
-        hidden_size: int,
-        num_layers: int = 1,
+        hidden_size: PositiveInt,
+        *,
+        num_layers: PositiveInt = 1,
         nonlinearity: Literal["tanh", "relu"] = "tanh",
         bias: bool = True,
         batch_first: bool = True,
-        dropout: float = 0.0,
+        dropout: DropoutRate = 0.0,
         bidirectional: bool = False,
         return_sequences: bool = True,
         return_state: bool = False,
+        input_size: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(
             hidden_size=hidden_size, num_layers=num_layers, nonlinearity=nonlinearity, bias=bias,
             batch_first=batch_first, dropout=dropout, bidirectional=bidirectional,
-            return_sequences=return_sequences, return_state=return_state,
+            return_sequences=return_sequences, return_state=return_state, input_size=input_size,
+            device=device, dtype=dtype,
         )  # fmt: skip
 
 
@@ -75,23 +84,30 @@ class LSTM(_Recurrent):
     """
 
     native_class = LSTMModule
+    torch_positional = ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
+                        "bidirectional", "proj_size")  # fmt: skip
 
     def __init__(
         self,
-        hidden_size: int,
-        num_layers: int = 1,
+        hidden_size: PositiveInt,
+        *,
+        num_layers: PositiveInt = 1,
         bias: bool = True,
         batch_first: bool = True,
-        dropout: float = 0.0,
+        dropout: DropoutRate = 0.0,
         bidirectional: bool = False,
-        proj_size: int = 0,
+        proj_size: NonNegativeInt = 0,
         return_sequences: bool = True,
         return_state: bool = False,
+        input_size: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(
             hidden_size=hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
             dropout=dropout, bidirectional=bidirectional, proj_size=proj_size,
-            return_sequences=return_sequences, return_state=return_state,
+            return_sequences=return_sequences, return_state=return_state, input_size=input_size,
+            device=device, dtype=dtype,
         )  # fmt: skip
 
 
@@ -99,32 +115,48 @@ class GRU(_Recurrent):
     """``nn.GRU`` with ``input_size`` inferred; batch-first by default."""
 
     native_class = GRUModule
+    torch_positional = ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
+                        "bidirectional")  # fmt: skip
 
     def __init__(
         self,
-        hidden_size: int,
-        num_layers: int = 1,
+        hidden_size: PositiveInt,
+        *,
+        num_layers: PositiveInt = 1,
         bias: bool = True,
         batch_first: bool = True,
-        dropout: float = 0.0,
+        dropout: DropoutRate = 0.0,
         bidirectional: bool = False,
         return_sequences: bool = True,
         return_state: bool = False,
+        input_size: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(
             hidden_size=hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
             dropout=dropout, bidirectional=bidirectional,
-            return_sequences=return_sequences, return_state=return_state,
+            return_sequences=return_sequences, return_state=return_state, input_size=input_size,
+            device=device, dtype=dtype,
         )  # fmt: skip
 
 
 class _Cell(Layer):
-    inferred_arguments: ClassVar = {"input_size": FromInput(dim=-1, ranks=(1, 2))}
+    inferred_arguments: ClassVar = {
+        "input_size": FromInput(dim=-1, ranks=(1, 2), state=FromState("weight_ih", 1))
+    }
     input_layout = "(batch, features)"
-    positive_arguments = ("hidden_size",)
 
-    def __init__(self, hidden_size: int, bias: bool = True) -> None:
-        super().__init__(hidden_size=hidden_size, bias=bias)
+    def __init__(
+        self,
+        hidden_size: PositiveInt,
+        *,
+        bias: bool = True,
+        input_size: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(hidden_size=hidden_size, bias=bias, input_size=input_size, device=device, dtype=dtype)
 
 
 class RNNCell(_Cell):
@@ -133,9 +165,24 @@ class RNNCell(_Cell):
     native_class = nn.RNNCell
 
     def __init__(
-        self, hidden_size: int, bias: bool = True, nonlinearity: Literal["tanh", "relu"] = "tanh"
+        self,
+        hidden_size: PositiveInt,
+        *,
+        bias: bool = True,
+        nonlinearity: Literal["tanh", "relu"] = "tanh",
+        input_size: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
-        Layer.__init__(self, hidden_size=hidden_size, bias=bias, nonlinearity=nonlinearity)
+        Layer.__init__(
+            self,
+            hidden_size=hidden_size,
+            bias=bias,
+            nonlinearity=nonlinearity,
+            input_size=input_size,
+            device=device,
+            dtype=dtype,
+        )
 
 
 class LSTMCell(_Cell):
@@ -171,6 +218,4 @@ class GetRNNState(Layer):
     native_class = GetRNNStateModule
 
     def __init__(self, mode: Literal["h", "c", "concat"] = "h") -> None:
-        if mode not in ("h", "c", "concat"):
-            raise ArgumentError(f"GetRNNState: mode must be 'h', 'c' or 'concat', got {mode!r}")
         super().__init__(mode=mode)

@@ -1,0 +1,338 @@
+"""What an unbuilt layer holds, and how it becomes its native module in place.
+
+Before its first input a layer already shows the parameters and buffers its
+native module will have, as :class:`PendingParameter` / :class:`PendingBuffer`
+(torch's ``UninitializedParameter`` / ``UninitializedBuffer``, so every torch
+tool recognises them): an optimizer made before the build holds them, DDP and
+FSDP refuse them with torch's own message, ``load_state_dict`` sees their keys.
+Their names come from a :class:`Layout`: the native module constructed once on
+the meta device (no memory, no random numbers drawn), cached per arguments.
+
+The build runs the native constructor on the layer itself (so hooks it
+registers are bound to the layer, not to a discarded object), then moves each
+fresh tensor's data into the pending object of the same name, which becomes
+an ordinary ``Parameter`` or buffer: the same objects, with the native
+constructor's values. What was asked of the unbuilt layer (``.to()``,
+``share_memory()``, a memory format) is kept in a :class:`PlacementRequest`
+and applied then.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
+
+__all__ = [
+    "Layout",
+    "PendingBuffer",
+    "PendingChild",
+    "PendingParameter",
+    "PlacementRequest",
+    "TensorSlot",
+    "add_pending",
+    "become_native",
+    "is_pending",
+    "measure_layout",
+    "pending_tensors",
+    "request_of",
+    "revert_to_pending",
+    "save_pending_state",
+    "stand_in_size",
+]
+
+_ALSO_ALLOWED = [torch.Tensor.requires_grad_, torch.Tensor.dim, torch.Tensor.is_shared]
+
+
+class PendingParameter(UninitializedParameter):
+    """A parameter of an unbuilt layer: torch's ``UninitializedParameter`` that
+    also takes ``requires_grad_`` (so ``model.requires_grad_(False)`` before the
+    build is kept). It becomes an ``nn.Parameter``, the same object, at the build."""
+
+    cls_to_become = nn.Parameter
+    _allowed_methods = [*UninitializedParameter._allowed_methods, *_ALSO_ALLOWED]
+
+
+class PendingBuffer(UninitializedBuffer):
+    """A buffer of an unbuilt layer; it becomes a plain tensor at the build."""
+
+    cls_to_become = torch.Tensor
+    _allowed_methods = [*UninitializedBuffer._allowed_methods, *_ALSO_ALLOWED]
+
+
+def is_pending(tensor: object) -> bool:
+    """Whether ``tensor`` is a parameter or buffer still waiting for its layer's build."""
+    return isinstance(tensor, (UninitializedParameter, UninitializedBuffer))
+
+
+@dataclass(frozen=True)
+class TensorSlot:
+    """One parameter or buffer of a native module, as its layout shows it."""
+
+    path: str
+    """The submodule holding it (``""``: the module itself; ``"out_proj"``)."""
+    name: str
+    is_parameter: bool
+    floating: bool
+    dtype: torch.dtype
+    """Its dtype when not floating (``num_batches_tracked`` is int64)."""
+    requires_grad: bool
+    persistent: bool
+
+    @property
+    def key(self) -> str:
+        """Its state-dict key, relative to the module."""
+        return f"{self.path}.{self.name}" if self.path else self.name
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The parameters and buffers of a native module, and their shapes for the
+    arguments it was measured with (stand-ins for what the input decides)."""
+
+    slots: tuple[TensorSlot, ...]
+    shapes: Mapping[str, tuple[int, ...]]
+    """Each slot's shape, by key, for the arguments the layout was made with."""
+
+    def keys(self) -> list[str]:
+        return [slot.key for slot in self.slots]
+
+
+_META = torch.device("meta")
+
+
+def measure_layout(native: type[nn.Module], arguments: Mapping[str, Any], takes_factory_kwargs: bool) -> Layout:
+    """The layout of ``native(**arguments)``, measured on the meta device.
+
+    Raises whatever the native constructor raises for these arguments; warnings
+    it gives are left for the real build to give.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if takes_factory_kwargs:
+            template = native(**{**arguments, "device": _META})
+        else:
+            with _META:
+                template = native(**arguments)
+    slots, shapes = [], {}
+    for path, module in template.named_modules(remove_duplicate=False):
+        for store, is_parameter in ((module._parameters, True), (module._buffers, False)):
+            for name, tensor in store.items():
+                if tensor is None:
+                    continue
+                slot = TensorSlot(
+                    path,
+                    name,
+                    is_parameter,
+                    tensor.is_floating_point() or tensor.is_complex(),
+                    tensor.dtype,
+                    tensor.requires_grad,
+                    is_parameter or name not in module._non_persistent_buffers_set,
+                )
+                slots.append(slot)
+                shapes[slot.key] = tuple(tensor.shape)
+    return Layout(tuple(slots), shapes)
+
+
+def stand_in_size(arguments: Mapping[str, Any]) -> int:
+    """A size for the inferred arguments of a layout measurement that fits the
+    given ones: the least common multiple of every positive int given (so that
+    ``in_channels`` is divisible by ``groups``, ``embed_dim`` by ``num_heads``)."""
+    sizes = [
+        item
+        for value in arguments.values()
+        for item in (value if isinstance(value, (list, tuple)) else (value,))
+        if type(item) is int and 0 < item < 2**20
+    ]
+    size = math.lcm(*sizes) if sizes else 1
+    return size if size < 2**31 else 1
+
+
+class PendingChild(nn.Module):
+    """Stands for a submodule of an unbuilt layer's native module (a
+    MultiheadAttention's ``out_proj``), holding its pending parameters."""
+
+    def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
+        save_pending_state(self, destination, prefix)
+
+    def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to do: the layer above builds (and loads) itself or reports the keys."""
+
+    def extra_repr(self) -> str:
+        return "not built"
+
+
+def _pending(slot: TensorSlot, device: torch.device | None, dtype: torch.dtype | None) -> torch.Tensor:
+    chosen = (dtype or torch.get_default_dtype()) if slot.floating else slot.dtype
+    if slot.is_parameter:
+        return PendingParameter(requires_grad=slot.requires_grad, device=device, dtype=chosen)
+    return PendingBuffer(requires_grad=False, device=device, dtype=chosen)
+
+
+def add_pending(
+    module: nn.Module,
+    layout: Layout,
+    device: torch.device | None = None,
+    dtype: torch.dtype | None = None,
+    reuse: Mapping[str, torch.Tensor] | None = None,
+) -> None:
+    """Give ``module`` (an unbuilt layer) pending tensors for every slot of
+    ``layout``: the ones in ``reuse`` where it has one of that key, else new ones."""
+    for slot in layout.slots:
+        owner = module
+        if slot.path:
+            for part in slot.path.split("."):
+                child = owner._modules.get(part)
+                if child is None:
+                    child = owner._modules[part] = PendingChild()
+                owner = child
+        tensor = reuse.get(slot.key) if reuse else None
+        if tensor is None:
+            tensor = _pending(slot, device, dtype)
+        if slot.is_parameter:
+            owner._parameters[slot.name] = tensor
+        else:
+            owner._buffers[slot.name] = tensor
+            if not slot.persistent:
+                owner._non_persistent_buffers_set.add(slot.name)
+
+
+def pending_tensors(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every (key, tensor) of ``module`` and the pending children it holds."""
+    for path, owner in module.named_modules(remove_duplicate=False):
+        if owner is not module and not isinstance(owner, PendingChild):
+            continue
+        for store in (owner._parameters, owner._buffers):
+            for name, tensor in store.items():
+                if tensor is not None:
+                    yield (f"{path}.{name}" if path else name), tensor
+
+
+def save_pending_state(module: nn.Module, destination: dict[str, Any], prefix: str) -> None:
+    """``state_dict()`` of an unbuilt module: its pending tensors themselves (as
+    torch's lazy modules do), since they have no data to detach."""
+    for name, tensor in module._parameters.items():
+        if tensor is not None:
+            destination[prefix + name] = tensor
+    for name, tensor in module._buffers.items():
+        if tensor is not None and name not in module._non_persistent_buffers_set:
+            destination[prefix + name] = tensor
+
+
+@dataclass(frozen=True)
+class PlacementRequest:
+    """What ``.to()``, ``.cuda()``, ``share_memory()`` and the like asked of an
+    unbuilt layer; the build creates its tensors that way."""
+
+    device: torch.device | None = None
+    dtype: torch.dtype | None = None
+    memory_format: torch.memory_format | None = None
+    shared: bool = False
+
+    def after(self, apply: Any) -> PlacementRequest:
+        """This request with what ``apply`` (a function ``_apply`` got) does to a tensor."""
+        request = self
+        for probe in (torch.empty(2, 3, 4, 5), torch.empty(2, 3, 4, 5, 6)):
+            try:
+                result = apply(probe)
+            except (RuntimeError, ValueError):
+                continue  # a memory format for the other rank
+            if result.device != probe.device:
+                request = replace(request, device=result.device)
+            if result.dtype != probe.dtype:
+                request = replace(request, dtype=result.dtype)
+            for layout in (torch.channels_last, torch.channels_last_3d):
+                if result.dim() == (4 if layout is torch.channels_last else 5) and (
+                    result.is_contiguous(memory_format=layout) and not result.is_contiguous()
+                ):
+                    request = replace(request, memory_format=layout)
+            if result.is_shared() and result.device.type == "cpu":
+                request = replace(request, shared=True)
+        return request
+
+
+def request_of(module: nn.Module) -> PlacementRequest | None:
+    """The placement an unbuilt layer was asked for, if any."""
+    return module.__dict__.get("_torchx_request")
+
+
+_HOOK_STORES = tuple(
+    key for key, value in nn.Module().__dict__.items() if isinstance(value, dict) and "hook" in key
+)
+"""The hook dicts of an ``nn.Module`` (forward, backward, state-dict hooks...)."""
+
+
+def become_native(module: nn.Module, native: type[nn.Module], arguments: Mapping[str, Any]) -> list[str]:
+    """Run ``native(**arguments)``'s constructor on ``module`` itself.
+
+    Hooks registered on ``module`` before (their handles stay valid), its
+    training flag and its pending tensors survive: each pending tensor takes
+    the data of the fresh one of its name and takes its place. Returns the keys
+    of pending tensors the native module turned out not to have (a layout the
+    input changed). If the constructor raises, ``module`` is left as it was.
+    """
+    state = module.__dict__
+    before = dict(state)
+    pending = dict(pending_tensors(module))
+    hooks = {key: state[key] for key in _HOOK_STORES if state[key]}
+    training = state["training"]
+    layer_class = type(module)
+    object.__setattr__(module, "__class__", native)
+    try:
+        native.__init__(module, **arguments)  # type: ignore[misc]
+    except BaseException:
+        object.__setattr__(module, "__class__", layer_class)
+        state.clear()
+        state.update(before)
+        raise
+    for key, kept in hooks.items():  # the native's own hooks first, then the user's, in the user's dicts
+        merged = {**state[key], **kept}
+        kept.clear()
+        kept.update(merged)
+        state[key] = kept
+    missing = []
+    for key, tensor in pending.items():
+        path, _, name = key.rpartition(".")
+        try:
+            owner = module.get_submodule(path)
+        except AttributeError:
+            missing.append(key)
+            continue
+        fresh = owner._parameters.get(name) if name in owner._parameters else owner._buffers.get(name)
+        if fresh is None:
+            missing.append(key)
+            continue
+        if not torch._has_compatible_shallow_copy_type(tensor, fresh):
+            continue  # a meta build: the fresh tensor stays
+        tensor.data = fresh.data
+        tensor.__class__ = type(tensor).cls_to_become  # type: ignore[attr-defined]
+        setattr(owner, name, tensor)  # through __setattr__: RNNs update their flat weights
+    if not training:
+        module.train(False)
+    return missing
+
+
+def revert_to_pending(module: nn.Module) -> dict[str, torch.Tensor]:
+    """``module``'s parameters and buffers (its children's too) turned back into
+    pending tensors, in place where the device allows; by state-dict key."""
+    reverted: dict[str, torch.Tensor] = {}
+    for path, owner in module.named_modules(remove_duplicate=False):
+        for store, kind in ((owner._parameters, PendingParameter), (owner._buffers, PendingBuffer)):
+            for name, tensor in store.items():
+                if tensor is None:
+                    continue
+                if not is_pending(tensor):
+                    empty = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
+                    if not tensor.is_meta and torch._has_compatible_shallow_copy_type(tensor, empty):
+                        tensor.data = empty
+                        tensor.__class__ = kind
+                    else:
+                        tensor = kind(requires_grad=tensor.requires_grad, dtype=tensor.dtype)
+                reverted[f"{path}.{name}" if path else name] = tensor
+    return reverted
