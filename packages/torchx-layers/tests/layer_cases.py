@@ -93,7 +93,7 @@ CASES: list[Case] = [
         VOLUME,
     ),
     Case(lambda: L.LayerNorm(), lambda: nn.LayerNorm(9), SEQ),
-    Case(lambda: L.LayerNorm((4, 9), bias=False), lambda: nn.LayerNorm((4, 9), bias=False), SEQ),
+    Case(lambda: L.LayerNorm(normalized_shape=(4, 9), bias=False), lambda: nn.LayerNorm((4, 9), bias=False), SEQ),
     Case(lambda: L.RMSNorm(), lambda: nn.RMSNorm(9), SEQ),
     Case(lambda: L.GroupNorm(2), lambda: nn.GroupNorm(2, 4), IMAGE),
     Case(lambda: L.LocalResponseNorm(2), lambda: nn.LocalResponseNorm(2), IMAGE),
@@ -203,7 +203,7 @@ CASES: list[Case] = [
     ),
     Case(lambda: L.MultiheadAttention(2), lambda: nn.MultiheadAttention(8, 2), ATTENTION),
     Case(
-        lambda: L.MultiheadAttention(2, batch_first=True),
+        lambda: L.MultiheadAttention(2, kdim=4, vdim=6, batch_first=True),
         lambda: nn.MultiheadAttention(8, 2, kdim=4, vdim=6, batch_first=True),
         lambda: (torch.randn(2, 5, 8), torch.randn(2, 6, 4), torch.randn(2, 6, 6)),
     ),
@@ -213,7 +213,9 @@ CASES: list[Case] = [
         randn(5, 2, 8),
     ),
     Case(
-        lambda: L.TransformerEncoderLayer(2, 16, activation="gelu", batch_first=True, norm_first=True),
+        lambda: L.TransformerEncoderLayer(
+            2, dim_feedforward=16, activation="gelu", batch_first=True, norm_first=True
+        ),
         lambda: nn.TransformerEncoderLayer(8, 2, 16, activation="gelu", batch_first=True, norm_first=True),
         randn(2, 5, 8),
     ),

@@ -66,6 +66,6 @@ def test_eight_threads_calling_one_unbuilt_layer_build_it_once() -> None:
 
     with ThreadPoolExecutor(THREADS) as pool:
         outputs = list(pool.map(call, range(THREADS)))
-    assert layer.is_built and layer.in_features == 4
+    assert torchx.is_built(layer) and layer.in_features == 4
     for index, output in enumerate(outputs):
         assert torch.equal(output, layer(torch.full((2, 4), float(index))))

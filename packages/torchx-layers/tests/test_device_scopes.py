@@ -29,11 +29,12 @@ def test_an_unbuilt_sequential_builds_in_the_scope(fresh_plugins: PluginManager)
     assert model[0].weight.is_meta
 
 
-def test_layers_have_the_module_helpers() -> None:
+def test_containers_have_the_module_helpers_and_built_leaves_none() -> None:
     model = torchx.build(L.Sequential(L.Linear(8), L.ReLU(), L.Linear(2)), (None, 4))
     target = model.clone()
     target.soft_update(model, tau=0.5)
     assert target.num_parameters() == 4 * 8 + 8 + 8 * 2 + 2
-    assert model[0].freeze() is model[0]
+    assert nnx.freeze(model[0]) is model[0]
     assert model.num_parameters(trainable_only=True) == 8 * 2 + 2
-    assert torchx.build(L.PReLU(), (None, 3)).num_parameters == 1  # torch's own attribute wins, once built
+    assert not hasattr(model[0], "freeze")  # a built leaf is exactly nn.Linear: nothing of TorchX shadows it
+    assert torchx.build(L.PReLU(), (None, 3)).num_parameters == 1  # torch's own attribute

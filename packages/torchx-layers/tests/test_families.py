@@ -6,6 +6,7 @@ import pytest
 import torch
 from layer_cases import CASES, Case
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 import torchx
 import torchx.layers as L
@@ -41,7 +42,7 @@ def test_same_seed_same_weights_same_outputs_as_native(case: Case) -> None:
     torch.manual_seed(7)
     layer = case.layer()
     torchx.build(layer, *inputs)
-    assert isinstance(layer, type(native))
+    assert type(layer) is type(native)
     assert list(layer.state_dict()) == list(native.state_dict())
     for key, value in native.state_dict().items():
         assert torch.equal(layer.state_dict()[key], value), key
@@ -69,15 +70,16 @@ def test_lazy_build_on_first_call_equals_torchx_build(case: Case) -> None:
 @pytest.mark.parametrize("case", CASES, ids=ids)
 def test_output_shape_formulas_agree_with_the_meta_run(case: Case) -> None:
     inputs = case.inputs()
-    layer = torchx.build(case.layer(), *inputs)
+    unbuilt = case.layer()
     shapes = [tuple(x.shape) for x in inputs]
-    formula = layer.infer_output_shape(*shapes)
+    formula = unbuilt.infer_output_shape(*shapes)  # formulas run before the build
     if formula is None:
         pytest.skip("no closed-form shape: the meta run is the only rule")
+    layer = torchx.build(unbuilt, *inputs)
     metas = tuple(torch.empty_like(x, device="meta") for x in inputs)
     assert formula == tuple(run_on_meta(layer, metas).shape)
     dynamic = (None, *shapes[0][1:])
-    assert layer.infer_output_shape(dynamic, *shapes[1:])[1:] == formula[1:]
+    assert case.layer().infer_output_shape(dynamic, *shapes[1:])[1:] == formula[1:]
 
 
 @pytest.mark.parametrize("case", [case for case in CASES if case.spec], ids=ids)
@@ -108,9 +110,35 @@ def test_built_layers_pickle_and_deepcopy(case: Case) -> None:
     for twin in (copy.deepcopy(layer), pickle.loads(pickle.dumps(layer)) if case.spec else None):
         if twin is None:
             continue
-        assert type(twin) is type(layer) and twin.is_built
+        assert type(twin) is type(layer) and torchx.is_built(twin)
         if expected is not None:
             assert same_outputs(twin(*inputs), expected)
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_unbuilt_layers_show_the_native_parameter_and_buffer_names(case: Case) -> None:
+    layer, native = case.layer(), case.native()
+    assert [name for name, _ in layer.named_parameters()] == [name for name, _ in native.named_parameters()]
+    assert list(layer.state_dict()) == list(native.state_dict())
+    assert all(is_lazy(tensor) for tensor in layer.state_dict().values())
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_loading_a_native_state_dict_builds_the_layer_without_an_input(case: Case) -> None:
+    native = case.native()
+    inputs = case.inputs()
+    layer = case.layer()
+    layer.load_state_dict(native.state_dict())
+    assert torchx.is_built(layer) is bool(native.state_dict())
+    if not native.state_dict():
+        return  # nothing to build from: it builds on its first input
+    assert type(layer) is type(native)
+    native.eval()
+    layer.eval()
+    torch.manual_seed(3)
+    expected = native(*inputs)
+    torch.manual_seed(3)
+    assert same_outputs(layer(*inputs), expected)
 
 
 def test_unbuilt_layers_pickle() -> None:

@@ -57,7 +57,7 @@ def test_frozen_shared_and_nested_modules() -> None:
     model = torchx.build(
         L.Sequential(L.Linear(6), shared, nn.ReLU(), shared, L.Sequential(L.Linear(2))), (4, 3)
     )
-    model[0].freeze()
+    model[0].requires_grad_(False)
     summary = torchx.summarize(model, (4, 3))
     agree(summary, torchinfo.summary(model, input_size=(4, 3), verbose=0))
     assert summary.frozen_parameters == 3 * 6 + 6

@@ -110,11 +110,13 @@ def test_helpers_chain_recurrent_layers_in_sequential() -> None:
 def test_bad_input() -> None:
     with pytest.raises(ShapeError, match=r"^LSTM: expected input of shape \(batch, time, features\)"):
         LSTM(4)(torch.randn(6, 2))
-    layer = LSTM(4)
-    layer(torch.randn(3, 6, 2))
-    with pytest.raises(ShapeError, match=r"input_size=5 \(built with 2\)"):
-        layer(torch.randn(3, 6, 5))
-    with pytest.raises(ArgumentError, match="mode must be 'h', 'c' or 'concat'"):
+    model = L.Sequential(LSTM(4))
+    model(torch.randn(3, 6, 2))
+    with pytest.raises(ShapeError, match=r"^Sequential\[0\] LSTM: got input \(3, 6, 5\).*input_size=5 \(built with 2\)"):
+        model(torch.randn(3, 6, 5))
+    with pytest.raises(RuntimeError, match="input_size"):
+        model[0](torch.randn(3, 6, 5))  # a bare built layer raises torch's own error
+    with pytest.raises(ArgumentError, match="GetRNNState: mode must be one of 'h', 'c', 'concat'"):
         GetRNNState("x")  # type: ignore[arg-type]
     with pytest.raises(ShapeError, match="give the recurrent layer before it return_state=True"):
         L.Sequential(LSTM(4, return_sequences=False), GetRNNState())(torch.randn(3, 6, 2))

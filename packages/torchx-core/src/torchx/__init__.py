@@ -21,6 +21,7 @@ from torchx.core import DeviceWarning as DeviceWarning
 from torchx.core import DtypeError as DtypeError
 from torchx.core import LayerError as LayerError
 from torchx.core import MissingPackageError as MissingPackageError
+from torchx.core import NotBuiltError as NotBuiltError
 from torchx.core import PluginError as PluginError
 from torchx.core import PluginWarning as PluginWarning
 from torchx.core import ShapeError as ShapeError
@@ -53,6 +54,7 @@ __all__ = [
     "DtypeError",
     "LayerError",
     "MissingPackageError",
+    "NotBuiltError",
     "PluginError",
     "PluginWarning",
     "ShapeError",

@@ -36,6 +36,9 @@ from torchx.core.errors import (
     MissingPackageError as MissingPackageError,
 )
 from torchx.core.errors import (
+    NotBuiltError as NotBuiltError,
+)
+from torchx.core.errors import (
     PluginError as PluginError,
 )
 from torchx.core.errors import (
@@ -116,6 +119,7 @@ __all__ = [
     "LayerRegistry",
     "MissingPackageError",
     "ModuleHelpers",
+    "NotBuiltError",
     "PendingBuffer",
     "PendingParameter",
     "Placement",

@@ -19,6 +19,7 @@ __all__ = [
     "DtypeError",
     "LayerError",
     "MissingPackageError",
+    "NotBuiltError",
     "PluginError",
     "PluginWarning",
     "ShapeError",
@@ -200,6 +201,11 @@ class DeviceUnavailableError(DeviceError):
     This is the one device error that ``device_scope(..., fallback="cpu")``
     turns into a :class:`DeviceWarning`.
     """
+
+
+class NotBuiltError(TorchXError, ValueError):
+    """Something needs a layer's parameters before the layer is built (torch's
+    lazy modules raise ValueError here too): the message says how to build it."""
 
 
 class CheckpointError(TorchXError):

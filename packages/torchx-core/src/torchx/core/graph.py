@@ -24,7 +24,7 @@ from torch import nn
 
 from torchx.core.build import build
 from torchx.core.errors import MissingPackageError, TorchXError, format_shape
-from torchx.core.layer import Layer, unbuilt_layers
+from torchx.core.layer import Layer, layer_name, unbuilt_layers
 from torchx.core.shapes import InputLike, input_dtype, input_shape
 from torchx.core.summary import record_calls, shape_text
 
@@ -114,7 +114,7 @@ class Graph:
             return module.draw_graph(self, list(inputs))
         if isinstance(module, nn.Sequential):
             return self.chain(type(module).__name__, module, list(module), inputs)
-        return [self.node(type(module).__name__, self.next_output(module), "layer", inputs)]
+        return [self.node(layer_name(module), self.next_output(module), "layer", inputs)]
 
     # -- output ---------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import torch
 from torch import nn
 
-from torchx.core.errors import ShapeError, TorchXError
+from torchx.core.errors import NotBuiltError, ShapeError, TorchXError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -47,7 +47,7 @@ def require_built(module: nn.Module, action: str) -> None:
     pending = unbuilt_layers(module)
     if pending:
         names = ", ".join(sorted({layer.layer_label() for layer in pending}))
-        raise TorchXError(
+        raise NotBuiltError(
             f"{action}: {type(module).__name__} has {len(pending)} unbuilt layer(s) ({names}), whose "
             "parameters do not exist yet; build it first: call it on an input, or "
             "torchx.build(model, input_shape)"

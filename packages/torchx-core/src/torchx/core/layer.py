@@ -42,6 +42,7 @@ from torchx.core.errors import (
     BuildWarning,
     DtypeError,
     LayerError,
+    NotBuiltError,
     ShapeError,
     TorchXError,
     format_call,
@@ -81,6 +82,7 @@ __all__ = [
     "explain_failure",
     "is_built",
     "is_shape_problem",
+    "layer_name",
     "layer_view",
     "native_module",
     "record_of",
@@ -216,6 +218,14 @@ def record_of(module: nn.Module) -> LayerRecord | None:
     return record if isinstance(record, LayerRecord) else None
 
 
+def layer_name(module: nn.Module) -> str:
+    """How TorchX names ``module`` in messages, summaries and generated code: by
+    its layer class for a TorchX layer (built or not: a built ``L.Lambda`` is
+    ``Lambda``, not its native ``LambdaModule``), else by its own class."""
+    record = record_of(module)
+    return (record.layer_class if record is not None else type(module)).__name__
+
+
 def layer_view(module: nn.Module) -> Layer:
     """``module``'s TorchX layer: the module itself while unbuilt (or a
     container), else an unbuilt stand-in holding its record, on which the
@@ -236,9 +246,9 @@ def is_built(module: nn.Module) -> bool:
     return not isinstance(module, Layer) or module.is_built
 
 
-def cannot_build_while_compiling(label: str) -> TorchXError:
+def cannot_build_while_compiling(label: str) -> NotBuiltError:
     """The error for an unbuilt layer met by ``torch.compile`` or ``torch.export``."""
-    return TorchXError(
+    return NotBuiltError(
         f"{label} is not built, and a layer cannot build itself while torch.compile or "
         "torch.export traces it: call torchx.build(model, input_shape) first"
     )
@@ -435,7 +445,7 @@ class Layer(nn.Module):
     def native_module(self) -> nn.Module:
         """The built native module, which is this very object after the build."""
         if not self.is_built:
-            raise TorchXError(
+            raise NotBuiltError(
                 f"{self.layer_label()} is not built yet: call it on an input, or "
                 "torchx.build(layer, input_shape) first"
             )
@@ -598,8 +608,9 @@ class Layer(nn.Module):
 
     def _check_given(self, inferred: Mapping[str, Any], inputs: tuple[Any, ...]) -> None:
         """An inferred argument that was also given must agree with the input."""
+        inferable = type(self).inferable_arguments
         for name, size in inferred.items():
-            given = self.arguments.get(name)
+            given = self.arguments.get(name) if name in inferable else None
             if given is not None and given != size:
                 raise self.shape_error(
                     f"{name}={short_repr(given)} was given, but the input {describe_inputs(inputs)} "
@@ -635,9 +646,10 @@ class Layer(nn.Module):
         request = request_of(self)
         state["forward"] = _wait_for_build(self)
         try:
-            missing = become_native(self, native, arguments)
+            orphans = become_native(self, native, arguments)
         finally:
             state.pop("forward", None)
+        missing = [key for key, tensor in orphans.items() if tensor() is not None]
         record.inferred = inferred
         if request is not None and request.memory_format is not None:
             self.to(memory_format=request.memory_format)
@@ -647,8 +659,8 @@ class Layer(nn.Module):
             warnings.warn(
                 f"{record.layer_class.__name__}: for this input its parameters are "
                 f"{', '.join(name for name, _ in self.named_parameters())}, not the "
-                f"{', '.join(missing)} it showed before the build, so an optimizer made before the "
-                f"build does not hold them; pass {', '.join(f'{k}={v}' for k, v in inferred.items())} "
+                f"{', '.join(missing)} it showed before the build, which something holds (an optimizer "
+                f"made before the build?) and which stay untrained; pass {', '.join(f'{k}={v}' for k, v in inferred.items())} "
                 "to the constructor, which fixes them before the build, or make the optimizer after it",
                 BuildWarning,
                 stacklevel=4,
@@ -695,7 +707,13 @@ class Layer(nn.Module):
                 f"{', '.join(repr(prefix + key) for key in keys)}",
                 fix="load a state dict with all of this layer's keys, or build it first: torchx.build(model, shape)",
             )
-        arguments = {**inferred, **self._native_arguments({})}
+        arguments = self._native_arguments(inferred)
+        # An inferable size that was given wins, so that a state that disagrees is named by its key.
+        arguments.update(
+            (name, self.arguments[name])
+            for name in type(self).inferable_arguments
+            if self.arguments.get(name) is not None
+        )
         layout = measure_layout(native, arguments, takes_factory_kwargs(native))
         for key, shape in layout.shapes.items():
             tensor = state.get(key)
@@ -785,7 +803,7 @@ class Layer(nn.Module):
 
     def __prepare_scriptable__(self) -> nn.Module:
         """``torch.jit.script`` of an unbuilt layer says to build it first."""
-        raise TorchXError(
+        raise NotBuiltError(
             f"{self.layer_label()} is not built: build it (torchx.build) before torch.jit.script"
         )
 

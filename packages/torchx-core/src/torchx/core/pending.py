@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import warnings
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -28,6 +29,8 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
+
+from torchx.core.errors import NotBuiltError
 
 __all__ = [
     "Layout",
@@ -50,7 +53,26 @@ __all__ = [
 _ALSO_ALLOWED = [torch.Tensor.requires_grad_, torch.Tensor.dim, torch.Tensor.is_shared]
 
 
-class PendingParameter(UninitializedParameter):
+class _Pending:
+    """What pending parameters and buffers share: an error that says how to build."""
+
+    _allowed_methods: list[Any]
+
+    @classmethod
+    def __torch_function__(
+        cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        if func in cls._allowed_methods or func.__class__.__name__ == "method-wrapper":
+            return super().__torch_function__(func, types, args, kwargs)  # type: ignore[misc]
+        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+        raise NotBuiltError(
+            f"{name} was called on a parameter or buffer of a TorchX layer that is not built yet: "
+            "call torchx.build(model, input_shape) first, run the model on one batch, or load a "
+            "state dict into it"
+        )
+
+
+class PendingParameter(_Pending, UninitializedParameter):
     """A parameter of an unbuilt layer: torch's ``UninitializedParameter`` that
     also takes ``requires_grad_`` (so ``model.requires_grad_(False)`` before the
     build is kept). It becomes an ``nn.Parameter``, the same object, at the build."""
@@ -59,11 +81,20 @@ class PendingParameter(UninitializedParameter):
     _allowed_methods = [*UninitializedParameter._allowed_methods, *_ALSO_ALLOWED]
 
 
-class PendingBuffer(UninitializedBuffer):
+class PendingBuffer(_Pending, UninitializedBuffer):
     """A buffer of an unbuilt layer; it becomes a plain tensor at the build."""
 
     cls_to_become = torch.Tensor
     _allowed_methods = [*UninitializedBuffer._allowed_methods, *_ALSO_ALLOWED]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PendingBuffer:
+        copied = memo.get(id(self))
+        if copied is None:
+            copied = memo[id(self)] = PendingBuffer(False, self.data.device, self.data.dtype)
+        return copied  # type: ignore[no-any-return]
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return (PendingBuffer, (False, None, self.data.dtype))
 
 
 def is_pending(tensor: object) -> bool:
@@ -268,14 +299,18 @@ _HOOK_STORES = tuple(
 """The hook dicts of an ``nn.Module`` (forward, backward, state-dict hooks...)."""
 
 
-def become_native(module: nn.Module, native: type[nn.Module], arguments: Mapping[str, Any]) -> list[str]:
+def become_native(
+    module: nn.Module, native: type[nn.Module], arguments: Mapping[str, Any]
+) -> dict[str, weakref.ref[torch.Tensor]]:
     """Run ``native(**arguments)``'s constructor on ``module`` itself.
 
     Hooks registered on ``module`` before (their handles stay valid), its
     training flag and its pending tensors survive: each pending tensor takes
-    the data of the fresh one of its name and takes its place. Returns the keys
-    of pending tensors the native module turned out not to have (a layout the
-    input changed). If the constructor raises, ``module`` is left as it was.
+    the data of the fresh one of its name and takes its place. Returns the
+    pending tensors the native module turned out not to have (a layout the
+    input changed), weakly, by key: one still alive after the build is held
+    by someone (an optimizer). If the constructor raises, ``module`` is left
+    as it was.
     """
     state = module.__dict__
     before = dict(state)
@@ -296,17 +331,18 @@ def become_native(module: nn.Module, native: type[nn.Module], arguments: Mapping
         kept.clear()
         kept.update(merged)
         state[key] = kept
-    missing = []
+    orphans = {}
     for key, tensor in pending.items():
         path, _, name = key.rpartition(".")
         try:
             owner = module.get_submodule(path)
         except AttributeError:
-            missing.append(key)
-            continue
-        fresh = owner._parameters.get(name) if name in owner._parameters else owner._buffers.get(name)
+            owner = None
+        fresh = None
+        if owner is not None:
+            fresh = owner._parameters.get(name) if name in owner._parameters else owner._buffers.get(name)
         if fresh is None:
-            missing.append(key)
+            orphans[key] = weakref.ref(tensor)
             continue
         if not torch._has_compatible_shallow_copy_type(tensor, fresh):
             continue  # a meta build: the fresh tensor stays
@@ -315,7 +351,7 @@ def become_native(module: nn.Module, native: type[nn.Module], arguments: Mapping
         setattr(owner, name, tensor)  # through __setattr__: RNNs update their flat weights
     if not training:
         module.train(False)
-    return missing
+    return orphans
 
 
 def revert_to_pending(module: nn.Module) -> dict[str, torch.Tensor]:

@@ -25,7 +25,7 @@ from torch.utils._pytree import tree_leaves
 
 from torchx.core.build import build
 from torchx.core.errors import format_shape
-from torchx.core.layer import unbuilt_layers
+from torchx.core.layer import layer_name, unbuilt_layers
 from torchx.core.shapes import (
     DYNAMIC_PROBES,
     InputLike,
@@ -168,7 +168,7 @@ def summarize(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None = 
             SummaryRow(
                 path=path,
                 depth=path.count(".") + 1 if path else 0,
-                type=type(module).__name__,
+                type=layer_name(module),
                 output_shape=calls[id(module)][0].shape if calls[id(module)] else None,
                 parameters=sum(p.numel() for p in parameters),
                 trainable=sum(p.numel() for p in parameters if p.requires_grad),

@@ -24,7 +24,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from torchx.core import Layer, ShapeError, TorchXError
 from torchx.core.errors import format_shape, torch_message
-from torchx.core.layer import all_or_nothing, unbuilt_layers
+from torchx.core.layer import all_or_nothing, layer_name, unbuilt_layers
 from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
 
@@ -92,7 +92,7 @@ class Node:
     def describe(self) -> str:
         """A short name for messages: the layer class, function or method."""
         if self.kind == "module":
-            return type(self.target).__name__
+            return layer_name(self.target)
         if self.kind == "method":
             return f"Tensor.{self.target}"
         if self.kind == "input":
@@ -263,7 +263,7 @@ def _outputs(node: Node) -> Any:
 
 def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
     """Build ``module`` for the placeholders' shapes if needed; its meta outputs."""
-    what = type(module).__name__
+    what = layer_name(module)
     dynamic = _check_leaves(what, args, kwargs)
     metas, meta_kwargs = _as_meta(args, 0), _as_meta(kwargs, 0)
     if unbuilt_layers(module):

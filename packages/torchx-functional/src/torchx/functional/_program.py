@@ -21,6 +21,7 @@ from torch.utils._pytree import tree_map
 
 from torchx.core import TorchXError
 from torchx.core.errors import format_shape
+from torchx.core.layer import layer_name
 from torchx.functional._placeholder import BatchSize, Node, Placeholder
 
 __all__ = ["Input", "Program", "Step", "Var", "trace"]
@@ -204,7 +205,7 @@ def trace(inputs: Any, outputs: Any) -> Program:
             attribute = module_names.get(id(node.target))
             if attribute is None:
                 attribute = module_names[id(node.target)] = attributes.claim(
-                    _snake(type(node.target).__name__)
+                    _snake(layer_name(node.target))
                 )
                 modules[attribute] = node.target
             var = namespace.claim(attribute)

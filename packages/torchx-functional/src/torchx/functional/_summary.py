@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from torchx.core.errors import format_shape
+from torchx.core.layer import layer_name
 from torchx.core.summary import format_table
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ def summarize(model: Functional) -> str:
     for step in model._torchx_program.steps:
         if step.kind == "module":
             module = getattr(model, step.target)
-            what = f"{type(module).__name__} ({step.target})"
+            what = f"{layer_name(module)} ({step.target})"
             params = sum(p.numel() for p in module.parameters())
             shown = f"{params:,}" if step.target not in counted else f"(shared: {params:,})"
             counted.add(step.target)

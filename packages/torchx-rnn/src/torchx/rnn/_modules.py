@@ -12,6 +12,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from torchx.core import ShapeError
+from torchx.core.layer import layer_name
 
 __all__ = ["GRUModule", "GetRNNOutputModule", "GetRNNStateModule", "LSTMModule", "RNNModule"]
 
@@ -51,7 +52,7 @@ class _Selecting:
         if lengths is not None and not isinstance(input, PackedSequence) and not input.is_meta:
             time_dim = 1 if self.batch_first else 0
             on_cpu = _checked_lengths(
-                type(self).__name__, lengths, input.shape[1 - time_dim], input.shape[time_dim]
+                layer_name(self), lengths, input.shape[1 - time_dim], input.shape[time_dim]
             )
             packed = pack_padded_sequence(input, on_cpu, batch_first=self.batch_first, enforce_sorted=False)
             output, state = native.forward(self, packed, hx)
