@@ -259,7 +259,7 @@ def test_memory_errors_are_not_reported_as_shape_errors() -> None:
 def test_huge_numbers_and_yaml_alias_bombs_are_spec_errors(
     fresh_plugins: PluginManager, tmp_path: Path
 ) -> None:
-    with pytest.raises(SpecError, match=r"\$\.args\.p: expected a number in \[0\.0, 1\.0\], got 1000"):
+    with pytest.raises(SpecError, match=r"\$\.args\.p: expected a number small enough for a float"):
         L.Layer.from_spec({"type": "Dropout", "args": {"p": 10**400}})
     lines = ["type: Sequential", "layers:", "  - &a0 {type: ReLU}"]
     for level in range(1, 25):

@@ -164,7 +164,9 @@ def coerce(value: Any, hint: Any, *, objects: bool = False) -> Any:
         base, *extras = arguments
         try:
             converted = coerce(value, base, objects=objects)
-        except ArgumentMismatch:
+        except ArgumentMismatch as error:
+            if error.expected in _NUMERIC_LIMITS:
+                raise  # "a finite number" says more than the range
             raise ArgumentMismatch(describe(hint), value) from None
         for extra in extras:
             if isinstance(extra, Interval) and not extra.holds(converted):
@@ -210,12 +212,16 @@ def coerce(value: Any, hint: Any, *, objects: bool = False) -> Any:
         try:
             number = float(value)
         except OverflowError:
-            raise ArgumentMismatch("a number small enough for a float", value) from None
+            raise ArgumentMismatch(_TOO_LARGE, value) from None
         if not math.isfinite(number):
-            raise ArgumentMismatch("a finite number", value)
+            raise ArgumentMismatch(_NOT_FINITE, value)
         return number
     return value
 
+
+_TOO_LARGE = "a number small enough for a float"
+_NOT_FINITE = "a finite number"
+_NUMERIC_LIMITS = (_TOO_LARGE, _NOT_FINITE)
 
 _SCALARS: Mapping[Any, Callable[[Any], bool]] = {
     int: lambda value: isinstance(value, int) and not isinstance(value, bool),

@@ -34,6 +34,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
+try:
+    from torch.fx._symbolic_trace import is_fx_symbolic_tracing as _fx_tracing
+except ImportError:  # torch before 2.6
+    from torch.fx._symbolic_trace import is_fx_tracing as _fx_tracing
 from torch.utils._pytree import tree_leaves
 
 from torchx.core.arguments import checker_of
@@ -81,6 +85,7 @@ __all__ = [
     "describe_inputs",
     "explain_failure",
     "is_built",
+    "is_fx_tracing",
     "is_shape_problem",
     "layer_name",
     "layer_view",
@@ -247,11 +252,17 @@ def is_built(module: nn.Module) -> bool:
 
 
 def cannot_build_while_compiling(label: str) -> NotBuiltError:
-    """The error for an unbuilt layer met by ``torch.compile`` or ``torch.export``."""
+    """The error for an unbuilt layer met by a tracer (``torch.compile``,
+    ``torch.export``, ``torch.fx``)."""
     return NotBuiltError(
-        f"{label} is not built, and a layer cannot build itself while torch.compile or "
-        "torch.export traces it: call torchx.build(model, input_shape) first"
+        f"{label} is not built, and a layer cannot build itself while torch.compile, "
+        "torch.export or torch.fx traces it: call torchx.build(model, input_shape) first"
     )
+
+
+def is_fx_tracing() -> bool:
+    """Whether ``torch.fx.symbolic_trace`` is tracing the code running now."""
+    return bool(_fx_tracing())
 
 
 def native_module(module: nn.Module) -> nn.Module:
@@ -499,7 +510,7 @@ class Layer(nn.Module):
         Inside :func:`torchx.build`, meta inputs build the native module on the
         build's device and return meta outputs: no FLOPs, no activations.
         """
-        if torch.compiler.is_compiling():
+        if torch.compiler.is_compiling() or is_fx_tracing():
             raise cannot_build_while_compiling(self.layer_label())
         symbolic = find_symbolic(inputs, kwargs)
         if symbolic is not None:
@@ -802,7 +813,10 @@ class Layer(nn.Module):
         return f"{arguments}, not built" if arguments else "not built"
 
     def __prepare_scriptable__(self) -> nn.Module:
-        """``torch.jit.script`` of an unbuilt layer says to build it first."""
+        """``torch.jit.script`` of an unbuilt layer says to build it first; a built
+        container scripts as it is (containers that cannot, override this)."""
+        if type(self).native_class is None and self.is_built:
+            return self
         raise NotBuiltError(
             f"{self.layer_label()} is not built: build it (torchx.build) before torch.jit.script"
         )

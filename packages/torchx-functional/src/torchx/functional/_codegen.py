@@ -19,11 +19,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from torchx.core import TorchXError
 from torchx.core.symbolic import find_symbolic, is_symbolic
 from torchx.functional._ops import INFIX, name_of_function
 from torchx.functional._program import BatchOf, Input, Program, Step, Var
 
-__all__ = ["MISSING", "compile_forward", "generate"]
+__all__ = ["MISSING", "compile_forward", "generate", "generate_scriptable"]
 
 _files = itertools.count()
 
@@ -150,6 +151,23 @@ def _unpack_lines(name: str, structure: Any) -> list[str]:
 def parameters_of(program: Program) -> list[tuple[str, Any]]:
     """The forward's parameters: (name, the input structure it receives)."""
     return program.parameters
+
+
+def generate_scriptable(program: Program) -> tuple[str, dict[str, Any]]:
+    """A forward for ``torch.jit.script``: the steps alone, one tensor per input
+    (no input checks, no placeholder calls, no error translation)."""
+    writer = _Writer()
+    parameters = parameters_of(program)
+    nested = [name for name, structure in parameters if not isinstance(structure, Input)]
+    if nested:
+        raise TorchXError(
+            f"torch.jit.script takes a Functional whose inputs are single placeholders; "
+            f"{', '.join(map(repr, nested))} holds several (a list or dict in one argument)"
+        )
+    lines = [f"def forward(self, {', '.join(name for name, _ in parameters)}):"]
+    lines += [f"    {step.var} = {writer.step(step)}" for step in program.steps]
+    lines.append(f"    return {_structure(writer, program.outputs)}")
+    return "\n".join(lines) + "\n", writer.globals
 
 
 def generate(program: Program) -> tuple[str, dict[str, Any]]:

@@ -10,11 +10,12 @@ from torch import nn
 
 import torchx.nn as nnx
 from torchx.core import Layer, ShapeError
-from torchx.core.errors import format_shape
+from torchx.core.errors import add_note, format_shape
+from torchx.core.layer import explain_failure, is_fx_tracing, layer_name
 from torchx.core.graph import Graph
 from torchx.core.specs import SpecReader, SpecWriter
-from torchx.functional._codegen import MISSING, compile_forward, generate, parameters_of
-from torchx.functional._program import Input, Program, trace
+from torchx.functional._codegen import MISSING, compile_forward, generate, generate_scriptable, parameters_of
+from torchx.functional._program import BatchOf, Input, Program, Step, Var, trace
 
 __all__ = ["Functional"]
 
@@ -59,6 +60,26 @@ class Functional(Layer, nnx.Module):
         namespace.update(_unpack_inputs=_unpack_inputs, _missing_inputs=_missing_inputs, _explain=_explain)
         self.__dict__["_torchx_code"] = source
         self.__dict__["forward"] = compile_forward(source, namespace).__get__(self)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the generated forward (see :attr:`code`).
+
+        Calls reach the generated function directly (it is an instance
+        attribute, so it costs what a hand-written forward costs); this
+        class-level entry serves tools that read ``type(model).forward``, such
+        as ``torch.fx.symbolic_trace``.
+        """
+        generated = self.__dict__["forward"]
+        if is_fx_tracing():  # the arguments arrive as one Proxy
+            return generated(*(args[index] for index in range(len(self._torchx_program.parameters))))
+        return generated(*args, **kwargs)
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        """``torch.jit.script`` compiles the steps alone, over the same submodules."""
+        source, namespace = generate_scriptable(self._torchx_program)
+        form = _ScriptableFunctional(self._modules)
+        form.__dict__["forward"] = compile_forward(source, namespace).__get__(form)
+        return form
 
     @property
     def code(self) -> str:
@@ -127,6 +148,16 @@ class Functional(Layer, nnx.Module):
         return summarize(self)
 
 
+class _ScriptableFunctional(nn.Module):
+    """What ``torch.jit.script`` compiles for a Functional: its submodules and
+    the plain steps of its forward."""
+
+    def __init__(self, modules: Mapping[str, nn.Module | None]) -> None:
+        super().__init__()
+        for name, module in modules.items():
+            self.add_module(name, module)
+
+
 class _AttributeModules(dict[str, "nn.Module | None"]):
     """A Functional's ``_modules`` that mirrors every entry as a plain instance
     attribute, so that ``self.conv2d`` in the generated forward resolves like any
@@ -174,7 +205,9 @@ def _fits(expected: tuple[int | None, ...], got: tuple[int, ...]) -> bool:
 
 
 def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exception:
-    """A ShapeError naming the input whose shape does not fit, else ``error`` itself."""
+    """A ShapeError naming the input whose shape does not fit, or the layer
+    (by its attribute name) whose built size the input no longer fits; else
+    ``error`` itself."""
     for name, structure in parameters_of(model._torchx_program):
         value = given.get(name)
         if isinstance(structure, Input) and isinstance(value, torch.Tensor):
@@ -186,4 +219,40 @@ def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exce
                     f"expected shape {shown} (dim 0 is the batch), got {format_shape(got)}",
                     fix="pass inputs shaped as the placeholders the model was defined with",
                 )
-    return error
+    step, values = _failing_step(model, error)
+    if step is None or step.kind != "module":
+        if step is not None:
+            add_note(error, f"raised in Functional step {step.var!r}")
+        return error
+    module = getattr(model, step.target)
+    explained = explain_failure(module, tuple(_resolved(arg, values) for arg in step.args), error)
+    if explained is None:
+        add_note(error, f"raised in Functional.{step.target} ({layer_name(module)})")
+        return error
+    return explained.within(f"Functional.{step.target}", model)
+
+
+def _failing_step(model: Functional, error: BaseException) -> tuple[Step | None, dict[str, Any]]:
+    """The generated statement that raised ``error``, and the forward's variables then."""
+    trace = error.__traceback__
+    if trace is None:
+        return None, {}
+    lines = model._torchx_code.splitlines()
+    line = lines[trace.tb_lineno - 1].strip() if 0 < trace.tb_lineno <= len(lines) else ""
+    var = line.split(" = ", 1)[0]
+    for step in model._torchx_program.steps:
+        if step.var == var:
+            return step, dict(trace.tb_frame.f_locals)
+    return None, {}
+
+
+def _resolved(value: Any, variables: dict[str, Any]) -> Any:
+    """A step argument as the forward saw it (variables replaced by their values)."""
+    if isinstance(value, Var):
+        return variables.get(value.name)
+    if isinstance(value, BatchOf):
+        tensor = variables.get(value.name)
+        return tensor.shape[0] if isinstance(tensor, torch.Tensor) else None
+    if isinstance(value, (tuple, list)):
+        return type(value)(_resolved(item, variables) for item in value)
+    return value

@@ -41,10 +41,14 @@ def _layout(spatial_dims: int) -> str:
     return "(N, C_in, " + ", ".join(["L"] if spatial_dims == 1 else ["D", "H", "W"][-spatial_dims:]) + ")"
 
 
-def _spatial(layer: Layer, name: str, dims: int) -> tuple[Any, ...]:
-    """An argument given as one int or one per spatial dim, as one per dim."""
+def _spatial(layer: Layer, name: str, dims: int) -> tuple[Any, ...] | None:
+    """An argument given as one int (or a list of one) or one per spatial dim,
+    as one per dim; None when its length fits neither (the meta run reports it)."""
     value = layer.arguments[name]
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+    values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if len(values) == 1:
+        return values * dims
+    return values if len(values) == dims else None
 
 
 class _ConvNd(Layer):
@@ -82,12 +86,12 @@ class _ConvNd(Layer):
         dims = len(spatial)
         padding = self.arguments["padding"]
         kernel, stride, dilation = (_spatial(self, name, dims) for name in ("kernel_size", "stride", "dilation"))
-        if len(kernel) != dims:
+        pads = (0,) * dims if padding in ("same", "valid") else _spatial(self, "padding", dims)
+        if kernel is None or stride is None or dilation is None or pads is None:
             return None  # the meta run reports the mismatch
         if padding == "same":
             out = list(spatial)
         else:
-            pads = (0,) * dims if padding == "valid" else _spatial(self, "padding", dims)
             out = [
                 None if size is None else (size + 2 * p - d * (k - 1) - 1) // s + 1
                 for size, p, d, k, s in zip(spatial, pads, dilation, kernel, stride, strict=True)
@@ -165,9 +169,10 @@ class _ConvTransposeNd(Layer):
         batch, _, *spatial = input_shapes[0]
         dims = len(spatial)
         names = ("padding", "dilation", "kernel_size", "stride", "output_padding")
-        padding, dilation, kernel, stride, extra = (_spatial(self, name, dims) for name in names)
-        if len(kernel) != dims:
+        values = [_spatial(self, name, dims) for name in names]
+        if any(value is None for value in values):
             return None
+        padding, dilation, kernel, stride, extra = values  # type: ignore[misc]
         out = [
             None if size is None else (size - 1) * s - 2 * p + d * (k - 1) + op + 1
             for size, p, d, k, s, op in zip(spatial, padding, dilation, kernel, stride, extra, strict=True)

@@ -5,7 +5,7 @@ torch's own, so checkpoints move both ways."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import nn
@@ -14,7 +14,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 from torchx.core import ShapeError
 from torchx.core.layer import layer_name
 
-__all__ = ["GRUModule", "GetRNNOutputModule", "GetRNNStateModule", "LSTMModule", "RNNModule"]
+__all__ = ["GRUModule", "GetRNNOutputModule", "GetRNNStateModule", "LSTMModule", "RNNModule", "last_step"]
 
 
 class _Selecting:
@@ -62,12 +62,71 @@ class _Selecting:
         else:
             output, state = native.forward(self, input, hx)
         if not self.return_sequences:
-            # The final hidden state is the forward direction's last (valid) step
-            # and the backward direction's first: exactly "the last step".
-            hidden = state[0] if isinstance(state, tuple) else state
-            directions = 2 if self.bidirectional else 1
-            output = torch.cat(list(hidden[-directions:]), dim=-1)
+            output = last_step(state[0] if isinstance(state, tuple) else state, 2 if self.bidirectional else 1)
         return (output, state) if self.return_state else output
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        """``torch.jit.script`` compiles torch's own module (sharing these
+        parameters) inside a typed selection of what this layer returns."""
+        native = self._torch_class
+        plain = native.__new__(native)
+        plain.__dict__.update(
+            (key, value) for key, value in self.__dict__.items() if key not in ("_torchx", *_SELECTION)
+        )
+        plain._init_flat_weights()  # a list of its own, read from the parameters as they are now
+        scriptable = _ScriptableLSTM if native is nn.LSTM else _ScriptableRNN
+        return scriptable(plain, self.return_sequences, self.return_state)
+
+
+_SELECTION = ["return_sequences", "return_state"]
+
+
+def last_step(hidden: torch.Tensor, directions: int) -> torch.Tensor:
+    """The output at "the last step" of a recurrent layer from its final hidden
+    state: the forward direction's last (valid) step and the backward
+    direction's first, concatenated: ``(batch, directions * hidden)``."""
+    return torch.cat(hidden[-directions:].unbind(0), dim=-1)
+
+
+class _ScriptableLSTM(nn.Module):
+    """What ``torch.jit.script`` compiles for a TorchX LSTM: ``(input, hx)`` in,
+    the layer's selection out (``lengths=`` is not offered in TorchScript)."""
+
+    __constants__ = _SELECTION  # TorchScript compiles only the branch the flags take
+
+    def __init__(self, rnn: nn.Module, return_sequences: bool, return_state: bool) -> None:
+        super().__init__()
+        self.rnn = rnn
+        self.return_sequences, self.return_state = return_sequences, return_state
+        self.directions = 2 if rnn.bidirectional else 1
+
+    def forward(self, input: torch.Tensor, hx: Optional[Tuple[torch.Tensor, torch.Tensor]] = None) -> Any:  # noqa: UP006, UP045 - TorchScript reads these annotations
+        output, state = self.rnn(input, hx)
+        if not self.return_sequences:
+            output = last_step(state[0], self.directions)
+        if self.return_state:
+            return output, state
+        return output
+
+
+class _ScriptableRNN(nn.Module):
+    """What ``torch.jit.script`` compiles for a TorchX RNN or GRU (a tensor state)."""
+
+    __constants__ = _SELECTION  # TorchScript compiles only the branch the flags take
+
+    def __init__(self, rnn: nn.Module, return_sequences: bool, return_state: bool) -> None:
+        super().__init__()
+        self.rnn = rnn
+        self.return_sequences, self.return_state = return_sequences, return_state
+        self.directions = 2 if rnn.bidirectional else 1
+
+    def forward(self, input: torch.Tensor, hx: Optional[torch.Tensor] = None) -> Any:  # noqa: UP045 - TorchScript reads this annotation
+        output, state = self.rnn(input, hx)
+        if not self.return_sequences:
+            output = last_step(state, self.directions)
+        if self.return_state:
+            return output, state
+        return output
 
 
 def _checked_lengths(layer: str, lengths: Any, batch: int, time: int) -> torch.Tensor:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import nn
@@ -12,12 +13,36 @@ import torchx.nn as nnx
 from torchx.core import Layer, LayerError, SpecError
 from torchx.core.errors import format_shape
 from torchx.core.graph import Graph
-from torchx.core.layer import unbuilt_layers
+from torchx.core.layer import is_fx_tracing
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic
 from torchx.layers import Sequential
 
 __all__ = ["TimeDistributed"]
+
+
+def _unfolded(output: torch.Tensor, batch: int, time: int, lengths: torch.Tensor | None) -> torch.Tensor:
+    """``(batch * time, ...)`` back to ``(batch, time, ...)``; steps at or past a
+    sample's length become zeros."""
+    output = output.unflatten(0, (batch, time))
+    if lengths is not None:
+        steps = torch.arange(time, device=output.device)
+        padded = steps >= torch.as_tensor(lengths, device=output.device).unsqueeze(1)
+        # (batch, time) broadcasts over the trailing dims: written so that torch.fx can trace it
+        output = output.movedim((0, 1), (-2, -1)).masked_fill(padded, 0).movedim((-2, -1), (0, 1))
+    return output
+
+
+class _ScriptableTimeDistributed(nn.Module):
+    """What ``torch.jit.script`` compiles for a TimeDistributed: the fold, typed."""
+
+    def __init__(self, layers: nn.Sequential) -> None:
+        super().__init__()
+        self.layers = layers
+
+    def forward(self, input: torch.Tensor, lengths: Optional[torch.Tensor] = None) -> torch.Tensor:  # noqa: UP045 - TorchScript reads the annotation
+        batch, time = input.shape[0], input.shape[1]
+        return _unfolded(self.layers(input.flatten(0, 1)), batch, time, lengths)
 
 
 class TimeDistributed(Layer, nnx.Module):
@@ -49,14 +74,11 @@ class TimeDistributed(Layer, nnx.Module):
             raise TypeError("TimeDistributed needs at least one layer")
         self.layers = Sequential(*layers)
 
-    @property
-    def is_built(self) -> bool:
-        return not unbuilt_layers(self.layers)
-
     def forward(self, input: Any, lengths: torch.Tensor | None = None) -> Any:
         if type(input) is not torch.Tensor and is_symbolic(input):
             return input.__torchx_call__(self, (input,), {} if lengths is None else {"lengths": lengths})
-        if not isinstance(input, torch.Tensor) or input.dim() < 3:
+        tracing = is_fx_tracing()  # torch.fx: the input is a Proxy, only its ops are recorded
+        if not tracing and (not isinstance(input, torch.Tensor) or input.dim() < 3):
             shape = (
                 format_shape(tuple(input.shape)) if isinstance(input, torch.Tensor) else type(input).__name__
             )
@@ -69,17 +91,18 @@ class TimeDistributed(Layer, nnx.Module):
             output = self.layers(input.flatten(0, 1))
         except LayerError as error:
             raise error.within("TimeDistributed", self) from None
-        if not isinstance(output, torch.Tensor):
+        if not tracing and not isinstance(output, torch.Tensor):
             raise self.shape_error(
                 f"its layers returned a {type(output).__name__}, but TimeDistributed unfolds one tensor",
                 fix="end the layers with one that returns a tensor (e.g. L.GetRNNOutput())",
             )
-        output = output.reshape(batch, time, *output.shape[1:])
-        if lengths is not None:
-            steps = torch.arange(time, device=output.device)
-            padded = steps >= torch.as_tensor(lengths, device=output.device).unsqueeze(1)
-            output = output.masked_fill(padded.view(batch, time, *([1] * (output.dim() - 2))), 0)
-        return output
+        return _unfolded(output, batch, time, lengths)
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        """``torch.jit.script`` compiles the fold itself (same submodules, same state dict keys)."""
+        if not self.is_built:
+            return super().__prepare_scriptable__()
+        return _ScriptableTimeDistributed(nn.Sequential(OrderedDict(self.layers._modules)))
 
     def draw_graph(self, graph: Graph, inputs: list[str]) -> list[str]:
         return graph.chain("TimeDistributed", self, list(self.layers), inputs)
