@@ -540,9 +540,9 @@ class Layer(nn.Module):
             target.swap.add(self)  # type: ignore[union-attr]  # a shared layer's next call stays on meta
             return output
         except Exception as error:
+            classified = _classified(layer_class, self, positional, error)
             if built_here:
                 unbuild(self)
-            classified = _classified(layer_class, self, positional, error)
             if classified is error:
                 raise
             raise classified from error
@@ -860,11 +860,14 @@ def _classified(layer_class: type[Layer], layer: nn.Module, inputs: tuple[Any, .
     label = layer_class.__name__
     message = torch_message(error)
     if _is_dtype_problem(message):
+        weights = next((p.dtype for p in layer.parameters() if p.is_floating_point()), None)
         return DtypeError(
             label,
             f"input {describe_inputs(inputs)} of dtype "
             f"{', '.join(str(v.dtype) for v in inputs if isinstance(v, torch.Tensor))}: {message}",
-            fix="convert the input to a dtype the layer takes (e.g. x.float())",
+            fix=f"convert the input to its weights' dtype: x.to({weights})"
+            if weights is not None
+            else "convert the input to a dtype the layer takes (e.g. x.float())",
             source=layer,
         )
     return ShapeError(

@@ -75,12 +75,16 @@ def positional_error(cls: type[Layer], args: tuple[Any, ...], kwargs: Mapping[st
                 argument=inferred[0],
                 fix=f"write {call}",
             )
-    order = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    meant = dict(zip(order, args, strict=False))
-    call = _call(label, args[: len(own)], {**{n: meant[n] for n in order[len(own) : len(args)]}, **kwargs})
+    accepted = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    # Where TorchX keeps torch's positions (a layer that infers nothing), torch's names say what was meant.
+    order = list(names) if not cls.inferable_arguments and len(names) >= len(args) else accepted
+    extras = dict(zip(order[len(own) :], args[len(own) :], strict=False))
+    unknown = [name for name in extras if name not in accepted]
+    call = _call(label, args[: len(own)], {**{n: v for n, v in extras.items() if n in accepted}, **kwargs})
     taken = ", ".join(own) if own else "nothing"
     return ArgumentError(
         f"{label} takes {len(own)} positional argument{'s' if len(own) != 1 else ''} ({taken}), "
-        f"got {len(args)}; the others are keyword-only",
+        f"got {len(args)}; the others are keyword-only"
+        + (f", and {', '.join(unknown)} (torch's) {'is' if len(unknown) == 1 else 'are'} not offered" if unknown else ""),
         fix=f"pass them by keyword: {call}",
     )

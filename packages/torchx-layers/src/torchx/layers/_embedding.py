@@ -60,9 +60,9 @@ class EmbeddingBag(Layer):
         scale_grad_by_freq: bool = False,
         mode: Literal["sum", "mean", "max"] = "mean",
         sparse: bool = False,
+        *,
         include_last_offset: bool = False,
         padding_idx: int | None = None,
-        *,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:

@@ -1,0 +1,101 @@
+"""Every layer's signature against its torch class's, in the installed torch.
+
+A layer takes every keyword its torch class takes, with the same default; the
+arguments it infers default to ``None`` (given, they are checked against the
+input). Positionally it takes only what cannot be misread: the required
+arguments it does not infer, or, for a layer that infers nothing, exactly
+torch's positional arguments. The deliberate differences are listed here.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from torch import nn
+
+import torchx.layers as L
+from torchx.core import Layer
+
+DELIBERATE = {
+    ("Embedding", "_weight"): "private: a pretrained table is loaded with load_state_dict",
+    ("Embedding", "_freeze"): "private: freeze with requires_grad_(False)",
+    ("EmbeddingBag", "_weight"): "private: a pretrained table is loaded with load_state_dict",
+    ("FractionalMaxPool2d", "_random_samples"): "private to torch's tests",
+    ("FractionalMaxPool3d", "_random_samples"): "private to torch's tests",
+    ("Hardtanh", "min_value"): "deprecated in torch for min_val",
+    ("Hardtanh", "max_value"): "deprecated in torch for max_val",
+    ("TransformerEncoderLayer", "activation"): 'defaults to "relu" (a spec holds data, not functions)',
+    ("TransformerDecoderLayer", "activation"): 'defaults to "relu" (a spec holds data, not functions)',
+}
+"""(layer, torch parameter): why the layer's parameter differs or is absent."""
+
+
+def torch_layers() -> list[type[Layer]]:
+    found = []
+    for name in sorted(L.__all__):
+        cls = getattr(L, name)
+        if isinstance(cls, type) and issubclass(cls, Layer) and cls.native_class is not None:
+            if cls.native_class.__module__.startswith("torch.nn"):
+                found.append(cls)
+    return found
+
+
+def parameters(function: object) -> dict[str, inspect.Parameter]:
+    listed = list(inspect.signature(function).parameters.values())[1:]  # type: ignore[arg-type]
+    return {p.name: p for p in listed if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
+@pytest.mark.parametrize("cls", torch_layers(), ids=lambda cls: cls.__name__)
+def test_the_signature_matches_torch_but_for_the_listed_differences(cls: type[Layer]) -> None:
+    native = cls.native_class
+    assert native is not None
+    mine, theirs = parameters(cls.__init__), parameters(native.__init__)
+    for name, parameter in theirs.items():
+        if (cls.__name__, name) in DELIBERATE:
+            continue
+        assert name in mine, f"{cls.__name__} lacks torch's {name}"
+        if name in cls.inferable_arguments:
+            assert mine[name].default is None and mine[name].kind is mine[name].KEYWORD_ONLY, name
+        else:
+            assert mine[name].default == parameter.default, f"{cls.__name__}.{name}: {mine[name].default!r}"
+    extra = set(mine) - set(theirs)
+    assert not extra, f"{cls.__name__} takes {extra}, which torch's {native.__name__} does not"
+
+
+@pytest.mark.parametrize("cls", torch_layers(), ids=lambda cls: cls.__name__)
+def test_positional_arguments_cannot_be_misread(cls: type[Layer]) -> None:
+    assert cls.native_class is not None
+    mine = [p for p in parameters(cls.__init__).values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    theirs = [p for p in parameters(cls.native_class.__init__).values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    if cls.inferable_arguments:
+        assert all(p.default is p.empty and p.name not in cls.inferable_arguments for p in mine), mine
+    else:
+        assert [p.name for p in mine] == [p.name for p in theirs[: len(mine)]]
+
+
+def test_the_list_of_differences_is_current() -> None:
+    names = {cls.__name__: cls for cls in torch_layers()}
+    for layer, parameter in DELIBERATE:
+        native = names[layer].native_class
+        assert parameter in parameters(native.__init__), f"torch's {layer} no longer has {parameter}"
+
+
+@pytest.mark.parametrize(
+    ("layer", "native"),
+    [
+        (lambda: L.BatchNorm2d(bias=False), lambda: nn.BatchNorm2d(4, bias=False)),
+        (
+            lambda: L.InstanceNorm2d(affine=True, bias=False),
+            lambda: nn.InstanceNorm2d(4, affine=True, bias=False),
+        ),
+        (lambda: L.GroupNorm(2, bias=False), lambda: nn.GroupNorm(2, 4, bias=False)),
+    ],
+)
+def test_the_keyword_only_bias_of_torchs_norms_is_offered(layer: object, native: object) -> None:
+    if "bias" not in parameters(nn.BatchNorm2d.__init__):
+        pytest.skip("this torch has no bias argument on its norms")
+    unbuilt, expected = layer(), native()  # type: ignore[operator]
+    assert [name for name, _ in unbuilt.named_parameters()] == ["weight"]
+    unbuilt.load_state_dict(expected.state_dict())
+    assert type(unbuilt) is type(expected) and unbuilt.bias is None
