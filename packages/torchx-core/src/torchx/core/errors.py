@@ -203,9 +203,10 @@ class DeviceUnavailableError(DeviceError):
     """
 
 
-class NotBuiltError(TorchXError, ValueError):
-    """Something needs a layer's parameters before the layer is built (torch's
-    lazy modules raise ValueError here too): the message says how to build it."""
+class NotBuiltError(TorchXError, ValueError, RuntimeError):
+    """Something needs a layer's parameters before the layer is built: the
+    message says how to build it. (A ValueError and a RuntimeError, as torch's
+    lazy modules raise in the same places.)"""
 
 
 class CheckpointError(TorchXError):

@@ -65,11 +65,17 @@ class _Pending:
         if func in cls._allowed_methods or func.__class__.__name__ == "method-wrapper":
             return super().__torch_function__(func, types, args, kwargs)  # type: ignore[misc]
         name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-        raise NotBuiltError(
-            f"{name} was called on a parameter or buffer of a TorchX layer that is not built yet: "
-            "call torchx.build(model, input_shape) first, run the model on one batch, or load a "
-            "state dict into it"
-        )
+        raise NotBuiltError(f"{name} was called on {_UNBUILT}")
+
+    @property
+    def shape(self) -> torch.Size:
+        raise NotBuiltError(f"the shape was asked of {_UNBUILT}")
+
+
+_UNBUILT = (
+    "a parameter or buffer of a TorchX layer that is not built yet: call "
+    "torchx.build(model, input_shape) first, run the model on one batch, or load a state dict into it"
+)
 
 
 class PendingParameter(_Pending, UninitializedParameter):
