@@ -112,7 +112,9 @@ def test_bad_input() -> None:
         LSTM(4)(torch.randn(6, 2))
     model = L.Sequential(LSTM(4))
     model(torch.randn(3, 6, 2))
-    with pytest.raises(ShapeError, match=r"^Sequential\[0\] LSTM: got input \(3, 6, 5\).*input_size=5 \(built with 2\)"):
+    with pytest.raises(
+        ShapeError, match=r"^Sequential\[0\] LSTM: got input \(3, 6, 5\).*input_size=5 \(built with 2\)"
+    ):
         model(torch.randn(3, 6, 5))
     with pytest.raises(RuntimeError, match="input_size"):
         model[0](torch.randn(3, 6, 5))  # a bare built layer raises torch's own error
@@ -172,3 +174,61 @@ def test_summarize_shows_nested_recurrent_outputs() -> None:
     assert rows["0"] == ((None, 5, 8), ((1, None, 8), (1, None, 8)))
     assert rows["1"] == (None, 8)
     assert "[(None, 5, 8), [(1, None, 8), (1, None, 8)]]" in str(summary)
+
+
+@pytest.mark.parametrize(("make_layer", "make_native"), CASES)
+def test_a_native_state_dict_builds_the_layer_without_an_input(make_layer, make_native) -> None:
+    native, layer = make_native(), make_layer()
+    assert [name for name, _ in layer.named_parameters()] == [name for name, _ in native.named_parameters()]
+    layer.load_state_dict(native.state_dict())
+    x = torch.randn(3, 6, 8)
+    assert torch.equal(layer(x), native(x)[0])
+    cell = LSTMCell(5)
+    cell.load_state_dict(nn.LSTMCell(7, 5).state_dict())
+    assert type(cell) is nn.LSTMCell and cell.input_size == 7
+
+
+def test_torch_style_calls_are_refused_with_the_fix() -> None:
+    with pytest.raises(
+        ArgumentError, match=r"LSTM infers input_size from its input; drop 16 .*\n  fix: write LSTM\(32\)"
+    ):
+        LSTM(16, 32)  # type: ignore[misc]
+    with pytest.raises(
+        ArgumentError, match=r"LSTM infers input_size .*\n  fix: write LSTM\(32, num_layers=2\)"
+    ):
+        LSTM(16, 32, 2)  # type: ignore[misc]
+    with pytest.raises(ArgumentError, match=r"GRU: dropout must be a number in \[0\.0, 1\.0\), got 1\.0"):
+        GRU(4, dropout=1.0)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LSTM(8),
+        lambda: LSTM(8, return_sequences=False, bidirectional=True),
+        lambda: LSTM(8, return_state=True),
+        lambda: GRU(8, return_sequences=False),
+        lambda: RNN(8, return_state=True, num_layers=2),
+    ],
+)
+def test_built_recurrent_layers_script_where_torchs_do(make) -> None:
+    model = torchx.build(L.Sequential(make()), (2, 5, 4)).eval()
+    scripted = torch.jit.script(model)
+    x = torch.randn(2, 5, 4)
+    expected, got = model(x), scripted(x)
+    first = lambda value: value[0] if isinstance(value, tuple) else value
+    assert torch.equal(first(got), first(expected))
+    assert type(got) is type(expected)
+
+
+def test_the_signature_offers_torchs_arguments() -> None:
+    import inspect
+
+    for layer, native in ((LSTM, nn.LSTM), (GRU, nn.GRU), (RNN, nn.RNN)):
+        mine = inspect.signature(layer.__init__).parameters
+        for name in layer.torch_positional:
+            assert name in mine, (layer.__name__, name)
+        documented = set(inspect.signature(layer).parameters) - set(layer.torch_positional)
+        assert documented == {"return_sequences", "return_state", "device", "dtype"}, documented
+        assert mine["batch_first"].default is True  # the deliberate difference: batches first
+        assert native(4, 3).batch_first is False
