@@ -10,9 +10,9 @@ from torch import nn
 
 import torchx.layers as L
 import torchx.nn as nnx
-from torchx.core import FromInput, Layer, SpecError
+from torchx.core import FromInput, FromState, Layer, SpecError
+from torchx.core.arguments import PositiveInt
 from torchx.core.graph import Graph
-from torchx.core.layer import unbuilt_layers
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic
 
@@ -47,12 +47,12 @@ class Swish(Layer):
     """A TorchX layer around ``LearnedSwish``: ``features`` is the input's last dim."""
 
     native_class = LearnedSwish
-    inferred_arguments: ClassVar = {"features": FromInput(dim=-1)}
+    inferred_arguments: ClassVar = {"features": FromInput(dim=-1, state=FromState("beta", 0))}
     input_layout = "(*, features)"
     same_shape = True
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, features: PositiveInt | None = None) -> None:
+        super().__init__(features=features)
 
 
 class SqueezeExciteModule(nn.Module):
@@ -80,13 +80,21 @@ class SqueezeExcite(Layer):
     """Squeeze-and-excitation with ``channels`` read off dim 1 of ``(N, C, H, W)`` input."""
 
     native_class = SqueezeExciteModule
-    inferred_arguments: ClassVar = {"channels": FromInput(dim=1, ranks=(4,))}
+    inferred_arguments: ClassVar = {
+        "channels": FromInput(dim=1, ranks=(4,), state=FromState("reduce.weight", 1))
+    }
     input_layout = "(N, C, H, W)"
-    positive_arguments = ("reduction",)
     same_shape = True
 
-    def __init__(self, reduction: int = 4) -> None:
-        super().__init__(reduction=reduction)
+    def __init__(
+        self,
+        *,
+        reduction: PositiveInt = 4,
+        channels: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(reduction=reduction, channels=channels, device=device, dtype=dtype)
 
 
 # -- a container: children, its own forward, spec fields, and how to draw it -----
@@ -104,10 +112,6 @@ class ResidualBlock(Layer, nnx.Module):
         if not layers:
             raise TypeError("ResidualBlock needs at least one layer")
         self.body = L.Sequential(*layers)
-
-    @property
-    def is_built(self) -> bool:
-        return not unbuilt_layers(self.body)
 
     def forward(self, x: Any) -> Any:
         if type(x) is not torch.Tensor and is_symbolic(x):
