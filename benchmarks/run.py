@@ -18,8 +18,9 @@ from collections.abc import Callable
 import torch
 from _timing import Result
 from bench_device import bench_device
+from bench_examples import bench_examples
 from bench_functional import bench_functional
-from bench_layers import bench_abstract_build, bench_build, bench_forward, bench_import
+from bench_layers import bench_abstract_build, bench_build, bench_construct, bench_forward, bench_import
 from bench_rnn import bench_rnn
 
 import torchx
@@ -27,11 +28,13 @@ import torchx
 BENCHMARKS: dict[str, Callable[[bool], list[Result]]] = {
     "forward": bench_forward,
     "build": bench_build,
+    "construct": bench_construct,
     "abstract": bench_abstract_build,
     "import": bench_import,
     "functional": bench_functional,
     "rnn": bench_rnn,
     "device": bench_device,
+    "examples": bench_examples,
 }
 
 

@@ -888,6 +888,8 @@ def _is_dtype_problem(message: str) -> bool:
 
 
 def _autocasting(device_type: str) -> bool:
+    if not torch._C._is_any_autocast_enabled():  # one cheap call in the common case
+        return False
     try:
         return bool(torch.is_autocast_enabled(device_type))
     except (TypeError, RuntimeError):  # a device type autocast does not know

@@ -242,6 +242,10 @@ def add_pending(
 
 def pending_tensors(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
     """Every (key, tensor) of ``module`` and the pending children it holds."""
+    if not module._modules:  # the common case, without the walk
+        yield from ((name, t) for name, t in module._parameters.items() if t is not None)
+        yield from ((name, t) for name, t in module._buffers.items() if t is not None)
+        return
     for path, owner in module.named_modules(remove_duplicate=False):
         if owner is not module and not isinstance(owner, PendingChild):
             continue
@@ -338,26 +342,38 @@ def become_native(
         kept.update(merged)
         state[key] = kept
     orphans = {}
-    for key, tensor in pending.items():
-        path, _, name = key.rpartition(".")
-        try:
-            owner = module.get_submodule(path)
-        except AttributeError:
-            owner = None
-        fresh = None
-        if owner is not None:
-            fresh = owner._parameters.get(name) if name in owner._parameters else owner._buffers.get(name)
-        if fresh is None:
-            orphans[key] = weakref.ref(tensor)
-            continue
-        if not torch._has_compatible_shallow_copy_type(tensor, fresh):
-            continue  # a meta build: the fresh tensor stays
-        tensor.data = fresh.data
-        tensor.__class__ = type(tensor).cls_to_become  # type: ignore[attr-defined]
-        setattr(owner, name, tensor)  # through __setattr__: RNNs update their flat weights
+    with torch._C.DisableTorchFunctionSubclass():  # plain tensor calls: no pending-tensor checks
+        for key, tensor in pending.items():
+            _transplant(module, key, tensor, orphans)
     if not training:
         module.train(False)
     return orphans
+
+
+def _transplant(
+    module: nn.Module, key: str, tensor: torch.Tensor, orphans: dict[str, weakref.ref[torch.Tensor]]
+) -> None:
+    """Give pending ``tensor`` the data of the fresh tensor of its key, in its place."""
+    path, _, name = key.rpartition(".")
+    try:
+        owner = module.get_submodule(path) if path else module
+    except AttributeError:
+        owner = None
+    fresh = None
+    if owner is not None:
+        fresh = owner._parameters.get(name) if name in owner._parameters else owner._buffers.get(name)
+    if fresh is None:
+        orphans[key] = weakref.ref(tensor)
+        return
+    if not torch._has_compatible_shallow_copy_type(tensor, fresh):
+        return  # a meta build: the fresh tensor stays
+    tensor.data = fresh.data
+    tensor.__class__ = type(tensor).cls_to_become  # type: ignore[attr-defined]
+    if type(owner).__setattr__ is nn.Module.__setattr__:
+        store = owner._parameters if name in owner._parameters else owner._buffers
+        store[name] = tensor
+    else:
+        setattr(owner, name, tensor)  # a module that tracks its tensors (RNNs' flat weights)
 
 
 def revert_to_pending(module: nn.Module) -> dict[str, torch.Tensor]:
