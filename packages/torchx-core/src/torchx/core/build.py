@@ -70,7 +70,8 @@ def build(
     returned as it is. If the build fails, every layer it built returns to its
     unbuilt state.
     """
-    if not unbuilt_layers(model):
+    pending = unbuilt_layers(model)
+    if not pending:
         return model
     target = _target_device(inputs, device)
     scope = current_scope()
@@ -78,7 +79,7 @@ def build(
     if dtype is None and scope is not None and not floating_input:
         dtype = scope.dtype
     metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
-    with all_or_nothing(model):
+    with all_or_nothing(model, pending):
         with build_target(target, dtype) as building, torch.no_grad(), _probe_shown(inputs, DYNAMIC_PROBES[0]):
             building.swap.add(model)
             model(*metas)

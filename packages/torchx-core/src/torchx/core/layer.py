@@ -62,14 +62,16 @@ from torchx.core.pending import (
     add_pending,
     become_native,
     measure_layout,
+    pending_stores,
     pending_tensors,
     request_of,
     revert_to_pending,
     save_pending_state,
     stand_in_size,
 )
-from torchx.core.shapes import Shape, current_build_target, run_on_meta
+from torchx.core.shapes import BuildTarget, Shape, current_build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
+from torchx.core.tree import submodules
 
 if TYPE_CHECKING:
     from torchx.core.graph import Graph
@@ -382,8 +384,7 @@ class Layer(nn.Module):
             )
         if cls.native_class is not None:
             record.layout = self._layout()
-            request = request_of(self)
-            add_pending(self, record.layout, *(() if request is None else (request.device, request.dtype)))
+            pending_stores(self, record.layout)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -512,9 +513,10 @@ class Layer(nn.Module):
         """
         if torch.compiler.is_compiling() or is_fx_tracing():
             raise cannot_build_while_compiling(self.layer_label())
-        symbolic = find_symbolic(inputs, kwargs)
-        if symbolic is not None:
-            return symbolic.__torchx_call__(self, inputs, kwargs)
+        if kwargs or len(inputs) != 1 or type(inputs[0]) is not torch.Tensor:
+            symbolic = find_symbolic(inputs, kwargs)
+            if symbolic is not None:
+                return symbolic.__torchx_call__(self, inputs, kwargs)
         layer_class = type(self)
         native = layer_class.native_class
         if native is None:
@@ -528,16 +530,20 @@ class Layer(nn.Module):
             built_here = type(self) is layer_class
             if built_here:
                 if abstract and not kwargs:
-                    shape = self._closed_form_output(positional)
+                    shape = self._closed_form_output(positional, target)
                 self._build(positional, tensors, target if abstract else None)
         try:
             if not abstract:
                 return self.forward(*inputs, **kwargs)
             if shape is not None:
-                output = positional[0] if shape is positional[0] else shape
+                output = shape
             else:
                 output = run_on_meta(self, inputs, kwargs, call=self.forward)
-            target.swap.add(self)  # type: ignore[union-attr]  # a shared layer's next call stays on meta
+            # A shared layer's next call in this build runs on meta stand-ins of its tensors.
+            if self._modules:
+                target.swap.add(self)  # type: ignore[union-attr]
+            else:
+                target.swap.add_built(self)  # type: ignore[union-attr]
             return output
         except Exception as error:
             classified = _classified(layer_class, self, positional, error)
@@ -547,7 +553,7 @@ class Layer(nn.Module):
                 raise
             raise classified from error
 
-    def _closed_form_output(self, inputs: tuple[Any, ...]) -> Any:
+    def _closed_form_output(self, inputs: tuple[Any, ...], target: BuildTarget) -> Any:
         """The meta output from the layer's formula (or its input, for
         ``same_shape`` layers), or None when there is none."""
         if not inputs or not all(isinstance(value, torch.Tensor) for value in inputs):
@@ -557,7 +563,7 @@ class Layer(nn.Module):
         shape = self.infer_output_shape(*(tuple(value.shape) for value in inputs))
         if shape is None or None in shape:
             return None
-        return torch.empty(shape, dtype=inputs[0].dtype, device="meta")  # type: ignore[arg-type]
+        return target.swap.meta(shape, inputs[0].dtype)  # type: ignore[arg-type]
 
     def _build(self, inputs: tuple[Any, ...], tensors: list[torch.Tensor], target: Any) -> None:
         """Become the native module, built for ``inputs``.
@@ -612,16 +618,19 @@ class Layer(nn.Module):
         """The given arguments (without inferable ones left unset) and ``inferred``."""
         inferable = type(self).inferable_arguments
         arguments = {
-            name: value for name, value in self.arguments.items() if value is not None or name not in inferable
+            name: value
+            for name, value in self._torchx.arguments.items()
+            if value is not None or name not in inferable
         }
         arguments.update(inferred)
         return arguments
 
     def _check_given(self, inferred: Mapping[str, Any], inputs: tuple[Any, ...]) -> None:
         """An inferred argument that was also given must agree with the input."""
+        arguments = self._torchx.arguments
         inferable = type(self).inferable_arguments
         for name, size in inferred.items():
-            given = self.arguments.get(name) if name in inferable else None
+            given = arguments.get(name) if name in inferable else None
             if given is not None and given != size:
                 raise self.shape_error(
                     f"{name}={short_repr(given)} was given, but the input {describe_inputs(inputs)} "
@@ -941,14 +950,16 @@ def is_shape_problem(error: BaseException) -> bool:
 
 def unbuilt_layers(module: nn.Module) -> list[Layer]:
     """Every leaf layer in ``module`` (itself included) that has yet to build."""
-    return [sub for sub in module.modules() if isinstance(sub, Layer) and type(sub).native_class is not None]
+    return [sub for sub in submodules(module) if isinstance(sub, Layer) and type(sub).native_class is not None]
 
 
 @contextmanager
-def all_or_nothing(module: nn.Module) -> Iterator[None]:
+def all_or_nothing(module: nn.Module, pending: list[Layer] | None = None) -> Iterator[None]:
     """Layers of ``module`` may build inside the block; if it raises, every layer
-    built inside it returns to its unbuilt state, so nothing stays half-built."""
-    pending = unbuilt_layers(module)
+    built inside it returns to its unbuilt state, so nothing stays half-built.
+    ``pending``: ``module``'s unbuilt layers, when the caller has them already."""
+    if pending is None:
+        pending = unbuilt_layers(module)
     try:
         yield
     except BaseException:

@@ -110,11 +110,16 @@ def allocation_bound(native: type[nn.Module], arguments: Mapping[str, Any], item
     parameters of ``itemsize`` bytes (buffers are assumed no wider)."""
     known = _size_arguments(native)
     sizes: list[int] = []
+    repeats = known.repeats
     for name, value in arguments.items():
-        _sizes_in(value, sizes, known.repeats.get(name, 1))
+        if type(value) is int:  # the common case, inline
+            if value > 1:
+                sizes.extend([value] * repeats.get(name, 1))
+        elif isinstance(value, (list, tuple)):
+            _sizes_in(value, sizes)
     for name, default in known.defaults:
         if name not in arguments:
-            _sizes_in(default, sizes, known.repeats.get(name, 1))
+            _sizes_in(default, sizes, repeats.get(name, 1))
     if not sizes:
         return SIZE_FACTOR * itemsize
     return SIZE_FACTOR * itemsize * math.prod(sizes) * max(sizes)

@@ -37,17 +37,20 @@ __all__ = [
     "PendingBuffer",
     "PendingChild",
     "PendingParameter",
+    "PendingStore",
     "PlacementRequest",
     "TensorSlot",
     "add_pending",
     "become_native",
     "is_pending",
     "measure_layout",
+    "pending_stores",
     "pending_tensors",
     "request_of",
     "revert_to_pending",
     "save_pending_state",
     "stand_in_size",
+    "unfilled",
 ]
 
 _ALSO_ALLOWED = [torch.Tensor.requires_grad_, torch.Tensor.dim, torch.Tensor.is_shared]
@@ -212,6 +215,118 @@ def _pending(slot: TensorSlot, device: torch.device | None, dtype: torch.dtype |
     return PendingBuffer(requires_grad=False, device=device, dtype=chosen)
 
 
+class PendingStore(dict):  # type: ignore[type-arg]
+    """The ``_parameters`` or ``_buffers`` of an unbuilt layer: empty until
+    something reads it, when both fill with the layer's pending tensors.
+
+    So a model built before anything looks at its parameters (``torchx.build``
+    right after construction) never makes them; anything that does look
+    (``parameters()``, ``state_dict()``, an attribute, a copy) sees them, and
+    they are the objects the build turns into the parameters.
+    """
+
+    __slots__ = ("_owner", "filled")
+
+    def __init__(self, owner: nn.Module) -> None:
+        super().__init__()
+        self._owner = weakref.ref(owner)
+        self.filled = False
+
+    def fill(self) -> None:
+        """Make the owner's pending tensors (both of its stores), once."""
+        if self.filled:
+            return
+        owner = self._owner()
+        stores = [] if owner is None else [owner.__dict__.get(key) for key in ("_parameters", "_buffers")]
+        for store in (self, *stores):
+            if isinstance(store, PendingStore):
+                store.filled = True
+        if owner is not None:
+            record = owner.__dict__["_torchx"]
+            request = request_of(owner)
+            add_pending(owner, record.layout, *(() if request is None else (request.device, request.dtype)))
+
+    def _filled(self) -> dict[Any, Any]:
+        self.fill()
+        return self
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self._filled(), key)
+
+    def __getitem__(self, key: Any) -> Any:
+        return dict.__getitem__(self._filled(), key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        dict.__setitem__(self._filled(), key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        dict.__delitem__(self._filled(), key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return dict.__iter__(self._filled())
+
+    def __len__(self) -> int:
+        return dict.__len__(self._filled())
+
+    def __eq__(self, other: object) -> bool:
+        return dict.__eq__(self._filled(), other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self._filled())
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return dict.get(self._filled(), key, default)
+
+    def keys(self) -> Any:
+        return dict.keys(self._filled())
+
+    def values(self) -> Any:
+        return dict.values(self._filled())
+
+    def items(self) -> Any:
+        return dict.items(self._filled())
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        return dict.pop(self._filled(), key, *default)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        return dict.setdefault(self._filled(), key, default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        dict.update(self._filled(), *args, **kwargs)
+
+    def copy(self) -> dict[Any, Any]:
+        return dict(self._filled())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        import copy
+
+        return copy.deepcopy(dict(self._filled()), memo)
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return (dict, (dict(self._filled()),))
+
+
+def pending_stores(module: nn.Module, layout: Layout) -> None:
+    """Give ``module`` (an unbuilt layer) stores that make its pending tensors
+    when first read (see :class:`PendingStore`); a layout whose tensors sit in
+    submodules gets them at once (their stand-in children are modules)."""
+    if any(slot.path for slot in layout.slots):
+        request = request_of(module)
+        add_pending(module, layout, *(() if request is None else (request.device, request.dtype)))
+    elif layout.slots:
+        state = module.__dict__
+        state["_parameters"], state["_buffers"] = PendingStore(module), PendingStore(module)
+
+
+def unfilled(module: nn.Module) -> bool:
+    """Whether ``module``'s pending tensors were never made (nothing read them)."""
+    store = module.__dict__.get("_parameters")
+    return isinstance(store, PendingStore) and not store.filled
+
+
 def add_pending(
     module: nn.Module,
     layout: Layout,
@@ -241,7 +356,10 @@ def add_pending(
 
 
 def pending_tensors(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
-    """Every (key, tensor) of ``module`` and the pending children it holds."""
+    """Every (key, tensor) of ``module`` and the pending children it holds
+    (none, without making them, when nothing has read them yet)."""
+    if unfilled(module):
+        return
     if not module._modules:  # the common case, without the walk
         yield from ((name, t) for name, t in module._parameters.items() if t is not None)
         yield from ((name, t) for name, t in module._buffers.items() if t is not None)

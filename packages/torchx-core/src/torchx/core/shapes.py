@@ -23,6 +23,8 @@ from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map
 
 from torchx.core.scope import current_scope
+from torchx.core.pending import unfilled
+from torchx.core.tree import submodules
 
 __all__ = [
     "DYNAMIC_PROBES",
@@ -84,6 +86,8 @@ def is_dynamic(value: InputLike) -> bool:
     return None in input_shape(value)
 
 
+_META = torch.device("meta")
+
 DYNAMIC_PROBES = (61, 67)
 """Sizes a dynamic (``None``) dim takes in the two inference probes: large
 enough for kernels and strided downsampling, free on the meta device, and
@@ -105,15 +109,41 @@ class MetaSwap:
 
     def add(self, module: nn.Module) -> None:
         """Swap every non-meta parameter and buffer of ``module`` (recursively)."""
-        if not (module._parameters or module._buffers or module._modules):
+        if not (module._modules or dict.__len__(module._parameters) or dict.__len__(module._buffers)):
             return
-        for sub in module.modules() if module._modules else (module,):
+        for sub in submodules(module) if module._modules else (module,):
             stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
+            if type(stores[0]) is not dict and unfilled(sub):
+                continue  # an unbuilt layer: pending tensors are never swapped
             for store in stores:
                 for name, tensor in store.items():
                     if tensor is not None and not tensor.is_meta and not is_lazy(tensor):
                         self._swapped.append((store, name, tensor))
                         store[name] = self._stand_in(tensor)
+
+    def add_built(self, module: nn.Module) -> None:
+        """:meth:`add` for a leaf module just built on a real device (its own
+        tensors only, all real: nothing to check)."""
+        swapped, stand_ins = self._swapped, self._stand_ins
+        for store in (module._parameters, module._buffers):
+            for name, tensor in store.items():
+                if tensor is None:
+                    continue
+                key = (tensor.shape, tensor.dtype)
+                stand_in = stand_ins.get(key)
+                if stand_in is None:
+                    stand_in = stand_ins[key] = torch.empty(key[0], dtype=key[1], device=_META)
+                swapped.append((store, name, tensor))
+                store[name] = stand_in
+
+    def meta(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+        """A meta tensor of ``shape`` and ``dtype``, one per shape and dtype (a
+        layer's closed-form output: only its shape and dtype are read)."""
+        key = (tuple(shape), dtype)
+        tensor = self._stand_ins.get(key)  # type: ignore[call-overload]
+        if tensor is None:
+            tensor = self._stand_ins[key] = torch.empty(shape, dtype=dtype, device=_META)  # type: ignore[index]
+        return tensor
 
     def _stand_in(self, tensor: torch.Tensor) -> torch.Tensor:
         """A meta tensor like ``tensor``; one per shape and dtype, since meta
@@ -121,7 +151,7 @@ class MetaSwap:
         key = (tensor.shape, tensor.dtype)
         stand_in = self._stand_ins.get(key)
         if stand_in is None:
-            stand_in = self._stand_ins[key] = torch.empty(tensor.shape, dtype=tensor.dtype, device="meta")
+            stand_in = self._stand_ins[key] = torch.empty(tensor.shape, dtype=tensor.dtype, device=_META)
         return stand_in
 
     def restore(self) -> None:
