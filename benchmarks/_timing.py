@@ -18,6 +18,8 @@ class Result:
     torchx_s: float
     native_s: float
     bound: float | None
+    unit: str = "ms"
+    """How the two figures print: ``"ms"`` for seconds, ``"x"`` for ratios themselves."""
 
     @property
     def ratio(self) -> float:
@@ -26,9 +28,10 @@ class Result:
     def line(self) -> str:
         verdict = "" if self.bound is None else ("  ok" if self.ratio <= self.bound else "  OVER BOUND")
         bound = "" if self.bound is None else f"(bound {self.bound:.2f}x)"
+        scale = 1e3 if self.unit == "ms" else 1.0
         return (
-            f"{self.name:<52} torchx {self.torchx_s * 1e3:9.3f} ms   native {self.native_s * 1e3:9.3f} ms"
-            f"   ratio {self.ratio:5.3f}x {bound}{verdict}"
+            f"{self.name:<52} torchx {self.torchx_s * scale:9.3f} {self.unit:<2}   "
+            f"native {self.native_s * scale:9.3f} {self.unit:<2}   ratio {self.ratio:5.3f}x {bound}{verdict}"
         )
 
 

@@ -586,9 +586,11 @@ class Layer(nn.Module):
         else:
             device, dtype = (tensors[0].device if tensors else None), None
         floating = next((t.dtype for t in tensors if t.is_floating_point()), None)
-        if floating is not None and tensors and _autocasting(tensors[0].device.type):
+        if floating is not None and _autocasting(tensors[0].device.type):
             floating = None  # the input is in the autocast dtype; parameters stay in the true one
-        self._check_input_dtype(inputs)
+        layout = self._torchx.layout
+        if layout is not None and layout.slots and floating is None:
+            self._check_input_dtype(inputs)
         request = request_of(self)
         if request is not None:
             device, dtype = request.device or device, request.dtype or dtype
@@ -603,7 +605,8 @@ class Layer(nn.Module):
             ):
                 arguments["dtype"] = dtype
         try:
-            check_allocation(self, native, arguments, device, factory)
+            if layout is not None and layout.slots:  # a layer with no tensors allocates nothing
+                check_allocation(self, native, arguments, device, factory)
             self._become(native, arguments, inferred)
         except Exception as error:
             if not is_shape_problem(error):

@@ -442,7 +442,7 @@ def become_native(
     """
     state = module.__dict__
     before = dict(state)
-    pending = dict(pending_tensors(module))
+    pending = {} if unfilled(module) else dict(pending_tensors(module))
     hooks = {key: state[key] for key in _HOOK_STORES if state[key]}
     training = state["training"]
     layer_class = type(module)
