@@ -120,24 +120,27 @@ def bench_build(quick: bool) -> list[Result]:
 
 
 def construct_unbuilt(count: int) -> list[nn.Module]:
-    return [
+    layers = [
         layer
         for _ in range(count // 4)
         for layer in (L.Linear(128), L.Conv2d(32, kernel_size=3), L.BatchNorm2d(), L.Linear(64, bias=False))
     ]
+    for layer in layers:
+        list(layer.parameters())  # TorchX makes the pending parameters when first asked: ask
+    return layers
 
 
 def construct_lazy(count: int) -> list[nn.Module]:
-    return [
+    layers = [
         layer
         for _ in range(count // 4)
         for layer in (
-            nn.LazyLinear(128),
-            nn.LazyConv2d(32, kernel_size=3),
-            nn.LazyBatchNorm2d(),
-            nn.LazyLinear(64, bias=False),
+            nn.LazyLinear(128), nn.LazyConv2d(32, kernel_size=3), nn.LazyBatchNorm2d(), nn.LazyLinear(64, bias=False)
         )
-    ]
+    ]  # fmt: skip
+    for layer in layers:
+        list(layer.parameters())
+    return layers
 
 
 def bench_construct(quick: bool) -> list[Result]:

@@ -168,5 +168,3 @@ def test_unbuilt_models_cannot_be_saved_but_load_builds_them(tmp_path: Path) -> 
     with pytest.raises(CheckpointError, match=r"another model.*children\[0\]\.args\.out_features"):
         other.load(tmp_path / "built.pt")
     assert not torchx.is_built(other)
-
-

@@ -51,8 +51,16 @@ def test_unknown_type_lists_close_names(registry: LayerRegistry) -> None:
 @pytest.mark.parametrize(
     ("spec", "where", "problem"),
     [
-        ({"type": "Dense", "args": {"out_features": "8"}}, r"\$\.args\.out_features", "expected a positive int"),
-        ({"type": "Dense", "args": {"out_features": 8.0}}, r"\$\.args\.out_features", "expected a positive int"),
+        (
+            {"type": "Dense", "args": {"out_features": "8"}},
+            r"\$\.args\.out_features",
+            "expected a positive int",
+        ),
+        (
+            {"type": "Dense", "args": {"out_features": 8.0}},
+            r"\$\.args\.out_features",
+            "expected a positive int",
+        ),
         ({"type": "Dense", "args": {"out_features": 8, "bias": 1}}, r"\$\.args\.bias", "expected a bool"),
         ({"type": "Dense", "args": {}}, r"\$\.args", "missing required argument 'out_features'"),
         (
@@ -62,7 +70,11 @@ def test_unknown_type_lists_close_names(registry: LayerRegistry) -> None:
         ),
         ({"type": "Dense", "args": {"out_features": 2}, "extra": 1}, r"\$\.extra", "unknown key"),
         ({"type": "Dense", "args": [2]}, r"\$\.args", "expected an object of arguments"),
-        ({"type": "Dense", "args": {"out_features": 0}}, r"\$\.args\.out_features", "expected a positive int"),
+        (
+            {"type": "Dense", "args": {"out_features": 0}},
+            r"\$\.args\.out_features",
+            "expected a positive int",
+        ),
         ({"args": {}}, r"\$\.type", "expected a layer type name"),
         (
             {"type": "Chain", "children": [{"type": "Dense", "args": {"out_features": -1}}]},

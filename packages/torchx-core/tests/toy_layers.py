@@ -8,7 +8,7 @@ from torch import nn
 
 import torchx.nn as nnx
 from torchx.core import FromInput, FromState, Layer
-from torchx.core.arguments import Probability, PositiveInt
+from torchx.core.arguments import PositiveInt, Probability
 
 
 class Dense(Layer):

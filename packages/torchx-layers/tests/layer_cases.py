@@ -93,7 +93,11 @@ CASES: list[Case] = [
         VOLUME,
     ),
     Case(lambda: L.LayerNorm(), lambda: nn.LayerNorm(9), SEQ),
-    Case(lambda: L.LayerNorm(normalized_shape=(4, 9), bias=False), lambda: nn.LayerNorm((4, 9), bias=False), SEQ),
+    Case(
+        lambda: L.LayerNorm(normalized_shape=(4, 9), bias=False),
+        lambda: nn.LayerNorm((4, 9), bias=False),
+        SEQ,
+    ),
     Case(lambda: L.RMSNorm(), lambda: nn.RMSNorm(9), SEQ),
     Case(lambda: L.GroupNorm(2), lambda: nn.GroupNorm(2, 4), IMAGE),
     Case(lambda: L.LocalResponseNorm(2), lambda: nn.LocalResponseNorm(2), IMAGE),

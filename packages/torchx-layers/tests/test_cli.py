@@ -69,7 +69,9 @@ def test_validate_reports_every_unreadable_entry_with_its_place(
     status, out, _ = run(capsys, "validate", str(spec))
     assert status == 1
     lines = out.splitlines()
-    assert lines[0].endswith("$.layers[0].args.kernel_size: expected a positive int or a list of positive ints, got '3'")
+    assert lines[0].endswith(
+        "$.layers[0].args.kernel_size: expected a positive int or a list of positive ints, got '3'"
+    )
     assert "$.layers[1].type: unknown layer type 'ReLUU'; did you mean ReLU" in lines[1]
     assert "$.layers[2].args.banana: unknown argument" in lines[2]
 

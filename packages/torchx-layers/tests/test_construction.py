@@ -95,7 +95,9 @@ def test_a_given_inferred_size_is_checked_against_the_input() -> None:
 def test_device_and_dtype_place_the_layer_like_torchs_factory_arguments() -> None:
     layer = L.Linear(3, dtype=torch.float64)
     assert layer.weight.dtype == torch.float64  # pending, already in that dtype
-    with pytest.raises(DtypeError, match=r"fix: convert the input to its weights' dtype: x\.to\(torch\.float64\)"):
+    with pytest.raises(
+        DtypeError, match=r"fix: convert the input to its weights' dtype: x\.to\(torch\.float64\)"
+    ):
         layer(torch.zeros(2, 4))
     layer(torch.zeros(2, 4, dtype=torch.float64))
     assert layer.weight.dtype == torch.float64

@@ -35,9 +35,11 @@ def torch_layers() -> list[type[Layer]]:
     found = []
     for name in sorted(L.__all__):
         cls = getattr(L, name)
-        if isinstance(cls, type) and issubclass(cls, Layer) and cls.native_class is not None:
-            if cls.native_class.__module__.startswith("torch.nn"):
-                found.append(cls)
+        native = (
+            getattr(cls, "native_class", None) if isinstance(cls, type) and issubclass(cls, Layer) else None
+        )
+        if native is not None and native.__module__.startswith("torch.nn"):
+            found.append(cls)
     return found
 
 

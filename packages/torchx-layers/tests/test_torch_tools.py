@@ -56,7 +56,9 @@ def test_an_optimizer_made_before_the_first_batch_trains_every_parameter() -> No
     optimizer.step()
     changed = sum(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
     assert changed == 14
-    assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in native_seed_cnn().parameters())
+    assert sum(p.numel() for p in model.parameters()) == sum(
+        p.numel() for p in native_seed_cnn().parameters()
+    )
 
 
 def test_load_state_dict_into_the_unbuilt_model_is_one_step() -> None:

@@ -216,7 +216,10 @@ def test_built_recurrent_layers_script_where_torchs_do(make) -> None:
     scripted = torch.jit.script(model)
     x = torch.randn(2, 5, 4)
     expected, got = model(x), scripted(x)
-    first = lambda value: value[0] if isinstance(value, tuple) else value
+
+    def first(value: object) -> object:
+        return value[0] if isinstance(value, tuple) else value
+
     assert torch.equal(first(got), first(expected))
     assert type(got) is type(expected)
 

@@ -190,7 +190,9 @@ def coerce(value: Any, hint: Any, *, objects: bool = False) -> Any:
             if origin is tuple and arguments and arguments[-1] is not Ellipsis:
                 if len(value) != len(arguments):
                     raise ArgumentMismatch(f"a list of {len(arguments)} items", value)
-                items = [coerce(item, each, objects=objects) for item, each in zip(value, arguments, strict=True)]
+                items = [
+                    coerce(item, each, objects=objects) for item, each in zip(value, arguments, strict=True)
+                ]
             else:
                 item_hint = arguments[0] if arguments else Any
                 items = [coerce(item, item_hint, objects=objects) for item in value]

@@ -80,7 +80,11 @@ def build(
         dtype = scope.dtype
     metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
     with all_or_nothing(model, pending):
-        with build_target(target, dtype) as building, torch.no_grad(), _probe_shown(inputs, DYNAMIC_PROBES[0]):
+        with (
+            build_target(target, dtype) as building,
+            torch.no_grad(),
+            _probe_shown(inputs, DYNAMIC_PROBES[0]),
+        ):
             building.swap.add(model)
             model(*metas)
         if any(is_dynamic(value) for value in inputs):

@@ -180,5 +180,7 @@ def load_checkpoint(module: _M, path: str | os.PathLike[str]) -> _M:
     try:
         module.load_state_dict(checkpoint.state_dict)
     except LayerError as error:  # an unbuilt layer whose arguments the checkpoint does not fit
-        raise CheckpointError(f"{where}: the checkpoint does not fit {type(module).__name__}: {error}") from error
+        raise CheckpointError(
+            f"{where}: the checkpoint does not fit {type(module).__name__}: {error}"
+        ) from error
     return module

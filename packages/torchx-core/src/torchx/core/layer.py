@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
+
 try:
     from torch.fx._symbolic_trace import is_fx_symbolic_tracing as _fx_tracing
 except ImportError:  # torch before 2.6
@@ -242,7 +243,7 @@ def layer_view(module: nn.Module) -> Layer:
     record = record_of(module)
     if record is None:
         raise TorchXError(f"{type(module).__name__} is a plain torch module, not a TorchX layer")
-    view = record.layer_class.__new__(record.layer_class)
+    view: Layer = record.layer_class.__new__(record.layer_class)
     _init_module_state(view)
     view.__dict__["_torchx"] = record
     return view
@@ -530,15 +531,12 @@ class Layer(nn.Module):
             built_here = type(self) is layer_class
             if built_here:
                 if abstract and not kwargs:
-                    shape = self._closed_form_output(positional, target)
+                    shape = self._closed_form_output(positional, target)  # type: ignore[arg-type]
                 self._build(positional, tensors, target if abstract else None)
         try:
             if not abstract:
                 return self.forward(*inputs, **kwargs)
-            if shape is not None:
-                output = shape
-            else:
-                output = run_on_meta(self, inputs, kwargs, call=self.forward)
+            output = shape if shape is not None else run_on_meta(self, inputs, kwargs, call=self.forward)
             # A shared layer's next call in this build runs on meta stand-ins of its tensors.
             if self._modules:
                 target.swap.add(self)  # type: ignore[union-attr]
@@ -675,7 +673,7 @@ class Layer(nn.Module):
         missing = [key for key, tensor in orphans.items() if tensor() is not None]
         record.inferred = inferred
         if request is not None and request.memory_format is not None:
-            self.to(memory_format=request.memory_format)
+            self.to(memory_format=request.memory_format)  # type: ignore[call-overload]
         if request is not None and request.shared:
             self.share_memory()
         if missing:
@@ -722,7 +720,7 @@ class Layer(nn.Module):
         native = type(self).native_class
         assert native is not None
         inferred = self.infer_arguments_from_state(state)
-        keys = self._torchx.layout.keys() if self._torchx.layout else []
+        keys = self._torchx.layout.state_keys() if self._torchx.layout else []
         if inferred is None:
             raise self.shape_error(
                 f"the state dict does not show its input size: it has "
@@ -762,9 +760,10 @@ class Layer(nn.Module):
         native = type(self).native_class
         loader = super()._load_from_state_dict
         if native is None:
-            return loader(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)  # type: ignore[no-any-return]
+            loader(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+            return None
         local = {key[len(prefix) :]: value for key, value in state_dict.items() if key.startswith(prefix)}
-        keys = self._torchx.layout.keys() if self._torchx.layout else []
+        keys = self._torchx.layout.state_keys() if self._torchx.layout else []
         if not any(key in local for key in keys):
             missing_keys.extend(prefix + key for key in keys)
             if strict:
@@ -780,7 +779,9 @@ class Layer(nn.Module):
         )
         return None
 
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> Any:
         """``nn.Module.load_state_dict``; unbuilt layers inside build from the
         state's shapes first. Every unbuilt layer is checked before anything
         changes, and if loading fails, the layers it built are unbuilt again."""
@@ -789,7 +790,7 @@ class Layer(nn.Module):
                 prefix = f"{path}." if path else ""
                 local = {k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)}
                 layout = module._torchx.layout
-                if layout is not None and any(key in local for key in layout.keys()):
+                if layout is not None and any(key in local for key in layout.state_keys()):
                     module._arguments_from_state(local, prefix)
         with all_or_nothing(self):
             return super().load_state_dict(state_dict, strict=strict, assign=assign)
@@ -865,7 +866,9 @@ def unbuild(module: nn.Module) -> None:
         add_pending(module, record.layout, reuse=tensors)
 
 
-def _classified(layer_class: type[Layer], layer: nn.Module, inputs: tuple[Any, ...], error: Exception) -> Exception:
+def _classified(
+    layer_class: type[Layer], layer: nn.Module, inputs: tuple[Any, ...], error: Exception
+) -> Exception:
     """The error to raise for ``error`` raised while a layer built and ran for ``inputs``."""
     if isinstance(error, LayerError) or not is_shape_problem(error):
         return error
@@ -937,7 +940,9 @@ def explain_failure(module: nn.Module, inputs: tuple[Any, ...], error: BaseExcep
         fix="feed inputs of the size it was built for, or use a new layer for the new size",
         source=module,
     )
-    explained.changed = tuple(name for name in now if name in record.inferred and now[name] != record.inferred[name])
+    explained.changed = tuple(
+        name for name in now if name in record.inferred and now[name] != record.inferred[name]
+    )
     return explained
 
 
@@ -953,7 +958,9 @@ def is_shape_problem(error: BaseException) -> bool:
 
 def unbuilt_layers(module: nn.Module) -> list[Layer]:
     """Every leaf layer in ``module`` (itself included) that has yet to build."""
-    return [sub for sub in submodules(module) if isinstance(sub, Layer) and type(sub).native_class is not None]
+    return [
+        sub for sub in submodules(module) if isinstance(sub, Layer) and type(sub).native_class is not None
+    ]
 
 
 @contextmanager
@@ -989,7 +996,9 @@ def _tensors_in(inputs: tuple[Any, ...]) -> list[torch.Tensor]:
 _FORWARD_PARAMETERS: dict[type, list[str]] = {}
 
 
-def _positional_inputs(native: type[nn.Module], inputs: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+def _positional_inputs(
+    native: type[nn.Module], inputs: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> tuple[Any, ...]:
     """``inputs`` with the keyword inputs of the native forward put in their
     positions (``layer(input=x)``, ``attention(q, key=k, value=v)``), for inference."""
     names = _FORWARD_PARAMETERS.get(native)

@@ -24,7 +24,7 @@ import warnings
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -59,7 +59,7 @@ _ALSO_ALLOWED = [torch.Tensor.requires_grad_, torch.Tensor.dim, torch.Tensor.is_
 class _Pending:
     """What pending parameters and buffers share: an error that says how to build."""
 
-    _allowed_methods: list[Any]
+    _allowed_methods: ClassVar[list[Any]]
 
     @classmethod
     def __torch_function__(
@@ -81,29 +81,37 @@ _UNBUILT = (
 )
 
 
-class PendingParameter(_Pending, UninitializedParameter):
+class PendingParameter(_Pending, UninitializedParameter):  # type: ignore[override]  # shape raises
     """A parameter of an unbuilt layer: torch's ``UninitializedParameter`` that
     also takes ``requires_grad_`` (so ``model.requires_grad_(False)`` before the
     build is kept). It becomes an ``nn.Parameter``, the same object, at the build."""
 
     cls_to_become = nn.Parameter
-    _allowed_methods = [*UninitializedParameter._allowed_methods, *_ALSO_ALLOWED]
+    _allowed_methods: ClassVar[list[Any]] = [*UninitializedParameter._allowed_methods, *_ALSO_ALLOWED]  # type: ignore[attr-defined]
 
 
-class PendingBuffer(_Pending, UninitializedBuffer):
+class PendingBuffer(_Pending, UninitializedBuffer):  # type: ignore[override]  # shape raises
     """A buffer of an unbuilt layer; it becomes a plain tensor at the build."""
 
     cls_to_become = torch.Tensor
-    _allowed_methods = [*UninitializedBuffer._allowed_methods, *_ALSO_ALLOWED]
+    _allowed_methods: ClassVar[list[Any]] = [*UninitializedBuffer._allowed_methods, *_ALSO_ALLOWED]  # type: ignore[attr-defined]
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> PendingBuffer:
+    def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
         copied = memo.get(id(self))
         if copied is None:
-            copied = memo[id(self)] = PendingBuffer(False, self.data.device, self.data.dtype)
-        return copied  # type: ignore[no-any-return]
+            copied = memo[id(self)] = make_pending(PendingBuffer, False, self.data.device, self.data.dtype)
+        return copied
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
-        return (PendingBuffer, (False, None, self.data.dtype))
+        return (make_pending, (PendingBuffer, False, None, self.data.dtype))
+
+
+def make_pending(
+    kind: type[torch.Tensor], requires_grad: bool, device: torch.device | None, dtype: torch.dtype | None
+) -> torch.Tensor:
+    """A new pending parameter or buffer (``kind``), empty, on ``device`` in ``dtype``."""
+    constructor: Any = kind  # torch's stubs leave these constructors' arguments untyped
+    return constructor(requires_grad=requires_grad, device=device, dtype=dtype)  # type: ignore[no-any-return]
 
 
 def is_pending(tensor: object) -> bool:
@@ -140,14 +148,17 @@ class Layout:
     shapes: Mapping[str, tuple[int, ...]]
     """Each slot's shape, by key, for the arguments the layout was made with."""
 
-    def keys(self) -> list[str]:
+    def state_keys(self) -> list[str]:
+        """Every slot's state-dict key, relative to the module."""
         return [slot.key for slot in self.slots]
 
 
 _META = torch.device("meta")
 
 
-def measure_layout(native: type[nn.Module], arguments: Mapping[str, Any], takes_factory_kwargs: bool) -> Layout:
+def measure_layout(
+    native: type[nn.Module], arguments: Mapping[str, Any], takes_factory_kwargs: bool
+) -> Layout:
     """The layout of ``native(**arguments)``, measured on the meta device.
 
     Raises whatever the native constructor raises for these arguments; warnings
@@ -211,8 +222,8 @@ class PendingChild(nn.Module):
 def _pending(slot: TensorSlot, device: torch.device | None, dtype: torch.dtype | None) -> torch.Tensor:
     chosen = (dtype or torch.get_default_dtype()) if slot.floating else slot.dtype
     if slot.is_parameter:
-        return PendingParameter(requires_grad=slot.requires_grad, device=device, dtype=chosen)
-    return PendingBuffer(requires_grad=False, device=device, dtype=chosen)
+        return make_pending(PendingParameter, slot.requires_grad, device, chosen)
+    return make_pending(PendingBuffer, False, device, chosen)
 
 
 class PendingStore(dict):  # type: ignore[type-arg]
@@ -271,7 +282,7 @@ class PendingStore(dict):  # type: ignore[type-arg]
     def __eq__(self, other: object) -> bool:
         return dict.__eq__(self._filled(), other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         return dict.__repr__(self._filled())
@@ -347,12 +358,10 @@ def add_pending(
         tensor = reuse.get(slot.key) if reuse else None
         if tensor is None:
             tensor = _pending(slot, device, dtype)
-        if slot.is_parameter:
-            owner._parameters[slot.name] = tensor
-        else:
-            owner._buffers[slot.name] = tensor
-            if not slot.persistent:
-                owner._non_persistent_buffers_set.add(slot.name)
+        store: dict[str, Any] = owner._parameters if slot.is_parameter else owner._buffers
+        store[slot.name] = tensor
+        if not slot.is_parameter and not slot.persistent:
+            owner._non_persistent_buffers_set.add(slot.name)
 
 
 def pending_tensors(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
@@ -379,9 +388,9 @@ def save_pending_state(module: nn.Module, destination: dict[str, Any], prefix: s
     for name, tensor in module._parameters.items():
         if tensor is not None:
             destination[prefix + name] = tensor
-    for name, tensor in module._buffers.items():
-        if tensor is not None and name not in module._non_persistent_buffers_set:
-            destination[prefix + name] = tensor
+    for name, buffer in module._buffers.items():
+        if buffer is not None and name not in module._non_persistent_buffers_set:
+            destination[prefix + name] = buffer
 
 
 @dataclass(frozen=True)
@@ -448,7 +457,7 @@ def become_native(
     layer_class = type(module)
     object.__setattr__(module, "__class__", native)
     try:
-        native.__init__(module, **arguments)  # type: ignore[misc]
+        native.__init__(module, **arguments)
     except BaseException:
         object.__setattr__(module, "__class__", layer_class)
         state.clear()
@@ -459,7 +468,7 @@ def become_native(
         kept.clear()
         kept.update(merged)
         state[key] = kept
-    orphans = {}
+    orphans: dict[str, weakref.ref[torch.Tensor]] = {}
     with torch._C.DisableTorchFunctionSubclass():  # plain tensor calls: no pending-tensor checks
         for key, tensor in pending.items():
             _transplant(module, key, tensor, orphans)
@@ -487,8 +496,9 @@ def _transplant(
         return  # a meta build: the fresh tensor stays
     tensor.data = fresh.data
     tensor.__class__ = type(tensor).cls_to_become  # type: ignore[attr-defined]
+    assert owner is not None
     if type(owner).__setattr__ is nn.Module.__setattr__:
-        store = owner._parameters if name in owner._parameters else owner._buffers
+        store: dict[str, Any] = owner._parameters if name in owner._parameters else owner._buffers
         store[name] = tensor
     else:
         setattr(owner, name, tensor)  # a module that tracks its tensors (RNNs' flat weights)
@@ -499,7 +509,11 @@ def revert_to_pending(module: nn.Module) -> dict[str, torch.Tensor]:
     pending tensors, in place where the device allows; by state-dict key."""
     reverted: dict[str, torch.Tensor] = {}
     for path, owner in module.named_modules(remove_duplicate=False):
-        for store, kind in ((owner._parameters, PendingParameter), (owner._buffers, PendingBuffer)):
+        stores: tuple[tuple[dict[str, Any], type[torch.Tensor]], ...] = (
+            (owner._parameters, PendingParameter),
+            (owner._buffers, PendingBuffer),
+        )
+        for store, kind in stores:
             for name, tensor in store.items():
                 if tensor is None:
                     continue
@@ -509,6 +523,6 @@ def revert_to_pending(module: nn.Module) -> dict[str, torch.Tensor]:
                         tensor.data = empty
                         tensor.__class__ = kind
                     else:
-                        tensor = kind(requires_grad=tensor.requires_grad, dtype=tensor.dtype)
+                        tensor = make_pending(kind, tensor.requires_grad, None, tensor.dtype)
                 reverted[f"{path}.{name}" if path else name] = tensor
     return reverted

@@ -22,8 +22,8 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map
 
-from torchx.core.scope import current_scope
 from torchx.core.pending import unfilled
+from torchx.core.scope import current_scope
 from torchx.core.tree import submodules
 
 __all__ = [
@@ -125,7 +125,8 @@ class MetaSwap:
         """:meth:`add` for a leaf module just built on a real device (its own
         tensors only, all real: nothing to check)."""
         swapped, stand_ins = self._swapped, self._stand_ins
-        for store in (module._parameters, module._buffers):
+        stores: tuple[dict[str, Any], ...] = (module._parameters, module._buffers)
+        for store in stores:
             for name, tensor in store.items():
                 if tensor is None:
                     continue
@@ -139,10 +140,10 @@ class MetaSwap:
     def meta(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
         """A meta tensor of ``shape`` and ``dtype``, one per shape and dtype (a
         layer's closed-form output: only its shape and dtype are read)."""
-        key = (tuple(shape), dtype)
-        tensor = self._stand_ins.get(key)  # type: ignore[call-overload]
+        key = (torch.Size(shape), dtype)
+        tensor = self._stand_ins.get(key)
         if tensor is None:
-            tensor = self._stand_ins[key] = torch.empty(shape, dtype=dtype, device=_META)  # type: ignore[index]
+            tensor = self._stand_ins[key] = torch.empty(key[0], dtype=dtype, device=_META)
         return tensor
 
     def _stand_in(self, tensor: torch.Tensor) -> torch.Tensor:

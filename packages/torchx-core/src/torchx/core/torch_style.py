@@ -35,9 +35,7 @@ def torch_positional(cls: type[Layer]) -> tuple[str, ...]:
         parameters = list(inspect.signature(native.__init__).parameters.values())[1:]
     except (TypeError, ValueError):
         return ()
-    return tuple(
-        p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD and p.name not in _FACTORY
-    )
+    return tuple(p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD and p.name not in _FACTORY)
 
 
 def _call(label: str, positional: Sequence[Any], keywords: Mapping[str, Any]) -> str:
@@ -85,6 +83,10 @@ def positional_error(cls: type[Layer], args: tuple[Any, ...], kwargs: Mapping[st
     return ArgumentError(
         f"{label} takes {len(own)} positional argument{'s' if len(own) != 1 else ''} ({taken}), "
         f"got {len(args)}; the others are keyword-only"
-        + (f", and {', '.join(unknown)} (torch's) {'is' if len(unknown) == 1 else 'are'} not offered" if unknown else ""),
+        + (
+            f", and {', '.join(unknown)} (torch's) {'is' if len(unknown) == 1 else 'are'} not offered"
+            if unknown
+            else ""
+        ),
         fix=f"pass them by keyword: {call}",
     )

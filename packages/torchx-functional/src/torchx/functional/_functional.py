@@ -11,8 +11,8 @@ from torch import nn
 import torchx.nn as nnx
 from torchx.core import Layer, ShapeError
 from torchx.core.errors import add_note, format_shape
-from torchx.core.layer import explain_failure, is_fx_tracing, layer_name
 from torchx.core.graph import Graph
+from torchx.core.layer import explain_failure, is_fx_tracing, layer_name
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.functional._codegen import MISSING, compile_forward, generate, generate_scriptable, parameters_of
 from torchx.functional._program import BatchOf, Input, Program, Step, Var, trace

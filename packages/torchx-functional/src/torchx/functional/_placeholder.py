@@ -295,11 +295,11 @@ class _PlaceholderCalls:
         module = self._module()
         assert module is not None
         if not kwargs and len(args) == 1 and type(args[0]) is torch.Tensor:
-            return module._call_impl(*args)
+            return module._call_impl(*args)  # type: ignore[no-untyped-call]
         symbolic = find_symbolic(args, kwargs)
         if symbolic is not None:
             return symbolic.__torchx_call__(module, args, kwargs)
-        return module._call_impl(*args, **kwargs)
+        return module._call_impl(*args, **kwargs)  # type: ignore[no-untyped-call]
 
 
 def accept_placeholders(module: nn.Module) -> nn.Module:
@@ -436,7 +436,9 @@ class Placeholder:
         """Record ``module(*args, **kwargs)``, building the module first if needed."""
         meta, meta_b = _call_module(module, args, kwargs)
         if not isinstance(module, Layer):
-            accept_placeholders(module)  # a layer built here is its native module now: shared, it is called again
+            accept_placeholders(
+                module
+            )  # a layer built here is its native module now: shared, it is called again
         node = Node("module", module, _as_nodes(args), _as_nodes(kwargs), meta, meta_b)
         return _outputs(node)
 

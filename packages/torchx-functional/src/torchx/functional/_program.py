@@ -204,9 +204,7 @@ def trace(inputs: Any, outputs: Any) -> Program:
         if node.kind == "module":
             attribute = module_names.get(id(node.target))
             if attribute is None:
-                attribute = module_names[id(node.target)] = attributes.claim(
-                    _snake(layer_name(node.target))
-                )
+                attribute = module_names[id(node.target)] = attributes.claim(_snake(layer_name(node.target)))
                 modules[attribute] = node.target
             var = namespace.claim(attribute)
             target: Any = attribute

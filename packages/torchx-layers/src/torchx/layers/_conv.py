@@ -85,7 +85,9 @@ class _ConvNd(Layer):
         batch, _, *spatial = input_shapes[0]
         dims = len(spatial)
         padding = self.arguments["padding"]
-        kernel, stride, dilation = (_spatial(self, name, dims) for name in ("kernel_size", "stride", "dilation"))
+        kernel, stride, dilation = (
+            _spatial(self, name, dims) for name in ("kernel_size", "stride", "dilation")
+        )
         pads = (0,) * dims if padding in ("same", "valid") else _spatial(self, "padding", dims)
         if kernel is None or stride is None or dilation is None or pads is None:
             return None  # the meta run reports the mismatch
@@ -172,7 +174,7 @@ class _ConvTransposeNd(Layer):
         values = [_spatial(self, name, dims) for name in names]
         if any(value is None for value in values):
             return None
-        padding, dilation, kernel, stride, extra = values  # type: ignore[misc]
+        padding, dilation, kernel, stride, extra = (value or () for value in values)
         out = [
             None if size is None else (size - 1) * s - 2 * p + d * (k - 1) + op + 1
             for size, p, d, k, s, op in zip(spatial, padding, dilation, kernel, stride, extra, strict=True)

@@ -259,7 +259,5 @@ class LocalResponseNorm(Layer):
 
     native_class = nn.LocalResponseNorm
 
-    def __init__(
-        self, size: PositiveInt, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
-    ) -> None:
+    def __init__(self, size: PositiveInt, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__(size=size, alpha=alpha, beta=beta, k=k)

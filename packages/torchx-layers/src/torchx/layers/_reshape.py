@@ -57,10 +57,7 @@ class Flatten(Layer):
         shape = input_shapes[0]
         if not shape:
             return None
-        start, end = (
-            dim % len(shape)
-            for dim in (self.arguments["start_dim"], self.arguments["end_dim"])
-        )
+        start, end = (dim % len(shape) for dim in (self.arguments["start_dim"], self.arguments["end_dim"]))
         middle = shape[start : end + 1]
         size = None if None in middle else math.prod(dim for dim in middle if dim is not None)
         return (*shape[:start], size, *shape[end + 1 :])

@@ -12,9 +12,9 @@ from torch import nn
 
 import torchx.nn as nnx
 from torchx.core import Layer, LayerError, SpecError
-from torchx.core.graph import Graph
 from torchx.core.errors import add_note
-from torchx.core.layer import all_or_nothing, cannot_build_while_compiling, explain_failure, unbuilt_layers
+from torchx.core.graph import Graph
+from torchx.core.layer import all_or_nothing, cannot_build_while_compiling, explain_failure
 from torchx.core.shapes import current_build_target
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic

@@ -5,7 +5,7 @@ torch's own, so checkpoints move both ways."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Tuple  # noqa: UP035 - TorchScript reads typing's forms
 
 import torch
 from torch import nn
@@ -52,7 +52,10 @@ class _Selecting:
         if lengths is not None and not isinstance(input, PackedSequence) and not input.is_meta:
             time_dim = 1 if self.batch_first else 0
             on_cpu = _checked_lengths(
-                layer_name(self), lengths, input.shape[1 - time_dim], input.shape[time_dim]
+                layer_name(self),  # type: ignore[arg-type]  # a mixin of an nn.Module
+                lengths,
+                input.shape[1 - time_dim],
+                input.shape[time_dim],
             )
             packed = pack_padded_sequence(input, on_cpu, batch_first=self.batch_first, enforce_sorted=False)
             output, state = native.forward(self, packed, hx)
@@ -62,7 +65,9 @@ class _Selecting:
         else:
             output, state = native.forward(self, input, hx)
         if not self.return_sequences:
-            output = last_step(state[0] if isinstance(state, tuple) else state, 2 if self.bidirectional else 1)
+            output = last_step(
+                state[0] if isinstance(state, tuple) else state, 2 if self.bidirectional else 1
+            )
         return (output, state) if self.return_state else output
 
     def __prepare_scriptable__(self) -> nn.Module:

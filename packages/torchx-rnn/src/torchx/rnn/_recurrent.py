@@ -156,7 +156,9 @@ class _Cell(Layer):
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(hidden_size=hidden_size, bias=bias, input_size=input_size, device=device, dtype=dtype)
+        super().__init__(
+            hidden_size=hidden_size, bias=bias, input_size=input_size, device=device, dtype=dtype
+        )
 
 
 class RNNCell(_Cell):

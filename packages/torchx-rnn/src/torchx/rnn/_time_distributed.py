@@ -24,7 +24,7 @@ __all__ = ["TimeDistributed"]
 def _unfolded(output: torch.Tensor, batch: int, time: int, lengths: torch.Tensor | None) -> torch.Tensor:
     """``(batch * time, ...)`` back to ``(batch, time, ...)``; steps at or past a
     sample's length become zeros."""
-    output = output.unflatten(0, (batch, time))
+    output = output.unflatten(0, (batch, time))  # type: ignore[no-untyped-call]
     if lengths is not None:
         steps = torch.arange(time, device=output.device)
         padded = steps >= torch.as_tensor(lengths, device=output.device).unsqueeze(1)
