@@ -1,6 +1,6 @@
 """Train a CNN defined by a YAML spec on scikit-learn's handwritten digits.
 
-    python examples/train_digits.py                      # examples/digits_cnn.yaml, about 20 s on 2 cores
+    python examples/train_digits.py                      # examples/digits_cnn.yaml, about 10 s on 2 cores
     python examples/train_digits.py my_cnn.yaml --epochs 20 --device cuda:0
 
 The digits (1,797 images of 8x8 pixels) ship with scikit-learn: nothing is

@@ -321,3 +321,43 @@ def test_the_diamond_graph_has_its_branches_and_merge() -> None:
     assert graph.nodes[by_label[".flatten()"][0]].detail == "(None, 4320)"  # dim 0: this run's batch
     [functional] = graph.root.clusters
     assert functional.label == "Functional" and [c.label for c in functional.clusters] == ["Sequential"]
+
+
+def test_layers_in_a_graph_are_torchs_classes_and_a_shared_one_is_called_again() -> None:
+    shared = L.Linear(5)
+    a, b = Placeholder((None, 4)), Placeholder((None, 4))
+    first = shared(a)
+    assert type(shared) is nn.Linear  # built by the first call, on placeholders
+    model = Functional([a, b], first + shared(b))
+    assert list(model.state_dict()) == ["linear.weight", "linear.bias"]
+    x, y = torch.randn(2, 4), torch.randn(2, 4)
+    assert torch.allclose(model(x, y), shared(x) + shared(y))
+
+
+def test_plain_torch_modules_join_a_graph_once_they_accept_placeholders() -> None:
+    from torchx.functional import accept_placeholders
+
+    plain = accept_placeholders(nn.Linear(3, 4))
+    x = Placeholder((None, 3))
+    model = Functional(x, plain(x).relu())
+    data = torch.randn(5, 3)
+    assert torch.equal(model(data), plain(data).relu())
+
+
+def test_a_layer_whose_input_size_changed_is_named_by_its_attribute() -> None:
+    x = Placeholder((None, 6))
+    model = Functional(x, L.Linear(2)(L.Linear(4)(x)))
+    model(torch.zeros(3, 6))
+    model.linear = torchx.build(L.Linear(4), (1, 7))  # replaced by a layer built for other inputs
+    with pytest.raises(
+        ShapeError, match=r"^Functional\.linear Linear: got input \(3, 6\).*in_features=6 \(built with 7\)"
+    ):
+        model(torch.zeros(3, 6))
+
+
+def test_a_functional_scripts_and_traces_like_the_hand_written_model() -> None:
+    x = Placeholder((None, 3, 8, 8))
+    model = Functional(x, L.Linear(4)(L.Flatten()(L.ReLU()(L.Conv2d(2, 3)(x))))).eval()
+    data = torch.randn(2, 3, 8, 8)
+    assert torch.equal(torch.jit.script(model)(data), model(data))
+    assert torch.equal(torch.fx.symbolic_trace(model)(data), model(data))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from torch.nn.parameter import is_lazy
+
 import torchx
 import torchx.layers as L
 from torchx.core import ArgumentError, DtypeError, PluginManager, ShapeError, SpecError
@@ -107,3 +109,54 @@ def test_device_and_dtype_place_the_layer_like_torchs_factory_arguments() -> Non
     assert "dtype" not in L.Linear(3, dtype=torch.float64).to_spec().get(
         "args", {}
     )  # placement, not architecture
+
+
+def test_a_dynamic_dim_is_none_in_messages_and_no_batch_dim_is_suggested() -> None:
+    with pytest.raises(ShapeError) as info:
+        torchx.build(L.Sequential(L.Conv2d(8, 3)), (None, 32, 32))
+    message = str(info.value)
+    assert "got (None, 32, 32) (3-d)" in message
+    assert "unsqueeze" not in message and "61" not in message
+
+
+def test_a_changed_input_size_names_the_layer_in_every_container() -> None:
+    model = L.Sequential(L.Linear(4), L.ReLU(), L.Sequential(L.Linear(3), L.Linear(2)))
+    model(torch.zeros(2, 5))
+    model[2][0] = L.Linear(3)  # a fresh layer: builds for what it gets
+    with pytest.raises(
+        ShapeError, match=r"^Sequential\[0\] Linear: got input \(2, 6\).*in_features=6 \(built with 5\)"
+    ):
+        model(torch.zeros(2, 6))
+    inner = L.Sequential(L.Linear(4), L.Sequential(L.Linear(3)))
+    inner(torch.zeros(2, 5))
+    inner[1][0] = torchx.build(L.Linear(3), (2, 7))
+    with pytest.raises(ShapeError, match=r"^Sequential\[1\] Sequential\[0\] Linear: got input \(2, 4\)"):
+        inner(torch.zeros(2, 5))
+
+
+def test_a_multihead_attention_whose_layout_changes_warns_only_when_its_pending_parameters_are_held() -> None:
+    from torchx.core import BuildWarning
+
+    q, kv = torch.zeros(5, 2, 8), torch.zeros(6, 2, 4)
+    quiet = L.MultiheadAttention(2)
+    quiet(q, kv, kv)  # nothing held the pending in_proj_weight: no warning (warnings are errors here)
+    held = L.MultiheadAttention(2)
+    optimizer = torch.optim.SGD(held.parameters(), lr=0.1)
+    with pytest.warns(
+        BuildWarning, match=r"in_proj_weight it showed before the build.*pass embed_dim=8, kdim=4, vdim=4"
+    ):
+        held(q, kv, kv)
+    assert is_lazy(optimizer.param_groups[0]["params"][0])  # the orphan: the warning was right to speak
+    fixed = L.MultiheadAttention(2, kdim=4, vdim=4)
+    assert "k_proj_weight" in dict(fixed.named_parameters())
+
+
+def test_every_error_the_readme_names_is_importable_from_torchx() -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    names = set(re.findall(r"`(?:torchx\.)?([A-Z][A-Za-z]+(?:Error|Warning))`", readme))
+    assert {"ShapeError", "DtypeError", "ArgumentError", "NotBuiltError", "SpecError"} <= names
+    for name in names:
+        assert isinstance(getattr(torchx, name), type), name

@@ -129,3 +129,24 @@ def test_time_distributed_draws_its_layers_in_a_box() -> None:
     inside = [graph.nodes[node].label for node in time_distributed.nodes]
     assert inside == ["Linear", "ReLU"]
     assert graph.nodes[time_distributed.nodes[0]].detail == "(None, 8)"  # a folded (batch * time) slice
+
+
+def test_a_changed_feature_size_names_the_layer_inside() -> None:
+    layer = TimeDistributed(L.Linear(4))
+    layer(torch.zeros(2, 5, 3))
+    with pytest.raises(
+        ShapeError,
+        match=r"^TimeDistributed Sequential\[0\] Linear: got input \(10, 6\).*in_features=6 \(built with 3\)",
+    ):
+        layer(torch.zeros(2, 5, 6))
+
+
+def test_torch_fx_and_torchscript_take_a_built_time_distributed() -> None:
+    layer = torchx.build(TimeDistributed(L.Conv2d(4, 3), L.ReLU(), L.Flatten(), L.Linear(5)), (2, 6, 3, 8, 8))
+    x = torch.randn(2, 6, 3, 8, 8)
+    traced = torch.fx.symbolic_trace(layer, concrete_args={"lengths": None})
+    assert torch.equal(traced(x), layer(x))
+    scripted = torch.jit.script(layer)
+    lengths = torch.tensor([3, 6])
+    assert torch.equal(scripted(x, lengths), layer(x, lengths))
+    assert list(scripted.state_dict()) == list(layer.state_dict())

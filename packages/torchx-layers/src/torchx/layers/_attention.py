@@ -68,8 +68,12 @@ class MultiheadAttention(Layer):
         )
 
     def stand_in_arguments(self) -> dict[str, Any]:
-        # Key and value sizes not given are taken to be the query's: one in_proj_weight.
+        # Key and value sizes not given are taken to be the query's (one in_proj_weight);
+        # given ones, to differ from it (q_proj_weight, k_proj_weight, v_proj_weight).
         stand_ins = super().stand_in_arguments()
+        given = {self.arguments[name] for name in ("kdim", "vdim")} - {None}
+        if "embed_dim" in stand_ins and stand_ins["embed_dim"] in given:
+            stand_ins["embed_dim"] *= max(given) + 1
         embed_dim = self.arguments["embed_dim"] or stand_ins.get("embed_dim")
         return {**stand_ins, **{name: embed_dim for name in ("kdim", "vdim") if name in stand_ins}}
 

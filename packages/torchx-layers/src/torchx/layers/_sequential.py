@@ -99,23 +99,30 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
             for module in self._modules.values():
                 input = module(input)
         except Exception as error:
-            explained = explain_failure(module, (input,), error)  # type: ignore[arg-type]
-            if explained is None:
-                add_note(error, f"raised in {self._place(module)}")
-                raise
-            raise explained.within(self._place(module), self) from (None if explained is error else error)
+            raise self._explained(error, module, input) from (None if isinstance(error, LayerError) else error)
         return input
 
     def _build_forward(self, input: Any) -> Any:
         # Inside torchx.build, the build itself is all-or-nothing already.
         with nullcontext() if current_build_target() else all_or_nothing(self):
-            for index, module in enumerate(self._modules.values()):
-                try:
+            module = None
+            try:
+                for module in self._modules.values():
                     input = module(input)
-                except LayerError as error:
-                    raise error.within(f"Sequential[{index}]", self) from None
+            except Exception as error:
+                raise self._explained(error, module, input) from (None if isinstance(error, LayerError) else error)
         object.__setattr__(self, "_torchx_ready", self.is_built)
         return input
+
+    def _explained(self, error: Exception, module: nn.Module | None, input: Any) -> Exception:
+        """``error``, raised by child ``module`` on ``input``, with this container's part of
+        its path when it is TorchX's (a LayerError, or a built layer whose input size
+        changed); else ``error`` itself, with a note naming the child."""
+        explained = explain_failure(module, (input,), error) if module is not None else None
+        if explained is None:
+            add_note(error, f"raised in {self._place(module)}")
+            return error
+        return explained.within(self._place(module), self)
 
     def _place(self, child: object) -> str:
         """How errors name the position of ``child``: ``Sequential[3]`` (or ``Sequential.head``)."""
