@@ -9,45 +9,12 @@ from collections import OrderedDict
 
 import pytest
 import torch
+from seed_models import native_seed_cnn, seed_cnn
 from torch import nn
 
 import torchx
 import torchx.layers as L
 from torchx.core import ShapeError
-
-
-def seed_cnn() -> L.Sequential:
-    return L.Sequential(
-        L.Conv2d(20, kernel_size=5, stride=2, padding=1),
-        L.ReLU(),
-        L.Conv2d(30, kernel_size=7),
-        L.BatchNorm2d(),
-        L.ReLU(),
-        L.Conv2d(40, kernel_size=3),
-        L.BatchNorm2d(),
-        L.ReLU(),
-        L.Flatten(),
-        L.Linear(80),
-        L.ReLU(),
-        L.Linear(10),
-    )
-
-
-def native_seed_cnn() -> nn.Sequential:
-    return nn.Sequential(
-        nn.Conv2d(3, 20, kernel_size=5, stride=2, padding=1),
-        nn.ReLU(),
-        nn.Conv2d(20, 30, kernel_size=7),
-        nn.BatchNorm2d(30),
-        nn.ReLU(),
-        nn.Conv2d(30, 40, kernel_size=3),
-        nn.BatchNorm2d(40),
-        nn.ReLU(),
-        nn.Flatten(),
-        nn.Linear(1960, 80),
-        nn.ReLU(),
-        nn.Linear(80, 10),
-    )
 
 
 def test_seed_single_layer_example() -> None:

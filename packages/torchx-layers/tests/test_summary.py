@@ -6,21 +6,13 @@ import json
 
 import pytest
 import torch
+from seed_models import seed_cnn
 from torch import nn
 
 import torchx
 import torchx.layers as L
 
 torchinfo = pytest.importorskip("torchinfo")
-
-
-def seed_cnn() -> L.Sequential:
-    return L.Sequential(
-        L.Conv2d(20, kernel_size=5, stride=2, padding=1), L.ReLU(),
-        L.Conv2d(30, kernel_size=7), L.BatchNorm2d(), L.ReLU(),
-        L.Conv2d(40, kernel_size=3), L.BatchNorm2d(), L.ReLU(),
-        L.Flatten(), L.Linear(80), L.ReLU(), L.Linear(10),
-    )  # fmt: skip
 
 
 PYTHON_OBJECT_BYTES = 64

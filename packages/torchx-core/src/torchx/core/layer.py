@@ -202,7 +202,7 @@ class FromInput:
         return "reshape the input first (L.Flatten(), L.Reshape(...) or L.Unflatten(...))"
 
 
-@dataclass
+@dataclass(slots=True)
 class LayerRecord:
     """What TorchX keeps of a layer, in the instance, before and after its build.
 

@@ -93,9 +93,10 @@ def last_step(hidden: torch.Tensor, directions: int) -> torch.Tensor:
     return torch.cat(hidden[-directions:].unbind(0), dim=-1)
 
 
-class _ScriptableLSTM(nn.Module):
-    """What ``torch.jit.script`` compiles for a TorchX LSTM: ``(input, hx)`` in,
-    the layer's selection out (``lengths=`` is not offered in TorchScript)."""
+class _ScriptableSelection(nn.Module):
+    """What ``torch.jit.script`` compiles for a TorchX recurrent layer: torch's
+    module, then the layer's selection (``lengths=`` is not offered in
+    TorchScript). A subclass types the state: LSTMs' is ``(h, c)``."""
 
     __constants__ = _SELECTION  # TorchScript compiles only the branch the flags take
 
@@ -105,6 +106,8 @@ class _ScriptableLSTM(nn.Module):
         self.return_sequences, self.return_state = return_sequences, return_state
         self.directions = 2 if rnn.bidirectional else 1
 
+
+class _ScriptableLSTM(_ScriptableSelection):
     def forward(self, input: torch.Tensor, hx: Optional[Tuple[torch.Tensor, torch.Tensor]] = None) -> Any:  # noqa: UP006, UP045 - TorchScript reads these annotations
         output, state = self.rnn(input, hx)
         if not self.return_sequences:
@@ -114,17 +117,7 @@ class _ScriptableLSTM(nn.Module):
         return output
 
 
-class _ScriptableRNN(nn.Module):
-    """What ``torch.jit.script`` compiles for a TorchX RNN or GRU (a tensor state)."""
-
-    __constants__ = _SELECTION  # TorchScript compiles only the branch the flags take
-
-    def __init__(self, rnn: nn.Module, return_sequences: bool, return_state: bool) -> None:
-        super().__init__()
-        self.rnn = rnn
-        self.return_sequences, self.return_state = return_sequences, return_state
-        self.directions = 2 if rnn.bidirectional else 1
-
+class _ScriptableRNN(_ScriptableSelection):
     def forward(self, input: torch.Tensor, hx: Optional[torch.Tensor] = None) -> Any:  # noqa: UP045 - TorchScript reads this annotation
         output, state = self.rnn(input, hx)
         if not self.return_sequences:
@@ -132,36 +125,6 @@ class _ScriptableRNN(nn.Module):
         if self.return_state:
             return output, state
         return output
-
-
-def _checked_lengths(layer: str, lengths: Any, batch: int, time: int) -> torch.Tensor:
-    """``lengths`` as a CPU tensor of one length in [1, time] per sample, or a ShapeError."""
-    values = torch.as_tensor(lengths).cpu()
-    if values.shape != (batch,):
-        raise ShapeError(layer, f"lengths has shape {tuple(values.shape)}, but the batch has {batch} samples",
-                         fix="pass one length per sample")  # fmt: skip
-    if values.numel() and (values.min() < 1 or values.max() > time):
-        raise ShapeError(layer, f"lengths must lie in [1, {time}] (the time steps), got {values.tolist()}",
-                         fix="give each sample its number of valid steps")  # fmt: skip
-    return values
-
-
-class RNNModule(_Selecting, nn.RNN):
-    """``nn.RNN`` with TorchX's output selection; batch-first by default."""
-
-    _torch_class = nn.RNN
-
-
-class LSTMModule(_Selecting, nn.LSTM):
-    """``nn.LSTM`` with TorchX's output selection; batch-first by default."""
-
-    _torch_class = nn.LSTM
-
-
-class GRUModule(_Selecting, nn.GRU):
-    """``nn.GRU`` with TorchX's output selection; batch-first by default."""
-
-    _torch_class = nn.GRU
 
 
 class GetRNNOutputModule(nn.Module):
