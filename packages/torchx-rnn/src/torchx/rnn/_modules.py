@@ -127,6 +127,36 @@ class _ScriptableRNN(_ScriptableSelection):
         return output
 
 
+def _checked_lengths(layer: str, lengths: Any, batch: int, time: int) -> torch.Tensor:
+    """``lengths`` as a CPU tensor of one length in [1, time] per sample, or a ShapeError."""
+    values = torch.as_tensor(lengths).cpu()
+    if values.shape != (batch,):
+        raise ShapeError(layer, f"lengths has shape {tuple(values.shape)}, but the batch has {batch} samples",
+                         fix="pass one length per sample")  # fmt: skip
+    if values.numel() and (values.min() < 1 or values.max() > time):
+        raise ShapeError(layer, f"lengths must lie in [1, {time}] (the time steps), got {values.tolist()}",
+                         fix="give each sample its number of valid steps")  # fmt: skip
+    return values
+
+
+class RNNModule(_Selecting, nn.RNN):
+    """``nn.RNN`` with TorchX's output selection; batch-first by default."""
+
+    _torch_class = nn.RNN
+
+
+class LSTMModule(_Selecting, nn.LSTM):
+    """``nn.LSTM`` with TorchX's output selection; batch-first by default."""
+
+    _torch_class = nn.LSTM
+
+
+class GRUModule(_Selecting, nn.GRU):
+    """``nn.GRU`` with TorchX's output selection; batch-first by default."""
+
+    _torch_class = nn.GRU
+
+
 class GetRNNOutputModule(nn.Module):
     """The output of ``(output, state)``, as a recurrent layer with ``return_state`` returns."""
 
