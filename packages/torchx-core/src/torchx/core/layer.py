@@ -559,8 +559,8 @@ class Layer(nn.Module):
         if self.same_shape:
             return inputs[0]  # a meta tensor: only its shape and dtype are read
         shape = self.infer_output_shape(*(tuple(value.shape) for value in inputs))
-        if shape is None or None in shape:
-            return None
+        if shape is None or None in shape or any(dim < 0 for dim in shape):  # type: ignore[operator]
+            return None  # no formula, or an input it does not fit: the meta run says why
         return target.swap.meta(shape, inputs[0].dtype)  # type: ignore[arg-type]
 
     def _build(self, inputs: tuple[Any, ...], tensors: list[torch.Tensor], target: Any) -> None:
