@@ -98,7 +98,7 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
         try:  # free on Python 3.11 unless something raises
             for module in self._modules.values():
                 input = module(input)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - re-raised, located or as it was
             raise self._explained(error, module, input) from (None if isinstance(error, LayerError) else error)
         return input
 
@@ -109,7 +109,7 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
             try:
                 for module in self._modules.values():
                     input = module(input)
-            except Exception as error:
+            except Exception as error:  # noqa: BLE001 - re-raised, located or as it was
                 raise self._explained(error, module, input) from (None if isinstance(error, LayerError) else error)
         object.__setattr__(self, "_torchx_ready", self.is_built)
         return input
