@@ -238,7 +238,10 @@ def test_a_first_call_that_fails_leaves_the_layer_unbuilt() -> None:
     ("layer", "inputs"),
     [
         (lambda: L.Softmax2d(), [(2, 5)]),
-        (lambda: L.Conv2d(1, kernel_size=3), [(2, 1, 1, 1)]),  # the closed form gives -1: the meta run says why
+        (
+            lambda: L.Conv2d(1, kernel_size=3),
+            [(2, 1, 1, 1)],
+        ),  # the closed form gives -1: the meta run says why
         (lambda: L.TransformerEncoderLayer(2, dim_feedforward=8), [(2, 3, 4, 6)]),
         (lambda: L.TransformerDecoderLayer(2, dim_feedforward=8), [(5, 2, 6), (7, 2, 10)]),
     ],

@@ -99,7 +99,9 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
             for module in self._modules.values():
                 input = module(input)
         except Exception as error:  # noqa: BLE001 - re-raised, located or as it was
-            raise self._explained(error, module, input) from (None if isinstance(error, LayerError) else error)
+            raise self._explained(error, module, input) from (
+                None if isinstance(error, LayerError) else error
+            )
         return input
 
     def _build_forward(self, input: Any) -> Any:
@@ -110,7 +112,9 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
                 for module in self._modules.values():
                     input = module(input)
             except Exception as error:  # noqa: BLE001 - re-raised, located or as it was
-                raise self._explained(error, module, input) from (None if isinstance(error, LayerError) else error)
+                raise self._explained(error, module, input) from (
+                    None if isinstance(error, LayerError) else error
+                )
         object.__setattr__(self, "_torchx_ready", self.is_built)
         return input
 
