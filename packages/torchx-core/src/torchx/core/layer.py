@@ -714,9 +714,20 @@ class Layer(nn.Module):
 
     # -- loading a state dict builds the layer ----------------------------------
 
-    def _arguments_from_state(self, state: Mapping[str, torch.Tensor], prefix: str) -> dict[str, Any]:
+    def _local_state(self, state_dict: Mapping[str, Any], prefix: str) -> dict[str, Any] | None:
+        """The entries of ``state_dict`` under ``prefix``, keyed relative to this
+        layer, when they hold any of its keys; else None (nothing to build from)."""
+        local = {key[len(prefix) :]: value for key, value in state_dict.items() if key.startswith(prefix)}
+        layout = self._torchx.layout
+        shown = layout is not None and any(key in local for key in layout.state_keys())
+        return local if shown else None
+
+    def _arguments_from_state(
+        self, state: Mapping[str, torch.Tensor], prefix: str
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The native arguments a state dict (keys relative to this layer) asks
-        for, checked against the given ones; raises a ShapeError naming the key."""
+        for, checked against the given ones, and the inferred ones among them;
+        raises a ShapeError naming the key that does not fit."""
         native = type(self).native_class
         assert native is not None
         inferred = self.infer_arguments_from_state(state)
@@ -744,7 +755,7 @@ class Layer(nn.Module):
                     f"{format_call(native, arguments)} needs {format_shape(shape)}",
                     fix="load a state dict of this architecture, or change the layer's arguments to match it",
                 )
-        return arguments
+        return arguments, inferred
 
     def _load_from_state_dict(
         self,
@@ -758,22 +769,25 @@ class Layer(nn.Module):
     ) -> None:
         """An unbuilt layer builds from the state dict's shapes, then loads it."""
         native = type(self).native_class
-        loader = super()._load_from_state_dict
         if native is None:
-            loader(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+            super()._load_from_state_dict(
+                state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+            )
             return None
-        local = {key[len(prefix) :]: value for key, value in state_dict.items() if key.startswith(prefix)}
-        keys = self._torchx.layout.state_keys() if self._torchx.layout else []
-        if not any(key in local for key in keys):
+        local = self._local_state(state_dict, prefix)
+        if local is None:
+            keys = self._torchx.layout.state_keys() if self._torchx.layout else []
             missing_keys.extend(prefix + key for key in keys)
             if strict:
-                unexpected_keys.extend(prefix + key for key in local if key not in keys)
+                unexpected_keys.extend(
+                    key for key in state_dict if key.startswith(prefix) and key[len(prefix) :] not in keys
+                )
             return None
-        arguments = self._arguments_from_state(local, prefix)
+        arguments, inferred = self._arguments_from_state(local, prefix)
         request = request_of(self)
         if request is not None and takes_factory_kwargs(native):
             arguments.update({k: v for k, v in (("device", request.device), ("dtype", request.dtype)) if v})
-        self._become(native, arguments, self.infer_arguments_from_state(local) or {})
+        self._become(native, arguments, inferred)
         type(self)._load_from_state_dict(  # the native's, now
             self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
@@ -788,9 +802,8 @@ class Layer(nn.Module):
         for path, module in self.named_modules():
             if isinstance(module, Layer) and type(module).native_class is not None:
                 prefix = f"{path}." if path else ""
-                local = {k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)}
-                layout = module._torchx.layout
-                if layout is not None and any(key in local for key in layout.state_keys()):
+                local = module._local_state(state_dict, prefix)
+                if local is not None:
                     module._arguments_from_state(local, prefix)
         with all_or_nothing(self):
             return super().load_state_dict(state_dict, strict=strict, assign=assign)

@@ -253,9 +253,7 @@ class PendingStore(dict):  # type: ignore[type-arg]
             if isinstance(store, PendingStore):
                 store.filled = True
         if owner is not None:
-            record = owner.__dict__["_torchx"]
-            request = request_of(owner)
-            add_pending(owner, record.layout, *(() if request is None else (request.device, request.dtype)))
+            add_requested_pending(owner, owner.__dict__["_torchx"].layout)
 
     def _filled(self) -> dict[Any, Any]:
         self.fill()
@@ -325,11 +323,16 @@ def pending_stores(module: nn.Module, layout: Layout) -> None:
     when first read (see :class:`PendingStore`); a layout whose tensors sit in
     submodules gets them at once (their stand-in children are modules)."""
     if any(slot.path for slot in layout.slots):
-        request = request_of(module)
-        add_pending(module, layout, *(() if request is None else (request.device, request.dtype)))
+        add_requested_pending(module, layout)
     elif layout.slots:
         state = module.__dict__
         state["_parameters"], state["_buffers"] = PendingStore(module), PendingStore(module)
+
+
+def add_requested_pending(module: nn.Module, layout: Layout) -> None:
+    """:func:`add_pending`, on the device and in the dtype the module was asked for."""
+    request = request_of(module)
+    add_pending(module, layout, *(() if request is None else (request.device, request.dtype)))
 
 
 def unfilled(module: nn.Module) -> bool:

@@ -119,41 +119,28 @@ class MetaSwap:
                 for name, tensor in store.items():
                     if tensor is not None and not tensor.is_meta and not is_lazy(tensor):
                         self._swapped.append((store, name, tensor))
-                        store[name] = self._stand_in(tensor)
+                        store[name] = self.meta(tensor.shape, tensor.dtype)
 
     def add_built(self, module: nn.Module) -> None:
         """:meth:`add` for a leaf module just built on a real device (its own
         tensors only, all real: nothing to check)."""
-        swapped, stand_ins = self._swapped, self._stand_ins
+        swapped = self._swapped
         stores: tuple[dict[str, Any], ...] = (module._parameters, module._buffers)
         for store in stores:
             for name, tensor in store.items():
-                if tensor is None:
-                    continue
-                key = (tensor.shape, tensor.dtype)
-                stand_in = stand_ins.get(key)
-                if stand_in is None:
-                    stand_in = stand_ins[key] = torch.empty(key[0], dtype=key[1], device=_META)
-                swapped.append((store, name, tensor))
-                store[name] = stand_in
+                if tensor is not None:
+                    swapped.append((store, name, tensor))
+                    store[name] = self.meta(tensor.shape, tensor.dtype)
 
     def meta(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
-        """A meta tensor of ``shape`` and ``dtype``, one per shape and dtype (a
-        layer's closed-form output: only its shape and dtype are read)."""
-        key = (torch.Size(shape), dtype)
+        """A meta tensor of ``shape`` and ``dtype``, one per shape and dtype: the
+        stand-in of a tensor, or a layer's closed-form output (meta tensors hold
+        no data, so one serves every use)."""
+        key = (shape if type(shape) is torch.Size else torch.Size(shape), dtype)
         tensor = self._stand_ins.get(key)
         if tensor is None:
             tensor = self._stand_ins[key] = torch.empty(key[0], dtype=dtype, device=_META)
         return tensor
-
-    def _stand_in(self, tensor: torch.Tensor) -> torch.Tensor:
-        """A meta tensor like ``tensor``; one per shape and dtype, since meta
-        tensors hold no data (in-place updates to them change nothing)."""
-        key = (tensor.shape, tensor.dtype)
-        stand_in = self._stand_ins.get(key)
-        if stand_in is None:
-            stand_in = self._stand_ins[key] = torch.empty(tensor.shape, dtype=tensor.dtype, device=_META)
-        return stand_in
 
     def restore(self) -> None:
         """Put every swapped tensor back."""
