@@ -18,6 +18,7 @@ from torchx.core.shapes import (
     input_shape,
     is_dynamic,
     merge_probes,
+    meta_copy,
     meta_state,
     shape_of,
     to_meta,
@@ -39,11 +40,18 @@ def _target_device(inputs: Sequence[InputLike], device: torch.device | str | int
 
 
 def _meta_forward(
-    model: nn.Module, inputs: Sequence[InputLike], probe: int, dtype: torch.dtype | None
+    model: nn.Module, inputs: Sequence[InputLike], probe: int, dtype: torch.dtype | None, *, owned: bool
 ) -> Any:
+    """``model``'s meta output; ``owned``: the model is in a build that no other
+    code can use meanwhile, so it computes on stand-ins swapped in place, else
+    on a private meta copy (see :func:`~torchx.core.shapes.meta_copy`)."""
     metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
-    with meta_state(model), torch.no_grad(), _probe_shown(inputs, probe):
-        return model(*metas)
+    with torch.no_grad(), _probe_shown(inputs, probe):
+        if owned:
+            with meta_state(model):
+                return model(*metas)
+        with meta_copy(model) as copied:
+            return copied(*metas)
 
 
 def _probe_shown(inputs: Sequence[InputLike], probe: int) -> Any:
@@ -88,15 +96,17 @@ def build(
             building.swap.add(model)
             model(*metas)
         if any(is_dynamic(value) for value in inputs):
-            _second_probe(model, inputs, dtype)
+            _second_probe(model, inputs, dtype, owned=True)
     return model
 
 
-def _second_probe(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None) -> Any:
+def _second_probe(
+    model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None, *, owned: bool
+) -> Any:
     """The meta forward with the second size of the dynamic dims; a built size
     that changes with them is an error (it would bake one batch size in)."""
     try:
-        return _meta_forward(model, inputs, DYNAMIC_PROBES[1], dtype)
+        return _meta_forward(model, inputs, DYNAMIC_PROBES[1], dtype, owned=owned)
     except Exception as error:
         explained = explain_failure(model, tuple(to_meta(v, probe=DYNAMIC_PROBES[1]) for v in inputs), error)
         if explained is None and not is_shape_problem(error):
@@ -130,8 +140,8 @@ def infer_shapes(
     of ints/None for a tensor, lists/tuples/dicts of those otherwise.
     """
     build(model, *inputs, device=device, dtype=dtype)
-    first = shape_of(_meta_forward(model, inputs, DYNAMIC_PROBES[0], dtype))
+    first = shape_of(_meta_forward(model, inputs, DYNAMIC_PROBES[0], dtype, owned=False))
     if not any(is_dynamic(value) for value in inputs):
         return first
-    second = shape_of(_second_probe(model, inputs, dtype))
+    second = shape_of(_second_probe(model, inputs, dtype, owned=False))
     return merge_probes(first, second)

@@ -11,7 +11,6 @@ the ``graphviz`` package (DOT needs no Graphviz programs; SVG and PNG do).
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,11 +21,10 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from torchx.core.build import build
 from torchx.core.errors import MissingPackageError, TorchXError, format_shape
-from torchx.core.layer import Layer, layer_name, unbuilt_layers
+from torchx.core.layer import Layer, layer_name
 from torchx.core.shapes import InputLike, input_dtype, input_shape
-from torchx.core.summary import record_calls, shape_text
+from torchx.core.summary import built_on_meta, record_calls, shape_text
 
 __all__ = ["Graph", "GraphCluster", "GraphNode", "model_graph"]
 
@@ -184,10 +182,13 @@ def _graphviz() -> Any:
 def model_graph(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None = None) -> Graph:
     """The graph of ``model`` for ``inputs`` (shapes or tensors, as for :func:`torchx.build`).
 
-    ``model`` is left as it is: an unbuilt one is copied and built on meta.
+    ``model`` is left as it is: the graph is drawn from a meta copy of it.
     """
-    if unbuilt_layers(model):
-        model = build(copy.deepcopy(model), *inputs, device="meta", dtype=dtype)
+    with built_on_meta(model, inputs, dtype) as copied:
+        return _graph(copied, inputs, dtype)
+
+
+def _graph(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None) -> Graph:
     calls = record_calls(model, list(model.named_modules()), inputs, dtype)
     graph = Graph({key: [call.shape for call in recorded] for key, recorded in calls.items()})
     sources = [

@@ -1,9 +1,12 @@
 """The shape engine: outputs of modules on the meta device, with no FLOPs and no memory.
 
 A module's output for given input shapes is found by running it on meta
-tensors (its real parameters are swapped for meta stand-ins for the duration).
-An op without a meta kernel is first offered to the ``torchx_infer_output``
-hook, then run for real on CPU zeros as a last resort.
+tensors: a built module runs as a private copy whose tensors are meta
+stand-ins (:func:`meta_copy`), so a shape query never changes what other code
+sees of the module; only a layer that is building, which nothing else can use
+yet, swaps its own tensors for stand-ins in place (:class:`MetaSwap`). An op
+without a meta kernel is first offered to the ``torchx_infer_output`` hook,
+then run for real on CPU zeros (on a real copy) as a last resort.
 
 A ``None`` dim is dynamic: it is probed with two sizes, and an output dim that
 differs between the probes is reported as ``None``.
@@ -12,16 +15,18 @@ differs between the probes is reported as ``None``.
 from __future__ import annotations
 
 import contextvars
+import copy
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map
 
+from torchx.core.errors import LayerError
 from torchx.core.pending import unfilled
 from torchx.core.scope import current_scope
 from torchx.core.tree import submodules
@@ -42,10 +47,13 @@ __all__ = [
     "meta_state",
     "lacks_meta_kernel",
     "merge_probes",
+    "meta_copy",
     "run_on_meta",
     "shape_of",
     "to_meta",
 ]
+
+_M = TypeVar("_M", bound=nn.Module)
 
 Shape: TypeAlias = tuple[int | None, ...]
 """A tensor shape; ``None`` marks a dynamic dim."""
@@ -98,7 +106,8 @@ one of these sizes)."""
 class MetaSwap:
     """Swaps modules' parameters and buffers for meta stand-ins, and back.
 
-    While swapped, a forward computes shapes only and mutates nothing real
+    For modules that only the swapping code can reach (a build in progress);
+    anything else is queried through :func:`meta_copy`. While swapped, a forward computes shapes only and mutates nothing real
     (BatchNorm's running statistics included). :meth:`restore` puts every real
     tensor back, in reverse order.
     """
@@ -160,7 +169,8 @@ def inferring_shapes() -> bool:
 
 @contextmanager
 def meta_state(module: nn.Module) -> Iterator[MetaSwap]:
-    """Inside the block, ``module`` computes on meta stand-ins of its tensors."""
+    """Inside the block, ``module`` computes on meta stand-ins of its tensors,
+    swapped in place: only for a module no other code can use meanwhile."""
     swap = MetaSwap()
     token = _inferring.set(True)
     try:
@@ -169,6 +179,46 @@ def meta_state(module: nn.Module) -> Iterator[MetaSwap]:
     finally:
         _inferring.reset(token)
         swap.restore()
+
+
+@contextmanager
+def meta_copy(module: _M) -> Iterator[_M]:
+    """Inside the block, a private copy of ``module`` whose parameters and
+    buffers are meta stand-ins: the module's structure, hooks and attributes,
+    none of its data.
+
+    Running the copy computes shapes and changes nothing of ``module`` (its
+    tensors, running statistics, hooks and attributes stay as they are), so
+    other threads may train, save or query ``module`` meanwhile. Unbuilt
+    layers are copied too, and may build on the copy. Parameters shared
+    between modules stay shared. A :class:`LayerError` raised in the block is
+    attributed to the module's own layers, not to their copies.
+    """
+    memo: dict[int, Any] = {}
+    modules = submodules(module)
+    for sub in modules:
+        for store in (sub._parameters, sub._buffers):
+            for tensor in dict.values(store):
+                if tensor is not None and id(tensor) not in memo and not is_lazy(tensor):
+                    memo[id(tensor)] = _meta_stand_in(tensor)
+    copied = copy.deepcopy(module, memo)
+    token = _inferring.set(True)
+    try:
+        yield copied
+    except LayerError as error:
+        originals = {id(memo[id(sub)]): sub for sub in modules}
+        error.source = originals.get(id(error.source), error.source)
+        error.origin = originals.get(id(error.origin), error.origin)
+        raise
+    finally:
+        _inferring.reset(token)
+
+
+def _meta_stand_in(tensor: torch.Tensor) -> torch.Tensor:
+    meta = tensor.detach().to("meta") if not tensor.is_meta else tensor.detach()
+    if isinstance(tensor, nn.Parameter):
+        return nn.Parameter(meta, requires_grad=tensor.requires_grad)
+    return meta
 
 
 @dataclass(frozen=True)
@@ -253,16 +303,20 @@ def run_on_meta(
 ) -> Any:
     """``module(*inputs, **kwargs)`` for meta ``inputs``, returning meta outputs.
 
-    ``call`` replaces ``module`` as the callable (a layer passes its bound
-    ``forward`` so that its hooks do not run twice). Falls back to the
-    ``torchx_infer_output`` hook, then to a real CPU run on zeros, only when an
-    op has no meta kernel (see :func:`lacks_meta_kernel`).
+    ``module`` runs as a :func:`meta_copy`, unless ``call`` is given: a layer
+    that is building passes its bound ``forward`` (so that its hooks do not run
+    twice) and, as nothing else can use it yet, computes on stand-ins swapped
+    in place. Falls back to the ``torchx_infer_output`` hook, then to a real
+    CPU run on zeros, only when an op has no meta kernel (see
+    :func:`lacks_meta_kernel`).
     """
     kwargs = kwargs or {}
-    function = call or module
     try:
-        with meta_state(module):
-            return function(*inputs, **kwargs)
+        if call is not None:
+            with meta_state(module):
+                return call(*inputs, **kwargs)
+        with meta_copy(module) as copied:
+            return copied(*inputs, **kwargs)
     except (NotImplementedError, RuntimeError) as error:
         if not lacks_meta_kernel(error):
             raise
@@ -271,6 +325,8 @@ def run_on_meta(
     hooked = current_plugins().infer_output(module, tuple(inputs))
     if hooked is not None:
         return tree_map(_as_meta, hooked)
+    # A real run updates running statistics: one of a module others see runs on a copy.
+    function = call or copy.deepcopy(module)
     with torch.no_grad():
         real = function(*tree_map(_zeros_on_cpu, inputs), **tree_map(_zeros_on_cpu, kwargs))
     return tree_map(_as_meta, real)

@@ -13,9 +13,9 @@ object per input tensor). ``None`` dims count as 1 in the memory figures
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -34,12 +34,20 @@ from torchx.core.shapes import (
     input_shape,
     is_dynamic,
     merge_probes,
-    meta_state,
+    meta_copy,
     shape_of,
     to_meta,
 )
 
-__all__ = ["Summary", "SummaryRow", "format_table", "record_calls", "shape_text", "summarize"]
+__all__ = [
+    "Summary",
+    "SummaryRow",
+    "built_on_meta",
+    "format_table",
+    "record_calls",
+    "shape_text",
+    "summarize",
+]
 
 _MB = 1e6
 
@@ -144,16 +152,33 @@ def _bytes(shape: Any, dtype: torch.dtype) -> int:
     return count * torch.empty(0, dtype=dtype, device="meta").element_size()
 
 
+@contextmanager
+def built_on_meta(
+    model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None
+) -> Iterator[nn.Module]:
+    """Inside the block, a private meta copy of ``model`` (see
+    :func:`~torchx.core.shapes.meta_copy`), built for ``inputs`` if it was not:
+    what summaries and graphs run, leaving ``model`` as it is and copying none
+    of its weights."""
+    with meta_copy(model) as copied:
+        if unbuilt_layers(copied):
+            build(copied, *inputs, device="meta", dtype=dtype)
+        yield copied
+
+
 def summarize(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None = None) -> Summary:
     """Summarise ``model`` for ``inputs``, without running it for real.
 
     ``inputs`` are shapes (``None``: a dynamic dim) or tensors, as for
-    :func:`torchx.build`. ``model`` is left as it is: an unbuilt one is
-    copied and the copy built on meta; a built one runs on meta stand-ins of
-    its tensors.
+    :func:`torchx.build`. ``model`` is left as it is: the summary runs on a
+    meta copy of it (built on meta, if it was not), which holds none of its
+    weights.
     """
-    if unbuilt_layers(model):
-        model = build(copy.deepcopy(model), *inputs, device="meta", dtype=dtype)
+    with built_on_meta(model, inputs, dtype) as copied:
+        return _summary(copied, inputs, dtype)
+
+
+def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None) -> Summary:
     named = list(model.named_modules())
     calls = record_calls(model, named, inputs, dtype)
     rows = []
@@ -214,7 +239,8 @@ def record_calls(
     inputs: Sequence[InputLike],
     dtype: torch.dtype | None,
 ) -> dict[int, list[_Call]]:
-    """Every call of every module in one meta forward (two, merged, with dynamic dims)."""
+    """Every call of every module in one meta forward (two, merged, with dynamic
+    dims) of ``model``, a meta copy (see :func:`built_on_meta`)."""
     dynamic = any(is_dynamic(value) for value in inputs)
     probes: list[dict[int, list[_Call]]] = []
     for probe in DYNAMIC_PROBES[: 2 if dynamic else 1]:
@@ -227,7 +253,7 @@ def record_calls(
         ]
         try:
             metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
-            with meta_state(model), torch.no_grad():
+            with torch.no_grad():
                 model(*metas)
         finally:
             for handle in handles:
