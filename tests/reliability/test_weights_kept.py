@@ -102,3 +102,123 @@ print((after - before) // 1024)
     grown_mib = int(run.stdout)
     assert grown_mib < 32, f"the summary grew the peak memory by {grown_mib} MiB (the backbone is 128 MiB)"
     report.count("fault", "summaries of a 128 MiB backbone with an unbuilt head (no copy)")
+
+
+def _bad_state(kind: str) -> dict[str, object]:
+    """A checkpoint whose state has one entry of the right shape and dtype that
+    cannot be loaded, after three good ones (in state-dict order)."""
+    state: dict[str, object] = dict(_model().state_dict())
+    name = list(state)[3]
+    good = state[name]
+    assert isinstance(good, torch.Tensor)
+    if kind == "a meta tensor":
+        state[name] = torch.empty_like(good, device="meta")
+    elif kind == "a sparse tensor":
+        state[name] = good.to_sparse()
+    return state
+
+
+BAD_ENTRIES = ["a meta tensor", "a sparse tensor", "a spec holding a tensor"]
+
+
+@pytest.mark.parametrize("kind", BAD_ENTRIES)
+def test_a_checkpoint_with_an_entry_that_cannot_load_changes_nothing(
+    kind: str, tmp_path: Path, report: Report
+) -> None:
+    path = tmp_path / "bad.pt"
+    good = _model()
+    good.save(path)
+    data = torch.load(path, weights_only=True)
+    if kind == "a spec holding a tensor":
+        data["spec"]["layers"][0]["args"]["out_channels"] = torch.tensor(4)
+    else:
+        data["state_dict"] = _bad_state(kind)
+    torch.save(data, path)
+    model = _model()
+    before = _snapshot(model)
+    with pytest.raises(CheckpointError, match=str(path).replace(".", r"\.")):
+        model.load(path)
+    assert _unchanged(model, before)
+    report.count("fault", f"checkpoint entry that cannot load: {kind}")
+
+
+def test_a_model_built_on_meta_takes_the_checkpoints_tensors(tmp_path: Path, report: Report) -> None:
+    path = tmp_path / "model.pt"
+    trained = _model()
+    trained.save(path)
+    abstract = torchx.build(
+        L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d(), L.ReLU(), L.Flatten(), L.Linear(5)),
+        (2, 3, 8, 8),
+        device="meta",
+    )
+    with pytest.raises(CheckpointError, match="meta"):
+        abstract.save(tmp_path / "nothing.pt")  # meta tensors have no values to save
+    abstract.load(path)
+    assert _unchanged(abstract, _snapshot(trained))
+    x = torch.randn(2, 3, 8, 8)
+    torch.testing.assert_close(abstract.eval()(x), trained.eval()(x))
+    report.count("fault", "checkpoints loaded into models built on meta")
+
+
+def _fail_after_half(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    """torch.save writes half of its bytes, then fails with ``error``."""
+    real_save = torch.save
+
+    def save(data: object, file: object, *args: object, **kwargs: object) -> None:
+        buffer = __import__("io").BytesIO()
+        real_save(data, buffer)
+        file.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])  # type: ignore[attr-defined]
+        raise error
+
+    monkeypatch.setattr(torch, "save", save)
+
+
+SAVE_FAULTS = {
+    "a full disk": OSError(28, "No space left on device"),
+    "an interrupt": KeyboardInterrupt(),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(SAVE_FAULTS))
+def test_a_failed_save_keeps_the_old_checkpoint(
+    fault: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: Report
+) -> None:
+    path = tmp_path / "model.pt"
+    old = _model()
+    old.save(path)
+    new = _model()
+    with monkeypatch.context() as patch:
+        _fail_after_half(patch, SAVE_FAULTS[fault])
+        expected = KeyboardInterrupt if fault == "an interrupt" else CheckpointError
+        with pytest.raises(expected):
+            new.save(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]  # no temporary file left
+    reloaded = _model()
+    reloaded.load(path)
+    assert _unchanged(reloaded, _snapshot(old))
+    report.count("fault", f"saves failing half way: {fault}")
+
+
+def test_a_save_past_the_file_size_limit_keeps_the_old_checkpoint(tmp_path: Path, report: Report) -> None:
+    # A real limit, in a child process: past it, write() fails with EFBIG (SIGXFSZ ignored).
+    path = tmp_path / "model.pt"
+    script = f"""
+import resource, signal, torch, torchx, torchx.layers as L
+from torchx.core import CheckpointError
+path = {str(path)!r}
+torchx.build(L.Sequential(L.Linear(4)), (2, 3)).save(path)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    torchx.build(L.Sequential(L.Linear(4096)), (2, 3)).save(path)
+except CheckpointError as error:
+    assert path in str(error), error
+    print("refused")
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "refused"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+    small = L.Sequential(L.Linear(4))
+    small.load(path)  # the old checkpoint, whole
+    assert small[0].weight.shape == (4, 3)
+    report.count("fault", "saves past the file-size limit")

@@ -6,8 +6,11 @@ A checkpoint is a ``torch.save`` of plain data::
 
 and is read back with ``torch.load(weights_only=True)``, which refuses files
 that carry code. Loading checks the whole checkpoint against the model (spec,
-state-dict keys, shapes and dtypes) before it copies a single tensor, so a
-checkpoint that does not fit leaves the model untouched.
+state-dict keys, shapes, dtypes, and that every tensor is a dense one holding
+values), then rehearses the load on a meta copy of the model, before it copies
+a single tensor: a checkpoint that does not fit leaves the model untouched.
+Saving writes a temporary file beside the target and renames it over the
+target only once it is complete on disk, so a failed save keeps the old file.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ import torch
 from torch import nn
 
 from torchx.core.errors import CheckpointError, LayerError, SpecError, TorchXError
+from torchx.core.files import write_atomically
 from torchx.core.helpers import module_device, require_built
 from torchx.core.pending import is_pending
+from torchx.core.shapes import meta_copy
 
 __all__ = ["CHECKPOINT_FORMAT", "Checkpoint", "load_checkpoint", "read_checkpoint", "save_checkpoint"]
 
@@ -60,10 +65,21 @@ def _spec_of(module: nn.Module) -> dict[str, Any] | None:
 
 
 def save_checkpoint(module: nn.Module, path: str | os.PathLike[str]) -> None:
-    """Write ``module``'s state dict (and spec, when it has one) to ``path``."""
+    """Write ``module``'s state dict (and spec, when it has one) to ``path``.
+
+    The file at ``path`` is replaced only by a complete checkpoint: if writing
+    fails (a full disk, a size limit, an interrupt), the old file stays.
+
+    :raises CheckpointError: the checkpoint could not be written.
+    """
     require_built(module, "save")
+    if any(tensor.is_meta for tensor in module.state_dict().values()):
+        raise CheckpointError(
+            f"{os.fspath(path)}: {type(module).__name__} holds meta tensors (it was built with "
+            "device='meta'), which have no values to save; build it on a real device, or load weights into it"
+        )
     data = {_MARKER: CHECKPOINT_FORMAT, "state_dict": module.state_dict(), "spec": _spec_of(module)}
-    torch.save(data, path)
+    write_atomically(path, lambda file: torch.save(data, file))
 
 
 def read_checkpoint(
@@ -112,7 +128,27 @@ def _validated(data: object, where: str) -> Checkpoint:
     spec = data.get("spec")
     if spec is not None and not isinstance(spec, dict):
         raise CheckpointError(f"{where}: its spec is {type(spec).__name__}, not a dict")
+    not_data = _not_plain_data(spec, "$")
+    if not_data is not None:
+        raise CheckpointError(f"{where}: its spec holds {not_data}; a spec is plain data")
     return Checkpoint(dict(state), spec)
+
+
+def _not_plain_data(value: Any, where: str) -> str | None:
+    """Where ``value`` holds something other than JSON-like data, or None."""
+    if value is None or type(value) in (str, int, float, bool):
+        return None
+    if type(value) is list:
+        items: Any = ((f"{where}[{index}]", item) for index, item in enumerate(value))
+    elif type(value) is dict and all(type(key) is str for key in value):
+        items = ((f"{where}.{key}", item) for key, item in value.items())
+    else:
+        return f"a {type(value).__name__} at {where}"
+    for place, item in items:
+        found = _not_plain_data(item, place)
+        if found is not None:
+            return found
+    return None
 
 
 def _first_difference(mine: Any, theirs: Any, where: str = "$") -> str | None:
@@ -134,10 +170,32 @@ def _first_difference(mine: Any, theirs: Any, where: str = "$") -> str | None:
     return None if mine == theirs else where
 
 
+def _unloadable(tensor: torch.Tensor) -> str | None:
+    """Why ``tensor`` cannot be copied into a parameter or buffer, or None."""
+    if type(tensor) not in (torch.Tensor, nn.Parameter):
+        return f"a {type(tensor).__name__}, not a plain tensor"
+    if tensor.layout is not torch.strided or tensor.is_nested:
+        return f"a {tensor.layout} tensor, not a dense one"
+    if tensor.is_meta:
+        return "a meta tensor, which holds no values"
+    if tensor.is_quantized:
+        return "a quantized tensor"
+    if tensor.numel() and any(stride < 0 for stride in tensor.stride()):
+        return "a tensor with negative strides"
+    extent = 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True))
+    needed = (tensor.storage_offset() + extent) * tensor.element_size() if tensor.numel() else 0
+    if needed > tensor.untyped_storage().nbytes():
+        return "a tensor reaching past the end of its storage"
+    return None
+
+
 def _fit_problems(module: nn.Module, state: Mapping[str, torch.Tensor]) -> list[str]:
     expected = module.state_dict(keep_vars=True)
     problems = [f"missing {key!r}" for key in expected if key not in state]
     problems += [f"unexpected {key!r}" for key in state if key not in expected]
+    problems += [
+        f"{key!r} is {problem}" for key, given in state.items() if (problem := _unloadable(given)) is not None
+    ]
     for key, tensor in expected.items():
         given = state.get(key)
         if is_pending(tensor):
@@ -153,18 +211,27 @@ def _fit_problems(module: nn.Module, state: Mapping[str, torch.Tensor]) -> list[
 def load_checkpoint(module: _M, path: str | os.PathLike[str]) -> _M:
     """Load the checkpoint at ``path`` into ``module``; returns ``module``.
 
-    Unbuilt layers in ``module`` build from the checkpoint's shapes first.
+    Unbuilt layers in ``module`` build from the checkpoint's shapes first. A
+    model built with ``device="meta"`` takes the checkpoint's tensors (on the
+    CPU) in place of its meta ones.
 
     :raises CheckpointError: the file is not a TorchX checkpoint, or does not
-        fit ``module`` (another spec, other keys, shapes or dtypes). The
-        module is unchanged then.
+        fit ``module`` (another spec, other keys, shapes or dtypes, tensors
+        that hold no values). The module is unchanged then.
     """
+    where = os.fspath(path)
+    tensors = [*module.parameters(), *module.buffers()]
+    on_meta = bool(tensors) and all(tensor.is_meta for tensor in tensors)
+    if not on_meta and any(tensor.is_meta for tensor in tensors):
+        raise CheckpointError(
+            f"{where}: {type(module).__name__} has tensors both on meta and on a real device; "
+            "load a checkpoint into a model built on one device"
+        )
     try:
-        location: torch.device | str = module_device(module)
+        location: torch.device | str = "cpu" if on_meta else module_device(module)
     except TorchXError:
         location = "cpu"
     checkpoint = read_checkpoint(path, map_location=location)
-    where = os.fspath(path)
     mine = _spec_of(module)
     if mine is not None and checkpoint.spec is not None:
         difference = _first_difference(mine, checkpoint.spec)
@@ -177,10 +244,23 @@ def load_checkpoint(module: _M, path: str | os.PathLike[str]) -> _M:
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise CheckpointError(f"{where}: the checkpoint does not fit {type(module).__name__}: {shown}")
+    _rehearse(module, checkpoint.state_dict, where)
     try:
-        module.load_state_dict(checkpoint.state_dict)
+        module.load_state_dict(checkpoint.state_dict, assign=on_meta)
     except LayerError as error:  # an unbuilt layer whose arguments the checkpoint does not fit
         raise CheckpointError(
             f"{where}: the checkpoint does not fit {type(module).__name__}: {error}"
         ) from error
     return module
+
+
+def _rehearse(module: nn.Module, state: Mapping[str, torch.Tensor], where: str) -> None:
+    """Load ``state`` into a meta copy of ``module`` first: whatever its modules'
+    own loading code refuses, it refuses before a real tensor is overwritten."""
+    try:
+        with meta_copy(module) as copied, torch.device("meta"):
+            copied.load_state_dict(state, assign=True)
+    except Exception as error:
+        raise CheckpointError(
+            f"{where}: the checkpoint does not fit {type(module).__name__}: {error}"
+        ) from error
