@@ -197,7 +197,7 @@ def meta_copy(module: _M) -> Iterator[_M]:
     memo: dict[int, Any] = {}
     modules = submodules(module)
     for sub in modules:
-        stores: tuple[dict[str, torch.Tensor | None], ...] = (sub._parameters, sub._buffers)
+        stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
         for store in stores:
             for tensor in dict.values(store):
                 if tensor is not None and id(tensor) not in memo and not is_lazy(tensor):
