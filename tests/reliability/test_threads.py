@@ -3,7 +3,11 @@ results; separate lazy builds and separate device scopes never cross-talk."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -159,3 +163,87 @@ def test_eight_threads_in_eight_device_scopes_see_only_their_own(report: Report)
 
     assert _together(work) == [CALLS] * THREADS
     report.count("thread", "device-scope checks in 8 threads, 8 different scopes", THREADS * CALLS)
+
+
+def _inputs_for_a_race(thread: int) -> torch.Tensor:
+    """Inputs of two channel counts and two dtypes: only one build can win."""
+    channels = 3 if thread % 2 == 0 else 5
+    dtype = torch.float32 if thread % 4 < 2 else torch.float64
+    return torch.randn(2, channels, 10, 10, dtype=dtype, generator=torch.Generator().manual_seed(thread))
+
+
+@pytest.mark.parametrize("round_", range(4))
+def test_eight_threads_first_calling_one_shared_model_build_it_once_and_cleanly(
+    round_: int, report: Report
+) -> None:
+    model, _ = sequential()
+    model.eval()
+
+    def call(thread: int) -> torch.Tensor | Exception:
+        with torch.no_grad():
+            try:
+                return model(_inputs_for_a_race(thread))  # type: ignore[no-any-return]
+            except Exception as error:  # noqa: BLE001 - what each thread got is checked below
+                return error
+
+    results = _together(call)
+    assert model.is_built  # never half built
+    dtypes = {tensor.dtype for tensor in model.state_dict().values() if tensor.is_floating_point()}
+    assert len(dtypes) == 1, dtypes  # never a mix of the racers' dtypes
+    built_for = model[0].in_channels
+    succeeded = 0
+    for thread, result in enumerate(results):
+        x = _inputs_for_a_race(thread)
+        if x.shape[1] == built_for and x.dtype in dtypes:
+            assert isinstance(result, torch.Tensor), (thread, result)
+            with torch.no_grad():
+                torch.testing.assert_close(result, model(x), rtol=0, atol=0)  # reproducible
+            succeeded += 1
+        else:  # a clean error naming the mismatch, never a raw AttributeError or KeyError
+            assert isinstance(result, (torchx.ShapeError, torchx.DtypeError, RuntimeError)), (thread, result)
+            assert not isinstance(result, (AttributeError, KeyError)), (thread, result)
+    assert succeeded >= 1
+    report.count("thread", "first calls of one shared unbuilt model racing in 8 threads", THREADS)
+
+
+def test_a_fork_while_another_thread_builds_gives_a_child_that_can_build(report: Report) -> None:
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork here")
+    started, release = threading.Event(), threading.Event()
+
+    class _Slow(L.Layer):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            started.set()
+            release.wait(5)
+            return x
+
+    building = L.Sequential(L.Linear(4), _Slow(), L.Linear(2))
+    builder = threading.Thread(target=lambda: building(torch.randn(2, 3)))
+    builder.start()
+    started.wait(5)
+    # The fork waits for the build in progress (the builder is released meanwhile).
+    threading.Timer(0.2, release.set).start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: "use of fork() may lead to deadlocks"
+        pid = os.fork()
+    if pid == 0:  # the child: it must be able to build, and see the other model whole
+        code = 1
+        try:
+            fresh = L.Sequential(L.Linear(3))
+            ok = fresh(torch.randn(2, 4)).shape == (2, 3) and torchx.is_built(building[0])
+            code = 0 if ok else 1
+        finally:
+            os._exit(code)
+    builder.join()
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the build lock")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status) == 0
+    report.count("thread", "forks while another thread builds")

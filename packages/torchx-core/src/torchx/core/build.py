@@ -78,8 +78,7 @@ def build(
     returned as it is. If the build fails, every layer it built returns to its
     unbuilt state.
     """
-    pending = unbuilt_layers(model)
-    if not pending:
+    if not unbuilt_layers(model):
         return model
     target = _target_device(inputs, device)
     scope = current_scope()
@@ -87,7 +86,9 @@ def build(
     if dtype is None and scope is not None and not floating_input:
         dtype = scope.dtype
     metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
-    with all_or_nothing(model, pending):
+    with all_or_nothing(model):
+        if not unbuilt_layers(model):
+            return model  # another thread built it meanwhile
         with (
             build_target(target, dtype) as building,
             torch.no_grad(),

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -116,6 +117,23 @@ def _init_module_state(module: nn.Module) -> None:
 
 
 _BUILD_LOCK = threading.RLock()
+"""Held by every build: a layer's build and first call, a container's whole
+first forward, ``torchx.build``, a load into unbuilt layers. One caller builds;
+the others wait, then find the model built."""
+
+
+def _fresh_build_lock() -> None:
+    global _BUILD_LOCK
+    _BUILD_LOCK = threading.RLock()
+
+
+# A fork waits for builds in progress, so the child never holds a half-built
+# layer, and the child starts with a lock that no thread of its own holds.
+os.register_at_fork(
+    before=lambda: _BUILD_LOCK.acquire(),
+    after_in_parent=lambda: _BUILD_LOCK.release(),
+    after_in_child=_fresh_build_lock,
+)
 
 
 def describe_inputs(inputs: tuple[Any, ...]) -> str:
@@ -527,29 +545,31 @@ class Layer(nn.Module):
         target = current_build_target()
         abstract = target is not None and all(t.is_meta for t in tensors)
         shape = None
-        with _BUILD_LOCK:  # two threads calling one unbuilt layer build it once
+        # Two threads calling one unbuilt layer: one builds it and makes the first
+        # call; if that fails it unbuilds the layer before any other thread can use it.
+        with _BUILD_LOCK:
             built_here = type(self) is layer_class
             if built_here:
                 if abstract and not kwargs:
                     shape = self._closed_form_output(positional, target)  # type: ignore[arg-type]
                 self._build(positional, tensors, target if abstract else None)
-        try:
-            if not abstract:
-                return self.forward(*inputs, **kwargs)
-            output = shape if shape is not None else run_on_meta(self, inputs, kwargs, call=self.forward)
-            # A shared layer's next call in this build runs on meta stand-ins of its tensors.
-            if self._modules:
-                target.swap.add(self)  # type: ignore[union-attr]
-            else:
-                target.swap.add_built(self)  # type: ignore[union-attr]
-            return output
-        except Exception as error:
-            classified = _classified(layer_class, self, positional, error)
-            if built_here:
-                unbuild(self)
-            if classified is error:
-                raise
-            raise classified from error
+            try:
+                if not abstract:
+                    return self.forward(*inputs, **kwargs)
+                output = shape if shape is not None else run_on_meta(self, inputs, kwargs, call=self.forward)
+                # A shared layer's next call in this build runs on meta stand-ins of its tensors.
+                if self._modules:
+                    target.swap.add(self)  # type: ignore[union-attr]
+                else:
+                    target.swap.add_built(self)  # type: ignore[union-attr]
+                return output
+            except Exception as error:
+                classified = _classified(layer_class, self, positional, error)
+                if built_here:
+                    unbuild(self)
+                if classified is error:
+                    raise
+                raise classified from error
 
     def _closed_form_output(self, inputs: tuple[Any, ...], target: BuildTarget) -> Any:
         """The meta output from the layer's formula (or its input, for
@@ -977,19 +997,21 @@ def unbuilt_layers(module: nn.Module) -> list[Layer]:
 
 
 @contextmanager
-def all_or_nothing(module: nn.Module, pending: list[Layer] | None = None) -> Iterator[None]:
-    """Layers of ``module`` may build inside the block; if it raises, every layer
-    built inside it returns to its unbuilt state, so nothing stays half-built.
-    ``pending``: ``module``'s unbuilt layers, when the caller has them already."""
-    if pending is None:
+def all_or_nothing(module: nn.Module) -> Iterator[None]:
+    """A build transaction: layers of ``module`` may build inside the block,
+    and if it raises, every layer built inside it returns to its unbuilt
+    state, so nothing stays half-built. The block holds the build lock: one
+    thread builds ``module`` while others wait, and a thread that fails never
+    unbuilds what another one built."""
+    with _BUILD_LOCK:
         pending = unbuilt_layers(module)
-    try:
-        yield
-    except BaseException:
-        for layer in pending:
-            if not isinstance(layer, Layer):
-                unbuild(layer)
-        raise
+        try:
+            yield
+        except BaseException:
+            for layer in pending:
+                if not isinstance(layer, Layer):
+                    unbuild(layer)
+            raise
 
 
 def _same(value: Any, default: Any) -> bool:
