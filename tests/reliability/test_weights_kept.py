@@ -222,3 +222,19 @@ except CheckpointError as error:
     small.load(path)  # the old checkpoint, whole
     assert small[0].weight.shape == (4, 3)
     report.count("fault", "saves past the file-size limit")
+
+
+@pytest.mark.parametrize("how", ["a first call", "torchx.build", "load_state_dict"])
+def test_freezing_before_the_build_holds_after_it(how: str, report: Report) -> None:
+    model = L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d(), L.ReLU(), L.Flatten(), L.Linear(5))
+    model.freeze()
+    model[4].bias.requires_grad_(True)  # one parameter thawed again, before the build too
+    if how == "a first call":
+        model(torch.randn(2, 3, 8, 8))
+    elif how == "torchx.build":
+        torchx.build(model, (2, 3, 8, 8))
+    else:
+        model.load_state_dict(_model().state_dict())
+    trainable = [name for name, parameter in model.named_parameters() if parameter.requires_grad]
+    assert trainable == ["4.bias"]
+    report.count("fault", f"freeze() before the build, then {how}")
