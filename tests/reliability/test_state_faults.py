@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,34 @@ def test_a_real_interrupt_signal_mid_build_leaves_nothing_half_built(report: Rep
     model[1] = L.ReLU()
     assert model(torch.randn(2, 3)).shape == (2, 4)
     report.count("fault", "builds interrupted (SIGINT)")
+
+
+def _zip_bomb(path: Path, unpacked: int) -> None:
+    """A torch.save-shaped archive whose one data entry deflates to ``unpacked`` zero bytes."""
+    chunk = bytes(1 << 20)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("checkpoint/data.pkl", pickle.dumps({"torchx_checkpoint": 1}))
+        with archive.open("checkpoint/data/0", "w", force_zip64=True) as entry:
+            for _ in range(unpacked // len(chunk)):
+                entry.write(chunk)
+
+
+def test_a_zip_bomb_is_refused_from_its_directory_before_anything_unpacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: Report
+) -> None:
+    path = tmp_path / "bomb.pt"
+    _zip_bomb(path, 64 << 20)
+    assert path.stat().st_size < 1 << 20
+    model = _model()
+    before = _snapshot(model)
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("torch.load ran: the archive was unpacked")
+
+    monkeypatch.setattr(torch, "load", never)
+    with pytest.raises(
+        CheckpointError, match=r"refused: its entries unpack to 64\.0 MiB, more than the model"
+    ):
+        model.load(path)
+    assert _unchanged(model, before)
+    report.count("fault", "zip bombs (64 MiB from a 64 KiB file) refused before unpacking")

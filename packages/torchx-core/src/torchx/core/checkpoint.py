@@ -15,9 +15,11 @@ target only once it is complete on disk, so a failed save keeps the old file.
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import re
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -28,6 +30,7 @@ from torch import nn
 from torchx.core.errors import CheckpointError, LayerError, SpecError, TorchXError
 from torchx.core.files import write_atomically
 from torchx.core.helpers import module_device, require_built
+from torchx.core.memory import available_memory, format_bytes
 from torchx.core.pending import is_pending
 from torchx.core.shapes import meta_copy
 
@@ -83,13 +86,22 @@ def save_checkpoint(module: nn.Module, path: str | os.PathLike[str]) -> None:
 
 
 def read_checkpoint(
-    path: str | os.PathLike[str], map_location: torch.device | str | None = None
+    path: str | os.PathLike[str],
+    map_location: torch.device | str | None = None,
+    *,
+    expected_bytes: int | None = None,
 ) -> Checkpoint:
     """Read a checkpoint written by ``save`` without running any code from it.
 
+    Before anything is unpacked, the archive's directory is read: a file whose
+    entries would unpack to more than ``expected_bytes`` (what the model that
+    loads it holds, plus a margin; default: the memory available) is refused.
+
     :raises CheckpointError: the file is damaged, carries objects that
-        weights-only loading refuses, or is not a TorchX checkpoint.
+        weights-only loading refuses, is not a TorchX checkpoint, or would
+        unpack to more than it can hold.
     """
+    _check_archive(path, expected_bytes, map_location)
     try:
         data = torch.load(path, map_location=map_location, weights_only=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
@@ -110,6 +122,41 @@ def read_checkpoint(
             f"{type(error).__name__}: {error}"
         ) from error
     return _validated(data, os.fspath(path))
+
+
+ARCHIVE_MARGIN = 16 << 20
+"""Bytes an archive may unpack to beyond its tensors: the pickled structure and the spec."""
+
+
+def _check_archive(
+    path: str | os.PathLike[str], expected_bytes: int | None, map_location: torch.device | str | None
+) -> None:
+    """Refuse a file that is not a ``torch.save`` zip archive, or whose entries
+    declare more bytes than ``expected_bytes`` (plus a margin) or than the
+    memory available: a small compressed file may claim gigabytes."""
+    where = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", where)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            declared = sum(entry.file_size for entry in archive.infolist())
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as error:
+        raise CheckpointError(
+            f"{where}: not readable as a checkpoint (damaged, truncated, or not written by torch.save)"
+        ) from error
+    if expected_bytes is not None:
+        limit, what = (
+            expected_bytes + expected_bytes // 16 + ARCHIVE_MARGIN,
+            "the model it is loaded into holds",
+        )
+    else:
+        limit = available_memory(torch.device(map_location or "cpu"))  # type: ignore[assignment]
+        what = "the memory available"
+    if limit is not None and declared > limit:
+        raise CheckpointError(
+            f"{where}: refused: its entries unpack to {format_bytes(declared)}, more than {what} "
+            f"({format_bytes(limit)}), though the file has {format_bytes(os.path.getsize(path))}"
+        )
 
 
 def _validated(data: object, where: str) -> Checkpoint:
@@ -231,7 +278,7 @@ def load_checkpoint(module: _M, path: str | os.PathLike[str]) -> _M:
         location: torch.device | str = "cpu" if on_meta else module_device(module)
     except TorchXError:
         location = "cpu"
-    checkpoint = read_checkpoint(path, map_location=location)
+    checkpoint = read_checkpoint(path, map_location=location, expected_bytes=_state_bytes(module))
     mine = _spec_of(module)
     if mine is not None and checkpoint.spec is not None:
         difference = _first_difference(mine, checkpoint.spec)
@@ -252,6 +299,16 @@ def load_checkpoint(module: _M, path: str | os.PathLike[str]) -> _M:
             f"{where}: the checkpoint does not fit {type(module).__name__}: {error}"
         ) from error
     return module
+
+
+def _state_bytes(module: nn.Module) -> int | None:
+    """The bytes of ``module``'s state dict, or None while layers are unbuilt (unknown yet)."""
+    total = 0
+    for tensor in module.state_dict(keep_vars=True).values():
+        if is_pending(tensor):
+            return None
+        total += tensor.numel() * tensor.element_size()
+    return total
 
 
 def _rehearse(module: nn.Module, state: Mapping[str, torch.Tensor], where: str) -> None:
