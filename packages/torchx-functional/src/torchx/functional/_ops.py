@@ -15,14 +15,22 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-__all__ = ["INFIX", "METHODS", "function_named", "name_of_function"]
+__all__ = [
+    "INFIX",
+    "METHODS",
+    "UNINITIALISED_METHODS",
+    "ZERO_FILLED_FUNCTIONS",
+    "ZERO_FILLED_METHODS",
+    "function_named",
+    "name_of_function",
+]
 
 _TORCH = (
     "abs acos add amax amin argmax argmin asin atan bmm cat chunk clamp concat cos cosh cumprod cumsum "
     "diag diagonal div einsum exp expm1 flatten flip floor gather log log1p log_softmax logsumexp masked_fill "
     "matmul max maximum mean min minimum mm movedim mul narrow neg norm outer permute pow prod relu reshape "
     "roll round rsqrt sigmoid sign sin sinh softmax sort split sqrt square squeeze stack std sub sum t tan "
-    "tanh tensor_split tile topk transpose tril triu unbind unsqueeze var where"
+    "tanh tensor_split tile topk transpose tril triu unbind unsqueeze var where zeros_like ones_like"
 ).split()
 _FUNCTIONAL = (
     "adaptive_avg_pool1d adaptive_avg_pool2d adaptive_max_pool2d avg_pool1d avg_pool2d celu dropout elu gelu "
@@ -50,7 +58,30 @@ METHODS = frozenset(
         "new_zeros new_ones new_empty"
     ).split()
 )
-"""Tensor methods a graph spec may name."""
+"""Tensor methods a graph spec may name. ``new_empty`` is among them so that a
+spec naming it loads, but it runs (and is written back) as ``new_zeros``: see
+ZERO_FILLED_METHODS."""
+
+ZERO_FILLED_METHODS: dict[str, str] = {"new_empty": "new_zeros"}
+"""Tensor methods that return uninitialised memory, and the zero-filled twin
+with the same signature that a graph records in their place.
+
+Uninitialised memory holds whatever a freed tensor left there (another model's
+activations, another user's data); a graph, and above all a spec (data anyone
+can load), must not hand it out. The contents of ``new_empty`` are unspecified,
+so zeros are a correct value for them: the graph keeps its meaning, its code
+shows what runs (``x.new_zeros(...)``) and one behaviour holds for graphs
+defined in Python and graphs read from a spec."""
+
+ZERO_FILLED_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
+    torch.empty_like: torch.zeros_like,
+    torch.Tensor.new_empty: torch.Tensor.new_zeros,
+}
+"""Torch functions recorded as their zero-filled twins, as ZERO_FILLED_METHODS."""
+
+UNINITIALISED_METHODS = frozenset(("new", "new_empty_strided", "resize", "resize_as"))
+"""Tensor methods that may return uninitialised memory and have no zero-filled
+twin with their signature: a graph refuses to record them."""
 
 INFIX: dict[Callable[..., Any], str] = {
     operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",

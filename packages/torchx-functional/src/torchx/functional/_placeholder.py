@@ -27,6 +27,7 @@ from torchx.core.errors import format_shape, torch_message
 from torchx.core.layer import all_or_nothing, layer_name, unbuilt_layers
 from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
+from torchx.functional._ops import UNINITIALISED_METHODS, ZERO_FILLED_FUNCTIONS, ZERO_FILLED_METHODS
 
 __all__ = ["BatchSize", "Node", "Placeholder", "accept_placeholders"]
 
@@ -34,7 +35,7 @@ NodeKind = Literal["input", "module", "function", "method"]
 
 _ids = itertools.count()
 
-BATCH_SIZED_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty"})
+BATCH_SIZED_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones"})
 """Methods whose first size argument, when it is ``None`` (as ``x.shape[0]`` is
 for a dynamic batch) or equals the batch size the graph was defined with, is
 recorded as "the batch size of the input" instead."""
@@ -136,6 +137,16 @@ def _check_leaves(what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> b
                 "Fix: make the tensor a Placeholder input, or register it in a layer"
             )
     return dynamic
+
+
+def _refuse_uninitialised(what: str) -> None:
+    """Constructors of uninitialised memory without a zero-filled twin: refused
+    at definition time (their output would show a freed tensor's contents)."""
+    if what.rsplit(".", 1)[-1] in UNINITIALISED_METHODS:
+        raise TorchXError(
+            f"{what} may return uninitialised memory (whatever a freed tensor held there), which a graph "
+            "does not record; use x.new_zeros(size) (or x.new_tensor(data), torch.zeros_like(x))"
+        )
 
 
 def _refuse_in_place(what: str, kwargs: dict[str, Any]) -> None:
@@ -426,8 +437,10 @@ class Placeholder:
         cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        func = ZERO_FILLED_FUNCTIONS.get(func, func)
         what = getattr(func, "__name__", repr(func))
         _refuse_in_place(what, kwargs)
+        _refuse_uninitialised(what)
         if func is torch.reshape and len(args) == 2 and isinstance(args[0], Placeholder):
             args = (args[0], *args[0]._batch_size_in((args[1],)))
         return record("function", func, tuple(args), kwargs, func, what)
@@ -448,7 +461,9 @@ class Placeholder:
         return lambda *args, **kwargs: self._method(name, args, kwargs)
 
     def _method(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        name = ZERO_FILLED_METHODS.get(name, name)  # never uninitialised memory
         _refuse_in_place(f"Tensor.{name}", kwargs)
+        _refuse_uninitialised(f"Tensor.{name}")
         if name == "flatten" and not args and not kwargs:
             args = (1,)  # keep the batch dim
         if name in BATCH_SIZED_METHODS and args:
