@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import keyword
 import pickle
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 import torchx
@@ -15,7 +18,13 @@ import torchx.layers as L
 import torchx.nn as nnx
 from torchx.core import PluginManager, ShapeError, TorchXError
 from torchx.core.testing import StaticDeviceBackend
-from torchx.functional import Functional, Placeholder
+from torchx.functional import Functional, Placeholder, accept_placeholders
+from torchx.functional._program import RESERVED, Namespace
+
+
+def wide(text: str) -> str:
+    """``text`` in fullwidth letters, which Python reads (NFKC) as ``text``."""
+    return "".join(chr(ord(char) + 0xFEE0) for char in text)
 
 
 def two_tower() -> tuple[dict[str, Placeholder], dict[str, Placeholder]]:
@@ -225,14 +234,22 @@ def test_replacing_a_submodule_changes_what_the_forward_calls() -> None:
         model(t)
 
 
-def test_input_names_are_kept_or_refused_never_silently_changed() -> None:
+def test_input_names_are_kept_never_silently_changed() -> None:
+    """An input's name is what callers use (keyword, dict key, messages); the
+    generated forward gives it a safe variable where the name cannot be one."""
     mask = Placeholder((2, 3))
     model = Functional(inputs={"_mask": mask}, outputs=mask * 2)
     assert torch.equal(model(_mask=torch.ones(2, 3)), torch.full((2, 3), 2.0))
-    for name in ("self", "type", "class", "a b"):
-        with pytest.raises(TorchXError, match=f"input name {name!r} cannot be a parameter name"):
-            x = Placeholder((2, 3))
-            Functional(inputs={name: x}, outputs=x + 1)
+    for name in ("self", "type", "class", "a b", "torch", "F", "error", "_MISSING", "_constant_0", "", "1st"):
+        x = Placeholder((2, 3))
+        model = Functional(inputs={name: x}, outputs=x + 1)
+        assert [item.name for item in model.inputs] == [name]
+        t = torch.full((2, 3), 4.0)
+        by_name = [model(**{name: t})] if name != "self" else []  # nn.Module.__call__ takes self
+        for result in (model(t), model({name: t}), *by_name):
+            assert torch.equal(result, torch.full((2, 3), 5.0))
+        with pytest.raises(TypeError, match=r"unexpected inputs \['nothing'\]"):
+            model(t, nothing=t)
 
 
 def test_a_nested_model_whose_inputs_are_containers_records_as_one_node() -> None:
@@ -361,3 +378,100 @@ def test_a_functional_scripts_and_traces_like_the_hand_written_model() -> None:
     data = torch.randn(2, 3, 8, 8)
     assert torch.equal(torch.jit.script(model)(data), model(data))
     assert torch.equal(torch.fx.symbolic_trace(model)(data), model(data))
+
+
+def test_an_input_named_like_a_node_after_nfkc_keeps_its_own_value() -> None:
+    """Python reads the identifier ``relu`` in fullwidth letters as ``relu``: the input
+    must not become the variable of the F.relu node."""
+    a, b = Placeholder((None, 3), name=wide("relu")), Placeholder((None, 3), name="b")
+    model = Functional(inputs=[a, b], outputs=F.relu(b) + a)
+    result = model(torch.full((2, 3), 5.0), torch.zeros(2, 3))
+    assert torch.equal(result, torch.full((2, 3), 5.0))
+    assert "def forward(self, relu=_MISSING, b=_MISSING, /, **_keywords):" in model.code
+    assert "relu_1 = F.relu(b, inplace=False)" in model.code
+    assert "add = relu_1 + relu" in model.code
+    assert torch.equal(model(**{wide("relu"): torch.ones(2, 3), "b": torch.zeros(2, 3)}), torch.ones(2, 3))
+    assert torch.equal(model(relu=torch.ones(2, 3), b=torch.zeros(2, 3)), torch.ones(2, 3))
+    assert [item.name for item in model.inputs] == [wide("relu"), "b"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    # read as self, torch, class, type, x2, H and file
+    [wide("self"), wide("torch"), wide("class"), wide("type"), wide("x") + "\u00b2", "\u210c", "\ufb01le"],
+)
+def test_names_that_normalise_to_reserved_names_or_keywords_work(name: str) -> None:
+    x = Placeholder((None, 3), name=name)
+    y = torch.cat([F.relu(x), x.flatten()], dim=1).to(torch.float64)
+    model = Functional(inputs=x, outputs={name: y})
+    t = torch.full((2, 3), 2.0)
+    expected = torch.full((2, 6), 2.0, dtype=torch.float64)
+    assert torch.equal(model(t)[name], expected)
+    assert torch.equal(model(**{name: t})[name], expected)
+    compile(model.code, "<check>", "exec")  # every variable is an identifier already in NFKC form
+    assert all(unicodedata.normalize("NFKC", line) == line for line in model.code.splitlines()[:1])
+
+
+def test_two_input_names_equal_after_nfkc_are_refused_naming_both() -> None:
+    a, b = Placeholder((2, 3), name="x"), Placeholder((2, 3), name=wide("x"))
+    with pytest.raises(TorchXError, match=f"'x' and '{wide('x')}' are the same Python identifier"):
+        Functional(inputs=[a, b], outputs=a + b)
+    c, d = Placeholder((2, 3)), Placeholder((2, 3))
+    with pytest.raises(TorchXError, match="'\ufb01' and 'fi' are the same Python identifier"):  # a ligature
+        Functional(inputs={"\ufb01": c, "fi": d}, outputs=c + d)
+    e, f = Placeholder((2, 3)), Placeholder((2, 3))
+    with pytest.raises(TorchXError, match=f"'pair' and '{wide('pair')}' are the same Python identifier"):
+        Functional(inputs={"pair": [e], wide("pair"): f}, outputs=e + f)
+    g, h = Placeholder((2, 3), name="pair"), Placeholder((2, 3))
+    model = Functional(inputs={"pair": [g], "other": [h]}, outputs=g + h)  # an entry, and an input in another
+    assert torch.equal(model(pair=[torch.ones(2, 3)], other=[torch.ones(2, 3)]), torch.full((2, 3), 2.0))
+
+
+def test_names_that_only_differ_as_variables_stay_distinct_inputs() -> None:
+    a, b, c = Placeholder((2, 3)), Placeholder((2, 3)), Placeholder((2, 3))
+    model = Functional(inputs={"a b": a, "a_b": b, "torch": c}, outputs=a + 10 * b + 100 * c)
+    one = torch.ones(2, 3)
+    assert torch.equal(model(one, 2 * one, 3 * one), torch.full((2, 3), 321.0))
+    assert torch.equal(model({"a b": one, "a_b": 2 * one, "torch": 3 * one}), torch.full((2, 3), 321.0))
+    assert torch.equal(model(**{"a b": one, "a_b": 2 * one, "torch": 3 * one}), torch.full((2, 3), 321.0))
+    with pytest.raises(TypeError, match=r"unexpected inputs \['torch_1'\]"):
+        model(one, 2 * one, torch_1=3 * one)  # the variable is not a name callers use
+    with pytest.raises(TypeError, match=r"got input 'a b' twice"):
+        model(one, 2 * one, 3 * one, **{"a b": one})
+    with pytest.raises(TypeError, match=r"missing inputs \['torch'\]"):
+        model(one, 2 * one)
+
+
+def test_module_attributes_from_class_names_are_normalised_and_never_the_models_own() -> None:
+    forward_like = type(wide("Forward"), (nn.Identity,), {})  # snake-cased and read as forward
+    torch_like = type(wide("Torch"), (nn.Identity,), {})
+    x = Placeholder((None, 3), name="self")
+    y = accept_placeholders(torch_like())(accept_placeholders(forward_like())(x)) * 2
+    model = Functional(inputs=x, outputs=y)
+    assert list(dict(model.named_children())) == ["forward_1", "torch"]
+    assert torch.equal(model(torch.ones(2, 3)), torch.full((2, 3), 2.0))
+
+
+def test_the_namespace_hands_out_normalised_identifiers_only() -> None:
+    namespace = Namespace(RESERVED)
+    claimed = [
+        namespace.claim(base)
+        for base in (
+            wide("torch"),
+            "x\u00b2",
+            "class",
+            "_constant_0",
+            "",
+            "1x",
+            "a-b",
+            "x\u0301",
+            "x",
+            wide("x"),
+            "x",
+        )
+    ]
+    assert claimed[:6] == ["torch_1", "x2", "_class", "_constant_0_1", "value", "_1x"]
+    assert len(set(claimed)) == len(claimed)
+    for name in claimed:
+        assert name.isidentifier() and unicodedata.normalize("NFKC", name) == name
+        assert not keyword.iskeyword(name) and name not in RESERVED

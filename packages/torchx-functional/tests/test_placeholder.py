@@ -181,3 +181,37 @@ def test_reshape_functions_keep_the_batch_flexible() -> None:
     x = Placeholder((8, 42))
     model = Functional(inputs=x, outputs=torch.reshape(x, (8, 6, 7)) + x.reshape(shape=(x.shape[0], 6, 7)))
     assert model(torch.ones(5, 42)).shape == (5, 6, 7)
+
+
+def test_any_string_names_a_placeholder_and_only_strings_do() -> None:
+    for name in ("image", "\uff53\uff45\uff4c\uff46", "a b", "", "class", "torch"):
+        assert Placeholder((2, 3), name=name).name == name
+    with pytest.raises(TorchXError, match="Placeholder name must be a string, got 3"):
+        Placeholder((2, 3), name=3)  # type: ignore[arg-type]
+
+
+def test_new_empty_and_empty_like_run_as_their_zero_filled_twins() -> None:
+    """Uninitialised memory would show whatever a freed tensor held there."""
+    x = Placeholder((None, 64))
+    outputs = [x.new_empty((x.shape[0], 4096)), torch.empty_like(x), x.new_empty(3, 5, dtype=torch.int64)]
+    model = Functional(inputs=x, outputs=outputs)
+    assert "x.new_zeros((x.shape[0], 4096))" in model.code and "torch.zeros_like(x)" in model.code
+    assert "empty" not in model.code
+    for _ in range(3):
+        junk = torch.full((8, 4096), 7.0)
+        del junk
+        empty, like, ints = model(torch.ones(8, 64))
+        assert empty.shape == (8, 4096) and like.shape == (8, 64) and ints.dtype == torch.int64
+        assert not empty.any() and not like.any() and not ints.any()
+
+
+def test_constructors_of_uninitialised_memory_without_a_zero_twin_are_refused() -> None:
+    x = Placeholder((2, 3))
+    for record, name in (
+        (lambda: x.new(2, 3), "Tensor.new"),
+        (lambda: x.new_empty_strided((2, 3), (3, 1)), "Tensor.new_empty_strided"),
+        (lambda: x.resize(4, 4), "Tensor.resize"),
+        (lambda: x.resize_as(torch.nn.functional.pad(x, (0, 2))), "Tensor.resize_as"),
+    ):
+        with pytest.raises(TorchXError, match=rf"{name} .*uninitialised memory.*new_zeros"):
+            record()

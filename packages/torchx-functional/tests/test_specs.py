@@ -8,11 +8,17 @@ import time
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import torchx
 import torchx.layers as L
 from torchx.core import PluginManager, SpecError
 from torchx.functional import Functional, Placeholder
+
+
+def wide(text: str) -> str:
+    """``text`` in fullwidth letters, which Python reads (NFKC) as ``text``."""
+    return "".join(chr(ord(char) + 0xFEE0) for char in text)
 
 
 def model() -> Functional:
@@ -137,3 +143,96 @@ def test_malformed_graph_specs_never_raise_anything_but_spec_errors(
     mutate(spec)  # type: ignore[operator]
     with pytest.raises(SpecError):
         L.Layer.from_spec(spec)
+
+
+def test_inputs_with_any_names_round_trip_with_their_names(fresh_plugins: PluginManager) -> None:
+    a, b, c = Placeholder((None, 3), name=wide("relu")), Placeholder((None, 3)), Placeholder((None, 3))
+    original = Functional(
+        inputs={wide("relu"): a, "torch": b, "a b": c},
+        outputs={"out put": F.relu(b) + a, "self": L.Linear(2)(c)},
+    )
+    spec = original.to_spec()
+    assert json.loads(json.dumps(spec)) == spec
+    assert list(spec["inputs"]["dict"]) == [wide("relu"), "torch", "a b"]
+    rebuilt = L.Layer.from_spec(spec)
+    assert rebuilt.to_spec() == spec
+    rebuilt.load_state_dict(original.state_dict())
+    data = {wide("relu"): torch.full((2, 3), 5.0), "torch": torch.zeros(2, 3), "a b": torch.ones(2, 3)}
+    for key, value in original(data).items():
+        assert torch.equal(rebuilt(data)[key], value)
+    assert torch.equal(rebuilt(data)["out put"], torch.full((2, 3), 5.0))
+
+
+def _relu_spec() -> dict[str, object]:
+    x = Placeholder((None, 3), name="x")
+    return Functional(inputs=x, outputs=torch.relu(x) + x).to_spec()
+
+
+def test_spec_names_equal_after_nfkc_are_refused_naming_both(fresh_plugins: PluginManager) -> None:
+    spec = _relu_spec()
+    spec["inputs"]["input"] = wide("relu")  # type: ignore[index]
+    spec["nodes"][0]["name"] = "relu"  # type: ignore[index]
+    spec["nodes"][0]["args"] = [{"node": wide("relu")}]  # type: ignore[index]
+    spec["nodes"][1]["args"] = [{"node": "relu"}, {"node": wide("relu")}]  # type: ignore[index]
+    with pytest.raises(
+        SpecError, match=rf"^\$\.nodes\[0\]\.name: '{wide('relu')}' and 'relu' are the same Python identifier"
+    ):
+        L.Layer.from_spec(spec)
+    two = {
+        "dict": {
+            "x": {"input": "x", "shape": [None, 3]},
+            wide("x"): {"input": wide("x"), "shape": [None, 3]},
+        }
+    }
+    spec = _relu_spec()
+    spec["inputs"] = two
+    spec["nodes"][1]["args"] = [{"node": "x"}, {"node": wide("x")}]  # type: ignore[index]
+    with pytest.raises(
+        SpecError, match=rf"^\$\.inputs\.{wide('x')}: 'x' and '{wide('x')}' are the same Python identifier"
+    ):
+        L.Layer.from_spec(spec)
+
+
+def test_spec_module_names_equal_after_nfkc_are_refused(fresh_plugins: PluginManager) -> None:
+    x = Placeholder((None, 3), name="x")
+    spec = Functional(inputs=x, outputs=L.Linear(2)(x) + L.Linear(2)(x)).to_spec()
+    modules = spec["modules"]
+    spec["modules"] = {"linear": modules["linear"], wide("linear"): modules["linear_1"]}
+    spec["nodes"][1]["module"] = wide("linear")
+    with pytest.raises(
+        SpecError, match=rf"^\$\.modules\.{wide('linear')}: 'linear' and '{wide('linear')}' are the same"
+    ):
+        L.Layer.from_spec(spec)
+
+
+def test_a_spec_naming_new_empty_runs_zero_filled_and_is_written_as_new_zeros(
+    fresh_plugins: PluginManager,
+) -> None:
+    spec = {
+        "type": "Functional",
+        "format_version": 1,
+        "inputs": {"input": "x", "shape": [None, 4], "dtype": "float32"},
+        "modules": {},
+        "nodes": [
+            {
+                "name": "junk",
+                "method": "new_empty",
+                "args": [{"node": "x"}, {"tuple": [{"batch_of": "x"}, 4096]}],
+            }
+        ],
+        "outputs": {"node": "junk"},
+    }
+    model = L.Layer.from_spec(spec)
+    for _ in range(3):
+        freed = torch.full((8, 4096), 3.0)
+        del freed
+        assert not model(torch.ones(8, 4)).any()
+    assert model.to_spec()["nodes"][0]["method"] == "new_zeros"
+
+
+def test_non_string_dict_keys_are_refused_when_written(fresh_plugins: PluginManager) -> None:
+    x = Placeholder((None, 3), name="x")
+    model = Functional(inputs=x, outputs={0: x + 1})
+    assert torch.equal(model(torch.zeros(2, 3))[0], torch.ones(2, 3))
+    with pytest.raises(SpecError, match=r"^\$\.outputs: dict keys in a spec are strings, got 0"):
+        model.to_spec()

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torchx.core import TorchXError
 from torchx.core.symbolic import find_symbolic, is_symbolic
 from torchx.functional._ops import INFIX, name_of_function
-from torchx.functional._program import BatchOf, Input, Program, Step, Var
+from torchx.functional._program import BatchOf, Input, Parameter, Program, Step, Var
 
 __all__ = ["MISSING", "compile_forward", "generate", "generate_scriptable"]
 
@@ -123,7 +123,9 @@ def _structure(writer: _Writer, structure: Any) -> str:
         return structure.name
     if isinstance(structure, dict):
         return (
-            "{" + ", ".join(f"{key!r}: {_structure(writer, item)}" for key, item in structure.items()) + "}"
+            "{"
+            + ", ".join(f"{writer.value(key)}: {_structure(writer, item)}" for key, item in structure.items())
+            + "}"
         )
     if isinstance(structure, tuple):
         items = ", ".join(_structure(writer, item) for item in structure)
@@ -133,7 +135,7 @@ def _structure(writer: _Writer, structure: Any) -> str:
     raise TypeError(f"unexpected output structure {structure!r}")
 
 
-def _unpack_lines(name: str, structure: Any) -> list[str]:
+def _unpack_lines(writer: _Writer, name: str, structure: Any) -> list[str]:
     """Statements binding nested inputs inside a parameter (``meta_0 = meta[0]``)."""
     lines: list[str] = []
     if isinstance(structure, Input):
@@ -141,15 +143,14 @@ def _unpack_lines(name: str, structure: Any) -> list[str]:
     items = structure.items() if isinstance(structure, dict) else enumerate(structure)
     for key, item in items:
         if isinstance(item, Input):
-            lines.append(f"{item.name} = {name}[{key!r}]")
+            lines.append(f"{item.variable} = {name}[{writer.value(key)}]")
         else:
-            nested = f"{name}[{key!r}]"
-            lines.extend(line for line in _unpack_lines(nested, item))
+            lines.extend(_unpack_lines(writer, f"{name}[{writer.value(key)}]", item))
     return lines
 
 
-def parameters_of(program: Program) -> list[tuple[str, Any]]:
-    """The forward's parameters: (name, the input structure it receives)."""
+def parameters_of(program: Program) -> list[Parameter]:
+    """The forward's parameters, in order."""
     return program.parameters
 
 
@@ -158,52 +159,62 @@ def generate_scriptable(program: Program) -> tuple[str, dict[str, Any]]:
     (no input checks, no placeholder calls, no error translation)."""
     writer = _Writer()
     parameters = parameters_of(program)
-    nested = [name for name, structure in parameters if not isinstance(structure, Input)]
+    nested = [parameter.key for parameter in parameters if not isinstance(parameter.structure, Input)]
     if nested:
         raise TorchXError(
             f"torch.jit.script takes a Functional whose inputs are single placeholders; "
             f"{', '.join(map(repr, nested))} holds several (a list or dict in one argument)"
         )
-    lines = [f"def forward(self, {', '.join(name for name, _ in parameters)}):"]
+    lines = [f"def forward(self, {', '.join(parameter.variable for parameter in parameters)}):"]
     lines += [f"    {step.var} = {writer.step(step)}" for step in program.steps]
     lines.append(f"    return {_structure(writer, program.outputs)}")
     return "\n".join(lines) + "\n", writer.globals
 
 
 def generate(program: Program) -> tuple[str, dict[str, Any]]:
-    """The forward's source and the globals it needs."""
+    """The forward's source and the globals it needs.
+
+    Callers pass inputs by position, by name or as one dict of them. Where an
+    input's variable is not its name (``torch`` is held in ``torch_1``), every
+    parameter is positional-only and names arrive in ``_keywords``, matched
+    against the input names as Python matches identifiers: a variable is
+    never a name callers can use.
+    """
     writer = _Writer()
     parameters = parameters_of(program)
-    names = [name for name, _ in parameters]
-    signature = ", ".join(f"{name}=_MISSING" for name in names)
+    names = [parameter.variable for parameter in parameters]
+    renamed = any(parameter.key != parameter.variable for parameter in parameters)
+    signature = ", ".join(f"{name}=_MISSING" for name in names) + (", /, **_keywords" if renamed else "")
+    arguments = ", ".join(names) + ("," if len(names) == 1 else "")
+    given = "{" + ", ".join(f"{parameter.key!r}: {parameter.variable}" for parameter in parameters) + "}"
     lines = [f"def forward(self, {signature}):"]
     body: list[str] = []
+    if renamed:
+        body.append("if _keywords:")
+        body.append(f"    {arguments} = _keyword_inputs(self, ({arguments}), _keywords)")
     if isinstance(program.inputs, dict):
         rest = " and ".join(f"{name} is _MISSING" for name in names[1:]) or "True"
         body.append(f"if type({names[0]}) is dict and {rest}:")
-        body.append(
-            f"    {', '.join(names)}{',' if len(names) == 1 else ''} = _unpack_inputs(self, {names[0]})"
-        )
+        body.append(f"    {arguments} = _unpack_inputs(self, {names[0]})")
     missing = " or ".join(f"{name} is _MISSING" for name in names)
     body.append(f"if {missing}:")
-    body.append(f"    raise _missing_inputs(self, {{{', '.join(f'{name!r}: {name}' for name in names)}}})")
+    body.append(f"    raise _missing_inputs(self, {given})")
     symbolic = " or ".join(
-        f"(type({name}) is not _Tensor and _is_symbolic({name}))"
-        if isinstance(structure, Input)
-        else f"_find_symbolic(({name},), {{}}) is not None"
-        for name, structure in parameters
+        f"(type({parameter.variable}) is not _Tensor and _is_symbolic({parameter.variable}))"
+        if isinstance(parameter.structure, Input)
+        else f"_find_symbolic(({parameter.variable},), {{}}) is not None"
+        for parameter in parameters
     )
-    arguments = ", ".join(names) + ("," if len(names) == 1 else "")
     body.append(f"if {symbolic}:  # called on placeholders: record this model as one node")
     body.append(f"    return _find_symbolic(({arguments}), {{}}).__torchx_call__(self, ({arguments}), {{}})")
     body.append("try:")
-    for name, structure in parameters:
-        body.extend(f"    {line}" for line in _unpack_lines(name, structure))
+    for parameter in parameters:
+        body.extend(f"    {line}" for line in _unpack_lines(writer, parameter.variable, parameter.structure))
     for step in program.steps:
         body.append(f"    {step.var} = {writer.step(step)}")
     body.append(f"    return {_structure(writer, program.outputs)}")
     body.append("except Exception as error:")
-    body.append(f"    raise _explain(self, error, {{{', '.join(f'{name!r}: {name}' for name in names)}}})")
+    body.append(f"    raise _explain(self, error, {given})")
     lines.extend(f"    {line}" for line in body)
     writer.globals.update(
         _MISSING=MISSING, _Tensor=torch.Tensor, _is_symbolic=is_symbolic, _find_symbolic=find_symbolic
@@ -215,6 +226,13 @@ def compile_forward(source: str, namespace: dict[str, Any]) -> Callable[..., Any
     """Compile ``source`` (one function named ``forward``), visible to tracebacks."""
     filename = f"<torchx-functional-{next(_files)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-    exec(compile(source, filename, "exec"), namespace)  # our own generated code
+    try:
+        code = compile(source, filename, "exec")
+    except SyntaxError as error:  # a generator bug: say so, never a bare SyntaxError
+        raise TorchXError(
+            f"the generated forward does not compile ({error.msg}, line {error.lineno}); this is a "
+            "TorchX bug, please report it with the model's definition"
+        ) from error
+    exec(code, namespace)  # our own generated code
     forward: Callable[..., Any] = namespace["forward"]
     return forward

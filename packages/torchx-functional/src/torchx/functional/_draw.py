@@ -22,11 +22,11 @@ def draw_program(model: Functional, graph: Graph, inputs: list[str]) -> list[str
     defined = [item.shape[0] for item in program.input_list() if item.shape]
     with graph.cluster("Functional"):
         placed: dict[str, str] = {}
-        names = [item.name for item in program.input_list()]
-        if len(names) == len(inputs):
-            placed.update(zip(names, inputs, strict=True))
+        items = program.input_list()
+        if len(items) == len(inputs):
+            placed.update(zip((item.variable for item in items), inputs, strict=True))
         else:  # fed by one structured value: every input node reads it
-            placed.update((name, graph.node(name, "", "op", inputs)) for name in names)
+            placed.update((item.variable, graph.node(item.name, "", "op", inputs)) for item in items)
         for step in program.steps:
             sources = list(dict.fromkeys(placed[var.name] for var in _vars((step.args, step.kwargs))))
             if step.kind == "module":

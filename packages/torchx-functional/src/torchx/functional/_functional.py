@@ -15,7 +15,7 @@ from torchx.core.graph import Graph
 from torchx.core.layer import explain_failure, is_fx_tracing, layer_name
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.functional._codegen import MISSING, compile_forward, generate, generate_scriptable, parameters_of
-from torchx.functional._program import BatchOf, Input, Program, Step, Var, trace
+from torchx.functional._program import BatchOf, Input, Program, Step, Var, normal_form, trace
 
 __all__ = ["Functional"]
 
@@ -57,7 +57,12 @@ class Functional(Layer, nnx.Module):
 
     def _compile(self) -> None:
         source, namespace = generate(self._torchx_program)
-        namespace.update(_unpack_inputs=_unpack_inputs, _missing_inputs=_missing_inputs, _explain=_explain)
+        namespace.update(
+            _unpack_inputs=_unpack_inputs,
+            _keyword_inputs=_keyword_inputs,
+            _missing_inputs=_missing_inputs,
+            _explain=_explain,
+        )
         self.__dict__["_torchx_code"] = source
         self.__dict__["forward"] = compile_forward(source, namespace).__get__(self)
 
@@ -183,12 +188,34 @@ class _AttributeModules(dict[str, "nn.Module | None"]):
 
 
 def _unpack_inputs(model: Functional, given: dict[str, Any]) -> tuple[Any, ...]:
-    """The forward's parameters from one dict of inputs."""
-    names = [name for name, _ in parameters_of(model._torchx_program)]
-    extra = sorted(set(given) - set(names))
+    """The forward's parameters from one dict of inputs, by their names."""
+    names = [parameter.key for parameter in parameters_of(model._torchx_program)]
+    extra = sorted(map(str, set(given) - set(names)))
     if extra:
         raise TypeError(f"Functional got unexpected inputs {extra}; it takes {names}")
     return tuple(given.get(name, MISSING) for name in names)
+
+
+def _keyword_inputs(model: Functional, values: tuple[Any, ...], keywords: dict[str, Any]) -> tuple[Any, ...]:
+    """The forward's parameters with the inputs passed by name added, for a
+    forward whose variables are not all their inputs' names. A name matches as
+    Python matches identifiers (``image=`` in fullwidth letters is ``image=``); input names
+    that Python reads as one are refused when the model is defined."""
+    names = [parameter.key for parameter in parameters_of(model._torchx_program)]
+    position = {normal_form(name): index for index, name in enumerate(names)}
+    merged = list(values)
+    extra = []
+    for name, value in keywords.items():
+        index = position.get(normal_form(name))
+        if index is None:
+            extra.append(name)
+        elif merged[index] is not MISSING:
+            raise TypeError(f"Functional got input {names[index]!r} twice (by position and by name)")
+        else:
+            merged[index] = value
+    if extra:
+        raise TypeError(f"Functional got unexpected inputs {sorted(extra)}; it takes {names}")
+    return tuple(merged)
 
 
 def _missing_inputs(model: Functional, given: dict[str, Any]) -> TypeError:
@@ -208,14 +235,14 @@ def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exce
     """A ShapeError naming the input whose shape does not fit, or the layer
     (by its attribute name) whose built size the input no longer fits; else
     ``error`` itself."""
-    for name, structure in parameters_of(model._torchx_program):
-        value = given.get(name)
+    for parameter in parameters_of(model._torchx_program):
+        value, structure = given.get(parameter.key), parameter.structure
         if isinstance(structure, Input) and isinstance(value, torch.Tensor):
             got = tuple(value.shape)
             if not _fits(structure.shape, got):
                 shown = format_shape((None, *structure.shape[1:]) if structure.shape else ())
                 return ShapeError(
-                    f"Functional input {name!r}",
+                    f"Functional input {parameter.key!r}",
                     f"expected shape {shown} (dim 0 is the batch), got {format_shape(got)}",
                     fix="pass inputs shaped as the placeholders the model was defined with",
                 )

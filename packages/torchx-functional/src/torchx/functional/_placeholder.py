@@ -336,7 +336,10 @@ class Placeholder:
             batch). Dim 0 is the batch: a graph defined on batch 8 runs on any
             batch size.
         dtype: the input's dtype. Default: torch's default dtype.
-        name: the input's name (the generated ``forward``'s parameter name).
+        name: the input's name: the keyword (or dict key) a Functional takes
+            it by, and its parameter name in the generated ``forward`` where
+            Python reads the name as written (any string works; the forward
+            holds other names in variables of its own).
 
     Layers called on placeholders return placeholders; so do torch functions
     (``torch.cat``, ``F.relu``...), tensor methods and operators. ``flatten()``
@@ -370,8 +373,6 @@ class Placeholder:
                 raise TorchXError(
                     f"Placeholder shape {dims!r}: every dim must be a non-negative int or None (dynamic)"
                 )
-        if name is not None and not name.isidentifier():
-            raise TorchXError(f"Placeholder name {name!r} is not a Python identifier")
         dtype = dtype or torch.get_default_dtype()
         first = torch.empty(
             [DYNAMIC_PROBES[0] if dim is None else dim for dim in dims], dtype=dtype, device="meta"

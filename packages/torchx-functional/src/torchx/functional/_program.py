@@ -5,12 +5,21 @@ at the given inputs, so intermediate placeholders can be inputs (sub-graphs)
 and branches no output needs are left out. Every node gets a readable,
 deterministic variable name; every module a readable attribute name
 (``conv2d``, ``conv2d_1``); a module called at several nodes is one attribute.
+
+Names never change what the program computes. Python reads an identifier in
+its NFKC form (``relu`` in fullwidth letters is ``relu``), so every variable and attribute the
+generator writes is an NFKC identifier, unique in that form, and neither a
+keyword nor a name the generated code itself uses (``self``, ``torch``...).
+An input's name is the user's (a keyword, a dict key: any string); its
+variable is the generator's, the name itself wherever Python would read it
+unchanged. Two input names Python reads as one identifier are refused.
 """
 
 from __future__ import annotations
 
 import keyword
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +33,19 @@ from torchx.core.errors import format_shape
 from torchx.core.layer import layer_name
 from torchx.functional._placeholder import BatchSize, Node, Placeholder
 
-__all__ = ["Input", "Program", "Step", "Var", "trace"]
+__all__ = [
+    "RESERVED",
+    "Input",
+    "Namespace",
+    "Parameter",
+    "Program",
+    "Step",
+    "Var",
+    "as_identifier",
+    "is_usable",
+    "normal_form",
+    "trace",
+]
 
 
 @dataclass(frozen=True)
@@ -43,11 +64,28 @@ class BatchOf:
 
 @dataclass(frozen=True)
 class Input:
-    """One input of the model: its parameter name, shape (``None``: dynamic) and dtype."""
+    """One input of the model: its name (the keyword or dict key callers pass
+    it by), shape (``None``: dynamic) and dtype.
+
+    ``variable`` is the identifier the generated forward holds it in: the name
+    itself where Python reads the name unchanged, else one the generator chose.
+    """
 
     name: str
     shape: tuple[int | None, ...]
     dtype: torch.dtype
+    variable: str = field(default="", repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of the generated forward: the name callers pass it by
+    (``key``), its identifier in the code (``variable``) and what it receives
+    (an Input, or a list or dict of them)."""
+
+    key: str
+    variable: str
+    structure: Any
 
 
 @dataclass
@@ -69,8 +107,8 @@ class Program:
     inputs: Any
     steps: list[Step]
     outputs: Any
-    parameters: list[tuple[str, Any]]
-    """The forward's parameters: (name, the input structure it receives)."""
+    parameters: list[Parameter]
+    """The forward's parameters, in order."""
     modules: dict[str, nn.Module] = field(default_factory=dict)
 
     def input_list(self) -> list[Input]:
@@ -88,21 +126,67 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
+_GENERATED = re.compile(r"_constant_\d+")
+"""Names the code writer gives the constants it puts in the globals."""
+
+RESERVED = {
+    "self", "torch", "F", "operator", "Tensor", "builtins", "error",  # what the generated code refers to
+    "type", "float", "dict", "slice",  # builtins it calls
+    "_MISSING", "_Tensor", "_is_symbolic", "_find_symbolic", "_unpack_inputs", "_missing_inputs", "_explain",
+    "_keywords", "_keyword_inputs",
+}  # fmt: skip
+"""Names generated code uses; no input or variable may take them (nor the
+``_constant_<n>`` names of constants)."""
+
+
+def normal_form(name: str) -> str:
+    """``name`` as Python reads an identifier: its NFKC normal form."""
+    return unicodedata.normalize("NFKC", name)
+
+
+def as_identifier(name: str) -> str:
+    """``name`` made an identifier in NFKC form (``relu`` in fullwidth -> ``relu``, ``a b``
+    -> ``a_b``, ``1x`` -> ``_1x``, ``class`` -> ``_class``), which Python reads
+    exactly as written; not checked against reserved or taken names."""
+    text = normal_form(name)
+    text = "".join(char if f"_{char}".isidentifier() else "_" for char in text) or "value"
+    if not text[0].isidentifier():
+        text = f"_{text}"
+    if not text.isidentifier() or normal_form(text) != text:  # a rare composition: ASCII is safe
+        text = re.sub(r"[^0-9A-Za-z_]", "_", text)
+    return f"_{text}" if keyword.iskeyword(text) else text
+
+
+def is_usable(name: str) -> bool:
+    """Whether ``name`` can be a variable of the generated code as written:
+    an NFKC identifier that is neither a keyword nor reserved."""
+    return (
+        name.isidentifier()
+        and normal_form(name) == name
+        and not keyword.iskeyword(name)
+        and name not in RESERVED
+        and not _GENERATED.fullmatch(name)
+    )
+
+
 class Namespace:
-    """Hands out unique identifiers: ``conv2d``, ``conv2d_1``, ... (O(1) each)."""
+    """Hands out unique identifiers: ``conv2d``, ``conv2d_1``, ... (O(1) each),
+    each an NFKC identifier (see :func:`as_identifier`), so two names it gives
+    are two variables for Python too."""
 
     def __init__(self, reserved: set[str]) -> None:
         self._taken = set(reserved)
         self._next: dict[str, int] = {}
 
+    def _free(self, name: str) -> bool:
+        return name not in self._taken and not _GENERATED.fullmatch(name)
+
     def claim(self, base: str) -> str:
-        base = re.sub(r"\W", "_", base) or "value"
-        if base[0].isdigit() or keyword.iskeyword(base):
-            base = f"_{base}"
+        base = as_identifier(base)
         name, count = base, self._next.get(base, 0)
         if count:
             name = f"{base}_{count}"
-        while name in self._taken:
+        while not self._free(name):
             count += 1
             name = f"{base}_{count}"
         self._next[base] = count + 1
@@ -110,19 +194,11 @@ class Namespace:
         return name
 
 
-RESERVED = {
-    "self", "torch", "F", "operator", "Tensor", "builtins", "error",  # what the generated code refers to
-    "type", "float", "dict", "slice",  # builtins it calls
-    "_MISSING", "_Tensor", "_is_symbolic", "_find_symbolic", "_unpack_inputs", "_missing_inputs", "_explain",
-}  # fmt: skip
-"""Names generated code uses; no input or variable may take them."""
-
-
 def _module_attributes() -> set[str]:
     """Names a Functional's submodules must not take (its own attributes)."""
     from torchx.functional._functional import Functional
 
-    return set(dir(Functional)) | set(nn.Module().__dict__)
+    return set(dir(Functional)) | set(nn.Module().__dict__) | {"_torchx", "_torchx_code", "_torchx_program"}
 
 
 def _leaves(structure: Any, kind: type) -> list[Any]:
@@ -142,42 +218,86 @@ def _check_structure(structure: Any, what: str) -> None:
     tree_map(check, structure)
 
 
-def _input_names(inputs: Any, namespace: Namespace) -> dict[int, str]:
-    """The parameter name of each input node: its dict key at the top level, else
-    the placeholder's own name, else ``x``, ``x_1``... Given names must be unique."""
-    top = (
+def _input_names(
+    inputs: Any, namespace: Namespace
+) -> tuple[dict[int, tuple[str, str]], dict[Any, tuple[str, str]]]:
+    """The name and variable of each input node (by node id), and of each
+    top-level entry that holds a structure of inputs (by key): one forward
+    parameter each.
+
+    An input's name is its dict key at the top level, else the placeholder's
+    own name, else ``x``, ``x_1``...; an entry's is its dict key, else
+    ``inputs_<i>``. Given names must be unique, also as Python reads them
+    (NFKC), among the inputs and among the forward's parameters. Variables:
+    given names Python reads as written keep themselves, then the other given
+    names and the automatic ones get fresh identifiers.
+    """
+    top = list(
         inputs.items()
         if isinstance(inputs, Mapping)
         else enumerate(inputs if isinstance(inputs, (list, tuple)) else [inputs])
     )
-    wanted: list[tuple[Placeholder, str | None]] = []
+    leaves: list[tuple[int, str | None]] = []  # (node id, given name)
+    entries: list[tuple[Any, str | None]] = []  # (key, given name)
+    parameter_names: list[str] = []  # the names callers pass the forward's parameters by
     seen: set[int] = set()
     for key, value in top:
+        if not isinstance(value, Placeholder):
+            entry = key if isinstance(key, str) and isinstance(inputs, Mapping) else None
+            entries.append((key, entry))
+            parameter_names.extend([entry] if entry is not None else [])
         for leaf in _leaves(value, Placeholder):
-            given = key if isinstance(key, str) and leaf is value else leaf.name
-            if given is not None and (
-                not given.isidentifier() or keyword.iskeyword(given) or given in RESERVED
-            ):
-                raise TorchXError(
-                    f"Functional input name {given!r} cannot be a parameter name (not an identifier, a "
-                    f"keyword, or reserved: {sorted(RESERVED)}); choose another"
-                )
             if id(leaf.node) in seen:
                 raise TorchXError(f"Functional inputs: {leaf!r} is given twice")
             seen.add(id(leaf.node))
-            wanted.append((leaf, given))
-    if not wanted:
+            given = key if isinstance(key, str) and leaf is value else leaf.name
+            leaves.append((id(leaf.node), given))
+            parameter_names.extend([given] if given is not None and leaf is value else [])
+    if not leaves:
         raise TorchXError("Functional needs at least one input placeholder")
-    names: dict[int, str] = {}
-    for leaf, given in wanted:  # given names first, so that automatic ones never take them
-        if given is not None:
-            if given in names.values():
-                raise TorchXError(f"two Functional inputs are named {given!r}; input names must be unique")
-            names[id(leaf.node)] = namespace.claim(given)
-    for leaf, given in wanted:
-        if given is None:
-            names[id(leaf.node)] = namespace.claim("x")
-    return names
+    _check_distinct([name for _, name in leaves if name is not None])
+    _check_distinct(parameter_names)
+    given = [(("leaf", ref), name) for ref, name in leaves] + [
+        (("entry", ref), name) for ref, name in entries
+    ]
+    variables: dict[tuple[str, Any], str] = {}
+    for ref, name in given:  # the names Python reads as written first: they keep themselves
+        if name is not None and is_usable(name):
+            variables[ref] = namespace.claim(name)
+    for ref, name in given:
+        if name is not None and ref not in variables:
+            variables[ref] = namespace.claim(name)
+    for ref, name in given:
+        if name is None:
+            variables[ref] = namespace.claim("x" if ref[0] == "leaf" else f"inputs_{ref[1]}")
+    names = {
+        ref: (variables[("leaf", ref)] if name is None else name, variables[("leaf", ref)])
+        for ref, name in leaves
+    }
+    keys = {
+        ref: (variables[("entry", ref)] if name is None else name, variables[("entry", ref)])
+        for ref, name in entries
+    }
+    return names, keys
+
+
+def _check_distinct(names: list[str]) -> None:
+    """Refuse a name given twice, and two names Python reads as one identifier
+    (``x`` and a fullwidth ``x``): a keyword call, or a reader of the code, could not tell
+    them apart."""
+    forms: dict[str, str] = {}
+    for name in names:
+        earlier = forms.get(normal_form(name))
+        if earlier is None:
+            forms[normal_form(name)] = name
+            continue
+        if earlier == name:
+            raise TorchXError(f"two Functional inputs are named {name!r}; input names must be unique")
+        raise TorchXError(
+            f"Functional inputs {earlier!r} and {name!r} are the same Python identifier after Unicode "
+            f"normalisation (NFKC: {normal_form(name)!r}), so a keyword call could not tell them apart; "
+            "rename one"
+        )
 
 
 def trace(inputs: Any, outputs: Any) -> Program:
@@ -186,17 +306,17 @@ def trace(inputs: Any, outputs: Any) -> Program:
     _check_structure(outputs, "outputs")
     namespace = Namespace(RESERVED)
     attributes = Namespace(_module_attributes())
-    input_names = _input_names(inputs, namespace)
+    input_names, entries = _input_names(inputs, namespace)
     needed = _reachable(outputs, input_names)
     used_inputs = {id(node) for node in needed if id(node) in input_names}
     for leaf in _leaves(inputs, Placeholder):
         if id(leaf.node) not in used_inputs:
             raise TorchXError(
-                f"Functional input {input_names[id(leaf.node)]!r} {format_shape(leaf.shape)} is not used by "
+                f"Functional input {input_names[id(leaf.node)][0]!r} {format_shape(leaf.shape)} is not used by "
                 "any output; remove it from inputs or use it"
             )
 
-    variables: dict[int, str] = dict(input_names)
+    variables: dict[int, str] = {key: variable for key, (_, variable) in input_names.items()}
     module_names: dict[int, str] = {}
     modules: dict[str, nn.Module] = {}
     steps: list[Step] = []
@@ -226,30 +346,31 @@ def trace(inputs: Any, outputs: Any) -> Program:
             Step(var, node.kind, target, tree_map(ref, node.args), tree_map(ref, node.kwargs), shape)
         )
 
-    program_inputs = tree_map(lambda leaf: Input(input_names[id(leaf.node)], leaf.shape, leaf.dtype), inputs)
+    def describe(leaf: Placeholder) -> Input:
+        name, variable = input_names[id(leaf.node)]
+        return Input(name, leaf.shape, leaf.dtype, variable)
+
+    program_inputs = tree_map(describe, inputs)
     program_outputs = tree_map(lambda leaf: Var(variables[id(leaf.node)]), outputs)
-    parameters = _parameters(program_inputs, namespace)
-    return Program(program_inputs, steps, program_outputs, parameters, modules)
+    return Program(program_inputs, steps, program_outputs, _parameters(program_inputs, entries), modules)
 
 
-def _parameters(inputs: Any, namespace: Namespace) -> list[tuple[str, Any]]:
+def _parameters(inputs: Any, entries: dict[Any, tuple[str, str]]) -> list[Parameter]:
     """The forward's parameters: an input is its own parameter; a nested list or
     dict of inputs is one parameter, named by its dict key or ``inputs_<i>``."""
     if isinstance(inputs, Input):
-        return [(inputs.name, inputs)]
-    entries = inputs.items() if isinstance(inputs, dict) else enumerate(inputs)
+        return [Parameter(inputs.name, inputs.variable, inputs)]
     parameters = []
-    for key, item in entries:
+    for key, item in inputs.items() if isinstance(inputs, dict) else enumerate(inputs):
         if isinstance(item, Input):
-            parameters.append((item.name, item))
-            continue
-        if isinstance(key, str) and (not key.isidentifier() or keyword.iskeyword(key) or key in RESERVED):
-            raise TorchXError(f"Functional input name {key!r} cannot be a parameter name; choose another")
-        parameters.append((namespace.claim(key if isinstance(key, str) else f"inputs_{key}"), item))
+            parameters.append(Parameter(item.name, item.variable, item))
+        else:
+            name, variable = entries[key]
+            parameters.append(Parameter(name, variable, item))
     return parameters
 
 
-def _reachable(outputs: Any, input_names: dict[int, str]) -> list[Node]:
+def _reachable(outputs: Any, input_names: Mapping[int, object]) -> list[Node]:
     """Every node the outputs need, stopping at inputs; a root that is not an
     input is an error naming it."""
     stack = [leaf.node for leaf in _leaves(outputs, Placeholder)]

@@ -3,6 +3,11 @@
 Writing refuses, with a SpecError naming the node, any module that is not a
 TorchX layer and any operation outside the op tables. Reading replays the
 nodes on placeholders, so a loaded graph is checked exactly like a written one.
+
+Names in a spec (inputs, nodes, modules) only label values: the generated code
+chooses its own identifiers. Two names of one kind that Python would read as
+one identifier (``x`` and a fullwidth ``x``, NFKC) are refused all the same, naming both:
+a reader could not tell them apart, nor a keyword call the two inputs.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from torchx.core.errors import short_repr
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.functional._ops import METHODS, function_named, name_of_function
 from torchx.functional._placeholder import BatchSize, Placeholder
-from torchx.functional._program import BatchOf, Input, Var
+from torchx.functional._program import BatchOf, Input, Var, normal_form
 
 if TYPE_CHECKING:
     from torchx.functional._functional import Functional
@@ -32,11 +37,13 @@ _DTYPES = {
 }  # fmt: skip
 
 
-def _encode(value: Any, where: str, writer: SpecWriter) -> Any:
+def _encode(value: Any, where: str, writer: SpecWriter, names: Mapping[str, str]) -> Any:
+    """``value`` as spec data; ``names`` maps the variables of inputs to the
+    inputs' names (the names a spec refers to them by)."""
     if isinstance(value, Var):
-        return {"node": value.name}
+        return {"node": names.get(value.name, value.name)}
     if isinstance(value, BatchOf):
-        return {"batch_of": value.name}
+        return {"batch_of": names.get(value.name, value.name)}
     if isinstance(value, Input):
         return {
             "input": value.name,
@@ -46,15 +53,19 @@ def _encode(value: Any, where: str, writer: SpecWriter) -> Any:
     if isinstance(value, torch.dtype):
         return {"dtype": str(value).removeprefix("torch.")}
     if isinstance(value, slice):
-        return {"slice": [_encode(part, where, writer) for part in (value.start, value.stop, value.step)]}
+        parts = (value.start, value.stop, value.step)
+        return {"slice": [_encode(part, where, writer, names) for part in parts]}
     if value is Ellipsis:
         return {"ellipsis": True}
     if isinstance(value, tuple):
-        return {"tuple": [_encode(item, where, writer) for item in value]}
+        return {"tuple": [_encode(item, where, writer, names) for item in value]}
     if isinstance(value, list):
-        return {"list": [_encode(item, where, writer) for item in value]}
+        return {"list": [_encode(item, where, writer, names) for item in value]}
     if isinstance(value, dict):
-        return {"dict": {str(key): _encode(item, where, writer) for key, item in value.items()}}
+        for key in value:
+            if not isinstance(key, str):  # str(key) would give back another key
+                raise SpecError(where, f"dict keys in a spec are strings, got {short_repr(key)}")
+        return {"dict": {key: _encode(item, where, writer, names) for key, item in value.items()}}
     return writer.value(value, where)
 
 
@@ -62,6 +73,7 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
     """The spec fields of ``model``: inputs, modules, nodes, outputs."""
     program = model._torchx_program
     where = writer.where
+    names = {item.variable: item.name for item in program.input_list()}
     modules = {
         name: writer.layer(module, f"{where}.modules.{name}") for name, module in model.named_children()
     }
@@ -86,16 +98,34 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
                     f"node {step.var!r} calls {shown}, which is not in the op registry; specs cannot name it",
                 )
             node["op"] = name
-        node["args"] = [_encode(arg, place, writer) for arg in step.args]
+        node["args"] = [_encode(arg, place, writer, names) for arg in step.args]
         if step.kwargs:
-            node["kwargs"] = {key: _encode(item, place, writer) for key, item in step.kwargs.items()}
+            node["kwargs"] = {key: _encode(item, place, writer, names) for key, item in step.kwargs.items()}
         nodes.append(node)
     return {
-        "inputs": _encode(program.inputs, f"{where}.inputs", writer),
+        "inputs": _encode(program.inputs, f"{where}.inputs", writer, names),
         "modules": modules,
         "nodes": nodes,
-        "outputs": _encode(program.outputs, f"{where}.outputs", writer),
+        "outputs": _encode(program.outputs, f"{where}.outputs", writer, names),
     }
+
+
+class _Names:
+    """The names of one kind read so far, by the identifier Python reads them as."""
+
+    def __init__(self) -> None:
+        self._forms: dict[str, str] = {}
+
+    def add(self, name: str, where: str) -> None:
+        """Take ``name``; refuse it if an earlier name is the same identifier (NFKC)."""
+        form = normal_form(name)
+        earlier = self._forms.setdefault(form, name)
+        if earlier != name:
+            raise SpecError(
+                where,
+                f"{short_repr(earlier)} and {short_repr(name)} are the same Python identifier after Unicode "
+                f"normalisation (NFKC: {short_repr(form)}); rename one",
+            )
 
 
 class _Replay:
@@ -104,6 +134,7 @@ class _Replay:
     def __init__(self, reader: SpecReader) -> None:
         self.reader = reader
         self.env: dict[str, Any] = {}
+        self.names = _Names()  # of inputs and nodes, which share ``env``
 
     def decode(self, value: Any, where: str) -> Any:
         if not isinstance(value, Mapping):
@@ -148,6 +179,7 @@ class _Replay:
                 raise SpecError(where, 'an input is {"input": name, "shape": [...], "dtype": "float32"}')
             if name in self.env:
                 raise SpecError(where, f"two inputs are named {short_repr(name)}")
+            self.names.add(name, where)
             try:
                 placeholder = Placeholder(shape, dtype=_DTYPES[dtype], name=name)
             except Exception as error:  # noqa: BLE001 - report as a spec problem
@@ -177,6 +209,9 @@ def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[An
     raw_modules = fields.get("modules", {})
     if not isinstance(raw_modules, Mapping):
         raise SpecError(f"{where}.modules", "expected an object of named layer specs")
+    module_names = _Names()
+    for name in raw_modules:
+        module_names.add(str(name), f"{where}.modules.{name}")
     modules = {name: reader.layer(spec, f"{where}.modules.{name}") for name, spec in raw_modules.items()}
     nodes = fields.get("nodes")
     if not isinstance(nodes, list):
@@ -195,6 +230,7 @@ def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[An
             raise SpecError(place, "a node has a name, exactly one of module/op/method, and args/kwargs")
         if node["name"] in replay.env:
             raise SpecError(f"{place}.name", f"node name {short_repr(node['name'])} is already taken")
+        replay.names.add(node["name"], f"{place}.name")
         with as_spec_error(place):
             call_args = tuple(replay.decode(arg, f"{place}.args[{i}]") for i, arg in enumerate(args))
             call_kwargs = {
