@@ -135,7 +135,7 @@ def _structure(writer: _Writer, structure: Any) -> str:
     raise TypeError(f"unexpected output structure {structure!r}")
 
 
-def _unpack_lines(writer: _Writer, name: str, structure: Any) -> list[str]:
+def _unpack_lines(writer: _Writer, variables: dict[str, str], name: str, structure: Any) -> list[str]:
     """Statements binding nested inputs inside a parameter (``meta_0 = meta[0]``)."""
     lines: list[str] = []
     if isinstance(structure, Input):
@@ -143,9 +143,9 @@ def _unpack_lines(writer: _Writer, name: str, structure: Any) -> list[str]:
     items = structure.items() if isinstance(structure, dict) else enumerate(structure)
     for key, item in items:
         if isinstance(item, Input):
-            lines.append(f"{item.variable} = {name}[{writer.value(key)}]")
+            lines.append(f"{variables[item.name]} = {name}[{writer.value(key)}]")
         else:
-            lines.extend(_unpack_lines(writer, f"{name}[{writer.value(key)}]", item))
+            lines.extend(_unpack_lines(writer, variables, f"{name}[{writer.value(key)}]", item))
     return lines
 
 
@@ -209,7 +209,10 @@ def generate(program: Program) -> tuple[str, dict[str, Any]]:
     body.append(f"    return _find_symbolic(({arguments}), {{}}).__torchx_call__(self, ({arguments}), {{}})")
     body.append("try:")
     for parameter in parameters:
-        body.extend(f"    {line}" for line in _unpack_lines(writer, parameter.variable, parameter.structure))
+        body.extend(
+            f"    {line}"
+            for line in _unpack_lines(writer, program.variables, parameter.variable, parameter.structure)
+        )
     for step in program.steps:
         body.append(f"    {step.var} = {writer.step(step)}")
     body.append(f"    return {_structure(writer, program.outputs)}")

@@ -24,9 +24,11 @@ def draw_program(model: Functional, graph: Graph, inputs: list[str]) -> list[str
         placed: dict[str, str] = {}
         items = program.input_list()
         if len(items) == len(inputs):
-            placed.update(zip((item.variable for item in items), inputs, strict=True))
+            placed.update(zip((program.variables[item.name] for item in items), inputs, strict=True))
         else:  # fed by one structured value: every input node reads it
-            placed.update((item.variable, graph.node(item.name, "", "op", inputs)) for item in items)
+            placed.update(
+                (program.variables[item.name], graph.node(item.name, "", "op", inputs)) for item in items
+            )
         for step in program.steps:
             sources = list(dict.fromkeys(placed[var.name] for var in _vars((step.args, step.kwargs))))
             if step.kind == "module":

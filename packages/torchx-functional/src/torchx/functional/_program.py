@@ -64,17 +64,17 @@ class BatchOf:
 
 @dataclass(frozen=True)
 class Input:
-    """One input of the model: its name (the keyword or dict key callers pass
-    it by), shape (``None``: dynamic) and dtype.
+    """One input of the model: its parameter name, shape (``None``: dynamic) and dtype.
 
-    ``variable`` is the identifier the generated forward holds it in: the name
-    itself where Python reads the name unchanged, else one the generator chose.
+    The name is what callers pass the input by (a keyword, a dict key) and may
+    be any string; the generated forward holds it in a variable of its own
+    where Python would read the name as another identifier (see
+    :attr:`Program.variables`).
     """
 
     name: str
     shape: tuple[int | None, ...]
     dtype: torch.dtype
-    variable: str = field(default="", repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,9 @@ class Program:
     outputs: Any
     parameters: list[Parameter]
     """The forward's parameters, in order."""
+    variables: dict[str, str] = field(default_factory=dict)
+    """Each input's variable in the generated forward, by the input's name: the
+    name itself where Python reads it as written, else one the generator chose."""
     modules: dict[str, nn.Module] = field(default_factory=dict)
 
     def input_list(self) -> list[Input]:
@@ -347,23 +350,27 @@ def trace(inputs: Any, outputs: Any) -> Program:
         )
 
     def describe(leaf: Placeholder) -> Input:
-        name, variable = input_names[id(leaf.node)]
-        return Input(name, leaf.shape, leaf.dtype, variable)
+        name, _ = input_names[id(leaf.node)]
+        return Input(name, leaf.shape, leaf.dtype)
 
     program_inputs = tree_map(describe, inputs)
     program_outputs = tree_map(lambda leaf: Var(variables[id(leaf.node)]), outputs)
-    return Program(program_inputs, steps, program_outputs, _parameters(program_inputs, entries), modules)
+    names = dict(input_names.values())
+    parameters = _parameters(program_inputs, names, entries)
+    return Program(program_inputs, steps, program_outputs, parameters, names, modules)
 
 
-def _parameters(inputs: Any, entries: dict[Any, tuple[str, str]]) -> list[Parameter]:
+def _parameters(
+    inputs: Any, variables: dict[str, str], entries: dict[Any, tuple[str, str]]
+) -> list[Parameter]:
     """The forward's parameters: an input is its own parameter; a nested list or
     dict of inputs is one parameter, named by its dict key or ``inputs_<i>``."""
     if isinstance(inputs, Input):
-        return [Parameter(inputs.name, inputs.variable, inputs)]
+        return [Parameter(inputs.name, variables[inputs.name], inputs)]
     parameters = []
     for key, item in inputs.items() if isinstance(inputs, dict) else enumerate(inputs):
         if isinstance(item, Input):
-            parameters.append(Parameter(item.name, item.variable, item))
+            parameters.append(Parameter(item.name, variables[item.name], item))
         else:
             name, variable = entries[key]
             parameters.append(Parameter(name, variable, item))

@@ -73,7 +73,7 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
     """The spec fields of ``model``: inputs, modules, nodes, outputs."""
     program = model._torchx_program
     where = writer.where
-    names = {item.variable: item.name for item in program.input_list()}
+    names = {variable: name for name, variable in program.variables.items()}
     modules = {
         name: writer.layer(module, f"{where}.modules.{name}") for name, module in model.named_children()
     }
