@@ -185,3 +185,121 @@ def test_use_plugins_gives_each_test_a_fresh_manager(fresh_plugins: PluginManage
     from torchx.core import current_plugins
 
     assert current_plugins() is fresh_plugins
+
+
+# -- duplicate entry-point names ---------------------------------------------
+
+MARKED_PLUGIN = """
+import sys
+sys.modules[__name__].__dict__.setdefault("IMPORTED", True)
+from torchx.core import hookimpl
+@hookimpl
+def torchx_register_layers(registry):
+    registry.export("WHO", {who!r})
+"""
+
+
+def install_in(
+    monkeypatch: pytest.MonkeyPatch, root: Path, distribution: str, entry_point: str, who: str
+) -> str:
+    """Install ``distribution`` in its own site directory ``root``, put first on
+    ``sys.path``, with one ``torchx.plugins`` entry point ``entry_point``;
+    returns its module's name."""
+    module = f"tx_{distribution.replace('-', '_')}"
+    monkeypatch.syspath_prepend(str(root))
+    install_fake_distribution(
+        root, distribution, plugins={entry_point: module}, modules={module: MARKED_PLUGIN.format(who=who)}
+    )
+    sys.modules.pop(module, None)
+    return module
+
+
+def test_two_distributions_with_one_entry_point_name_keep_the_first_and_report_the_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    second = install_in(monkeypatch, tmp_path / "later", "acme-fork", "acme", "fork")
+    install_in(monkeypatch, tmp_path / "earlier", "acme-tools", "acme", "tools")  # first on sys.path
+    manager = PluginManager()
+    with pytest.warns(
+        PluginWarning, match="'acme-fork' failed \\(entry point\\).*'acme'.*acme-tools"
+    ) as record:
+        registry = manager.registry
+    assert len([w for w in record if "acme" in str(w.message)]) == 1
+    assert registry.exported("WHO") == "tools"
+    assert second not in sys.modules  # the skipped duplicate never ran
+    assert manager.distributions["acme"] == ("acme-tools", "0.1")
+    assert [(f.plugin, f.stage) for f in manager.failures] == [("acme-fork", "entry point")]
+
+
+def test_the_distribution_named_like_an_entry_point_owns_it_wherever_it_is_on_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_in(monkeypatch, tmp_path / "later", "acme", "acme", "owner")
+    squatter = install_in(monkeypatch, tmp_path / "earlier", "acme-squat", "acme", "squatter")
+    manager = PluginManager()
+    with pytest.warns(
+        PluginWarning,
+        match="'acme-squat' failed \\(entry point\\).*distribution acme 0.1 declares it too and keeps it",
+    ):
+        registry = manager.registry
+    assert registry.exported("WHO") == "owner"
+    assert squatter not in sys.modules
+    assert manager.distributions["acme"] == ("acme", "0.1")
+
+
+def test_strict_mode_raises_for_a_duplicate_entry_point_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_in(monkeypatch, tmp_path / "later", "acme-fork", "acme", "fork")
+    install_in(monkeypatch, tmp_path / "earlier", "acme-tools", "acme", "tools")
+    monkeypatch.setenv("TORCHX_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginError, match=r"'acme-fork'.*entry point 'acme'"):
+        PluginManager().load()
+
+
+def test_a_foreign_distribution_never_takes_a_built_in_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib.metadata import version
+
+    hijacker = install_in(monkeypatch, tmp_path / "first", "layers-plus", "torchx-layers", "hijacker")
+    manager = PluginManager()
+    with pytest.warns(PluginWarning, match="'layers-plus' failed \\(entry point\\).*'torchx-layers'"):
+        registry = manager.registry
+    assert registry.owner("Linear") == "torchx-layers"
+    assert registry.exported("WHO") is None
+    assert hijacker not in sys.modules
+    assert manager.distributions["torchx-layers"] == ("torchx-layers", version("torchx-layers"))
+    for name in manager.plugin_names():  # every listed plugin names the distribution that provided it
+        if name in manager.distributions:
+            assert manager.distributions[name][0] != "layers-plus"
+
+
+def test_a_built_in_name_is_reserved_even_when_that_distribution_is_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.core import plugins
+
+    monkeypatch.setattr(plugins, "BUILTIN_PLUGINS", plugins.BUILTIN_PLUGINS | {"torchx-absent"})
+    squatter = install_in(monkeypatch, tmp_path / "site", "absent-lookalike", "torchx-absent", "squatter")
+    manager = PluginManager()
+    with pytest.warns(PluginWarning, match="'absent-lookalike'.*TorchX's own distribution torchx-absent"):
+        manager.load()
+    assert "torchx-absent" not in manager.plugin_names()
+    assert squatter not in sys.modules
+
+
+def test_an_entry_point_for_a_plugin_already_registered_under_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    module = install_in(monkeypatch, tmp_path / "site", "acme", "acme", "owner")
+    same = PluginManager()
+    same.register(importlib.import_module(module), "acme")
+    same.load()  # the same module: nothing to report
+    assert same.failures == []
+    other = PluginManager()
+    other.register(object(), "acme")
+    with pytest.warns(PluginWarning, match="'acme' failed \\(entry point\\).*already registered"):
+        other.load()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 import threading
 import time
 import warnings
@@ -31,10 +32,13 @@ from torchx.core.placement import Placement
 from torchx.core.registry import LayerRegistry
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     import torch
     from torch import nn
 
 __all__ = [
+    "BUILTIN_PLUGINS",
     "ENTRY_POINT_GROUP",
     "PluginFailure",
     "PluginManager",
@@ -44,6 +48,10 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "torchx.plugins"
 STRICT_ENV_VAR = "TORCHX_STRICT_PLUGINS"
+BUILTIN_PLUGINS = frozenset(
+    {"torchx-core", "torchx-device", "torchx-functional", "torchx-layers", "torchx-rnn"}
+)
+"""Entry-point names only TorchX's own distributions of those names may use."""
 SLOW_IMPORT_SECONDS = 2.0
 """A plugin whose import takes longer is reported (it still loads): plugins
 load on first use, and a slow one stalls whichever call comes first."""
@@ -100,17 +108,19 @@ class PluginManager:
             self._placements = {}
 
     def load(self) -> None:
-        """Load every ``torchx.plugins`` entry point once (idempotent)."""
+        """Load every ``torchx.plugins`` entry point once (idempotent).
+
+        One plugin per entry-point name: see :meth:`_entry_points` for which
+        of two entry points with one name is loaded.
+        """
         with self._lock:
             if self._loaded:
                 return
             self._loaded = True
             if not self._load_entry_points:
                 return
-            from importlib.metadata import entry_points
-
-            for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-                if self._pm.has_plugin(entry_point.name):
+            for entry_point in self._entry_points():
+                if self._already_registered(entry_point):
                     continue
                 if entry_point.dist is not None:
                     self.distributions[entry_point.name] = (entry_point.dist.name, entry_point.dist.version)
@@ -130,6 +140,79 @@ class PluginManager:
                         failed=False,
                     )
                 self.register(plugin, entry_point.name)
+
+    def _entry_points(self) -> list[EntryPoint]:
+        """The ``torchx.plugins`` entry points to load: one per name, in the
+        order ``importlib.metadata`` finds them (``sys.path`` order). Every
+        entry point left out is reported against its distribution, before
+        anything is imported (a left-out plugin's code never runs).
+
+        Which one of two entry points with one name is loaded:
+
+        - A name in :data:`BUILTIN_PLUGINS` is loaded only from the TorchX
+          distribution of that name, even when that distribution is not
+          installed: another distribution declaring ``torchx-layers`` would
+          otherwise replace every built-in layer (its registrations come first
+          under the built-in's name), and ``torchx plugins`` would list it as
+          torchx-layers.
+        - Otherwise the distribution whose name is the entry point's name
+          (the convention: entry-point name = distribution name) keeps it,
+          wherever it is on ``sys.path``: distribution names are unique in an
+          environment and on PyPI, ``sys.path`` order is not something a user
+          chooses knowingly (a ``.pth`` file, ``PYTHONPATH``, a user-site
+          install all change it).
+        - Between two distributions neither of which is named so, the first
+          found keeps the name: that is the one Python itself would import
+          for a module name on ``sys.path``, and the registry keeps the first
+          registration of a layer name for the same reason (stable, and
+          visible in the report).
+        """
+        from importlib.metadata import entry_points
+
+        chosen: dict[str, EntryPoint] = {}
+        left_out: list[tuple[EntryPoint, str]] = []
+        for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+            name = entry_point.name
+            if name in BUILTIN_PLUGINS and not _owns(entry_point):
+                left_out.append((entry_point, f"{name!r} is reserved for TorchX's own distribution {name}"))
+                continue
+            held = chosen.get(name)
+            if held is None:
+                chosen[name] = entry_point
+                continue
+            if _owns(entry_point) and not _owns(held):
+                chosen[name], entry_point, held = entry_point, held, entry_point
+            found = "" if _owns(held) else ", found first on sys.path,"
+            left_out.append(
+                (entry_point, f"distribution {_describe(held)}{found} declares it too and keeps it")
+            )
+        for entry_point, reason in left_out:
+            own = entry_point.dist.name if entry_point.dist is not None else None
+            fix = f"; name the entry point after its own distribution, {own!r}" if own else ""
+            self._report(
+                _culprit(entry_point),
+                "entry point",
+                f"its entry point {entry_point.name!r} = {entry_point.value} was not loaded: {reason}{fix}",
+            )
+        return list(chosen.values())
+
+    def _already_registered(self, entry_point: EntryPoint) -> bool:
+        """Whether a plugin is registered under ``entry_point``'s name already
+        (by :meth:`register`, before loading). It is no problem when that
+        plugin is the entry point's own module; otherwise the entry point is
+        reported and not loaded."""
+        registered = self._pm.get_plugin(entry_point.name)
+        if registered is None:
+            return False
+        if entry_point.attr is None and getattr(registered, "__name__", None) == entry_point.module:
+            return True
+        self._report(
+            _culprit(entry_point),
+            "entry point",
+            f"its entry point {entry_point.name!r} = {entry_point.value} was not loaded: another plugin "
+            f"({type(registered).__name__}) is already registered under that name",
+        )
+        return True
 
     def plugin_names(self) -> list[str]:
         """The names of every registered plugin, in registration order."""
@@ -272,6 +355,30 @@ class PluginManager:
         if os.environ.get(STRICT_ENV_VAR, "") not in ("", "0"):
             raise PluginError(message) from (error if isinstance(error, BaseException) else None)
         warnings.warn(message, PluginWarning, stacklevel=3)
+
+
+def _normalized(name: str) -> str:
+    """A distribution name as packaging compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _owns(entry_point: EntryPoint) -> bool:
+    """Whether ``entry_point`` comes from the distribution it is named after."""
+    return entry_point.dist is not None and _normalized(entry_point.dist.name) == _normalized(
+        entry_point.name
+    )
+
+
+def _describe(entry_point: EntryPoint) -> str:
+    """``name version`` of ``entry_point``'s distribution."""
+    dist = entry_point.dist
+    return "(unknown)" if dist is None else f"{dist.name} {dist.version}"
+
+
+def _culprit(entry_point: EntryPoint) -> str:
+    """Whom to report a left-out entry point against: its distribution (the
+    name one uninstalls; the entry point's name is somebody else's too)."""
+    return entry_point.name if entry_point.dist is None else entry_point.dist.name
 
 
 def _is_meta_output(output: Any) -> bool:
