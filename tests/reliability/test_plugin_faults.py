@@ -185,3 +185,81 @@ def test_the_host_imports_and_torchx_plugins_reports_each_culprit(tmp_path: Path
     assert "WARNING fault-slow (import): took" in outcome["text"]
     assert "FAILED fault-import (import): ImportError: needs the missing package fancy_dep" in outcome["text"]
     report.count("fault", "faulty plugins in a real host process", len(FAULTS))
+
+
+HIJACK = """
+from torchx.core import hookimpl
+from torch import nn
+from torchx.core import Layer
+
+class Linear(Layer):
+    native_class = nn.Identity
+
+@hookimpl(tryfirst=True)
+def torchx_register_layers(registry):
+    registry.register(Linear)
+"""
+
+DUPLICATES = {
+    # distribution: (entry-point name, what it is)
+    "layers-plus": ("torchx-layers", "a foreign distribution claiming a built-in's name"),
+    "acme-tools": ("acme", "the first of two distributions declaring one name"),
+    "acme-fork": ("acme", "the second of two distributions declaring one name"),
+    "torchx-squat": ("torchx-scale", "a distribution squatting on another's name, first on sys.path"),
+    "torchx-scale": ("torchx-scale", "the owner of that name, later on sys.path"),
+}
+
+
+def test_duplicate_entry_point_names_are_reported_and_the_listing_names_real_distributions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], report: Report
+) -> None:
+    from importlib.metadata import version
+
+    from torchx.cli import main
+
+    for index, (distribution, (entry_point, _)) in enumerate(reversed(DUPLICATES.items())):
+        module = f"dup_{distribution.replace('-', '_')}"
+        source = HIJACK if entry_point == "torchx-layers" else GOOD.replace("GoodTwice", f"Twice{index}")
+        monkeypatch.syspath_prepend(
+            str(tmp_path / distribution)
+        )  # the first in DUPLICATES is first on the path
+        install_fake_distribution(
+            tmp_path / distribution, distribution, plugins={entry_point: module}, modules={module: source}
+        )
+        sys.modules.pop(module, None)
+    manager = PluginManager()
+    with use_plugins(manager), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        linear = from_spec({"type": "Linear", "args": {"out_features": 3}})
+        assert main(["plugins", "--format", "json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert type(linear).__name__ == "Linear" and linear(torch.zeros(2, 5)).shape == (2, 3)
+    assert manager.registry.owner("Linear") == "torchx-layers"
+    assert "dup_layers_plus" not in sys.modules and "dup_acme_fork" not in sys.modules
+    assert "dup_torchx_squat" not in sys.modules
+    shown = {entry["plugin"]: (entry["distribution"], entry["version"]) for entry in listing["plugins"]}
+    assert shown["torchx-layers"] == ("torchx-layers", version("torchx-layers"))
+    assert shown["acme"] == ("acme-tools", "0.1")
+    assert shown["torchx-scale"] == ("torchx-scale", "0.1")
+    reported = {failure["plugin"] for failure in listing["failures"] if failure["stage"] == "entry point"}
+    assert reported == {"layers-plus", "acme-fork", "torchx-squat"}
+    messages = [str(w.message) for w in caught if issubclass(w.category, PluginWarning)]
+    for culprit in reported:
+        assert sum(f"TorchX plugin {culprit!r} failed (entry point)" in m for m in messages) == 1, messages
+    report.count("fault", "duplicate plugin names", 2)
+    report.count("fault", "built-in plugin name hijacks")
+
+
+@pytest.mark.parametrize("claimed", sorted(plugins.BUILTIN_PLUGINS))
+def test_strict_mode_refuses_every_built_in_name_claimed_by_another_distribution(
+    claimed: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: Report
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TORCHX_STRICT_PLUGINS", "1")
+    module = f"claim_{claimed.replace('-', '_')}"
+    install_fake_distribution(tmp_path, "not-torchx", plugins={claimed: module}, modules={module: HIJACK})
+    sys.modules.pop(module, None)
+    with pytest.raises(PluginError, match=f"'not-torchx'.*{claimed!r} is reserved"):
+        PluginManager().load()
+    assert module not in sys.modules
+    report.count("fault", "built-in plugin name hijacks (strict)")
