@@ -395,3 +395,72 @@ def test_opening_and_closing_scopes_does_not_recompile(backend: FakeBackend) -> 
     compiled(torch.zeros(2, 3))
     assert len(graphs) == 1
     torch._dynamo.reset()
+
+
+def test_closing_a_scope_in_one_task_leaves_another_tasks_torch_device_alone(backend: FakeBackend) -> None:
+    """Task A's scope pushes TorchX's mode, task B then enters ``torch.device("meta")``
+    (on top of it: the stack is the thread's), and A closes its scope first: A
+    must take off its own mode, not B's device mode."""
+
+    async def scoped(opened: asyncio.Event, may_close: asyncio.Event, closed: asyncio.Event) -> None:
+        with torchx.device_scope("here", dtype=torch.float64):
+            opened.set()
+            await may_close.wait()
+        closed.set()
+
+    async def with_torch_device(opened: asyncio.Event, entered: asyncio.Event, closed: asyncio.Event) -> str:
+        await opened.wait()
+        with torch.device("meta"):
+            entered.set()
+            await closed.wait()  # the other task's scope is closed meanwhile
+            return str(torch.nn.Linear(2, 3).weight.device)
+
+    async def both() -> str:
+        opened, entered, closed = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        _, device = await asyncio.gather(
+            scoped(opened, entered, closed), with_torch_device(opened, entered, closed)
+        )
+        return device
+
+    depth = mode_depth()
+    assert asyncio.run(both()) == "meta"
+    assert mode_depth() == depth
+    assert torch.zeros(1).device.type == "cpu"
+
+
+def test_a_scope_whose_mode_another_popped_pops_nothing_else(backend: FakeBackend) -> None:
+    """Code that pops the top of torch's mode stack (torch's own ``torch.device``
+    exit does) may take TorchX's mode off: closing the scope then leaves the
+    rest of the stack alone, and the next scope pushes the mode again."""
+    scope = torchx.device_scope("void")
+    depth = mode_depth()
+    with torch.device("meta"):
+        with scope:
+            torch._C._pop_torch_function_stack()  # someone else's pop took TorchX's mode
+            with torchx.device_scope("here", dtype=torch.float64):  # pushes it again
+                made = torch.zeros(1)
+                assert (made.device.type, made.dtype) == ("cpu", torch.float64)
+        assert mode_depth() == depth + 1  # torch.device's own mode is still there
+        assert torch.zeros(1).device.type == "meta"
+    assert mode_depth() == depth
+
+
+def test_a_mode_entered_inside_a_scope_and_left_open_survives_the_scope(backend: FakeBackend) -> None:
+    """A mode pushed above TorchX's (another task's, or a mode closed out of
+    order) stays on the stack when the scope closes; TorchX's mode goes."""
+
+    class Marker(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            return func(*args, **(kwargs or {}))
+
+    depth = mode_depth()
+    marker = Marker()
+    scope = torchx.device_scope("void")
+    scope.__enter__()
+    marker.__enter__()  # type: ignore[no-untyped-call]
+    scope.__exit__(None, None, None)
+    assert mode_depth() == depth + 1
+    assert torch._C._get_function_stack_at(depth) is marker
+    assert torch.zeros(1).device.type == "cpu"
+    marker.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+    assert mode_depth() == depth

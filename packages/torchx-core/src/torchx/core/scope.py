@@ -27,6 +27,12 @@ from contextvars import ContextVar
 from typing import Any
 
 import torch
+from torch._C import (
+    _get_function_stack_at,
+    _len_torch_function_stack,
+    _pop_torch_function_stack,
+    _push_on_torch_function_stack,
+)
 from torch.overrides import TorchFunctionMode
 
 from torchx.core.errors import ArgumentError, DeviceError, DeviceUnavailableError, DeviceWarning, TorchXError
@@ -156,6 +162,38 @@ class _ThreadState(threading.local):
 _thread = _ThreadState()
 
 
+def _depth_of(mode: TorchFunctionMode) -> int | None:
+    """Where ``mode`` is on this thread's torch-function mode stack (0 at the
+    bottom), or None when it is not there."""
+    for index in range(_len_torch_function_stack() - 1, -1, -1):
+        if _get_function_stack_at(index) is mode:
+            return index
+    return None
+
+
+def _remove_mode(mode: TorchFunctionMode) -> None:
+    """Take exactly ``mode`` off this thread's torch-function mode stack.
+
+    The stack is the thread's, shared by every asyncio task running in it, so
+    the top need not be ``mode``: another task may have entered
+    ``torch.device("meta")`` (or any mode) after this thread's scopes pushed
+    it, and popping the top would take that task's mode away (its "meta"
+    layers would then allocate for real). The modes above ``mode`` are popped
+    and pushed back in their order, which touches nothing but the stack (no
+    mode's ``__enter__``/``__exit__`` runs). When ``mode`` is not on the stack,
+    someone else has popped it (torch's own ``torch.device`` exit pops
+    whatever is on top), and nothing is removed: popping instead would remove
+    another mode again.
+    """
+    index = _depth_of(mode)
+    if index is None:
+        return
+    above = [_pop_torch_function_stack() for _ in range(_len_torch_function_stack() - 1 - index)]
+    _pop_torch_function_stack()
+    for other in reversed(above):
+        _push_on_torch_function_stack(other)
+
+
 class DeviceScope:
     """A device (and optional dtype) to create tensors on and run modules on.
 
@@ -197,14 +235,14 @@ class DeviceScope:
             return True
         # Another mode (torch.device(...), set_default_device, an outer scope)
         # may be redirecting constructors: then "cpu" must be said explicitly.
-        return bool(torch._C._len_torch_function_stack())
+        return bool(_len_torch_function_stack())
 
     def __enter__(self) -> DeviceScope:
         pushed = self._changes_constructors()
         if pushed:
             state = _thread
-            if not state.scopes:
-                state.mode.__enter__()  # type: ignore[no-untyped-call]
+            if _depth_of(state.mode) is None:  # first in this thread, or someone else popped it
+                _push_on_torch_function_stack(state.mode)
             state.scopes.append(self)
             state.mode.innermost = self
         ACTIVE.set(ScopeFrame(self, ACTIVE.get(), pushed))
@@ -225,7 +263,7 @@ class DeviceScope:
             del scopes[len(scopes) - 1 - scopes[::-1].index(self)]
             _thread.mode.innermost = scopes[-1] if scopes else None
             if not scopes:
-                _thread.mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+                _remove_mode(_thread.mode)
 
     def construct(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any] | None
