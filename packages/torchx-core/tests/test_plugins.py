@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import inspect
+import os
+import signal
 import sys
+import threading
+import traceback
+import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -303,3 +310,132 @@ def test_an_entry_point_for_a_plugin_already_registered_under_its_name(
     other.register(object(), "acme")
     with pytest.warns(PluginWarning, match="'acme' failed \\(entry point\\).*already registered"):
         other.load()
+
+
+# -- os.fork() while another thread holds a plugin lock ------------------------
+
+
+def in_forked_child(child: Callable[[], None], guard_seconds: int = 30) -> str:
+    """Run ``child`` in a forked child process; return ``""`` when it returned,
+    else what went wrong. A child that hangs is killed by its own alarm after
+    ``guard_seconds``, so a regression fails instead of hanging the suite."""
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() of a threaded process
+        pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        status = 1
+        try:
+            os.close(read)
+            signal.alarm(guard_seconds)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                child()
+            status = 0
+        except BaseException:  # noqa: BLE001 - reported to the parent
+            os.write(write, traceback.format_exc().encode())
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        said = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return f"the child was killed by signal {os.WTERMSIG(status)} (hung past {guard_seconds} s?)\n{said}"
+    return "" if os.WEXITSTATUS(status) == 0 else said or f"the child exited with {os.WEXITSTATUS(status)}"
+
+
+class HeldLocks:
+    """A thread that holds ``locks`` until :meth:`release`."""
+
+    def __init__(self, *locks: Any) -> None:
+        self.locks = locks
+        self.holding, self.done = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._hold, daemon=True)
+        self.thread.start()
+        assert self.holding.wait(10)
+
+    def _hold(self) -> None:
+        for lock in self.locks:
+            lock.acquire()
+        self.holding.set()
+        self.done.wait(30)
+        for lock in reversed(self.locks):
+            lock.release()
+
+    def release(self) -> None:
+        self.done.set()
+        self.thread.join(10)
+
+
+def test_a_fork_while_another_thread_holds_the_plugin_locks_finishes_in_the_child() -> None:
+    from torchx.core import current_plugins, plugins
+
+    manager = PluginManager(load_entry_points=False)
+    manager.load()
+
+    def child() -> None:
+        class Backend:
+            @hookspecs.hookimpl
+            def torchx_resolve_device(self, device_id: object) -> object:
+                return None
+
+        manager.register(Backend(), "late-backend")  # takes the manager's lock
+        assert manager.device_backends() == ["late-backend"]
+        assert manager.registry.names() == []
+        plugins._default = None  # the next call takes the default lock
+        assert current_plugins() is not None
+
+    held = HeldLocks(manager._lock, plugins._default_lock)
+    try:
+        problem = in_forked_child(child)
+    finally:
+        held.release()
+    assert problem == ""
+    assert manager.plugin_names() == []  # the parent's manager: as it was
+
+
+GATED_PLUGIN = """
+import fork_gate
+fork_gate.importing.set()
+fork_gate.release.wait(30)
+"""
+
+
+def test_a_fork_during_a_plugin_import_in_another_thread_resumes_loading_in_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path / "later"))
+    install(tmp_path / "later", "torchx-scale", GOOD_PLUGIN)  # found after the gated plugin
+    monkeypatch.syspath_prepend(str(tmp_path / "first"))
+    (tmp_path / "first").mkdir()
+    (tmp_path / "first" / "fork_gate.py").write_text(
+        "import threading\nimporting, release = threading.Event(), threading.Event()\n", encoding="utf-8"
+    )
+    install(tmp_path / "first", "torchx-gated", GATED_PLUGIN)
+    sys.modules.pop("fork_gate", None)
+    import fork_gate
+
+    manager = PluginManager()
+    loading = threading.Thread(target=manager.load, daemon=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        loading.start()
+        assert fork_gate.importing.wait(10)  # the thread is inside the gated import, holding the lock
+
+        def child() -> None:
+            registry = manager.registry  # loading resumes after the import the fork cut off
+            assert registry.resolve("ScaleLayer")
+            assert "torchx-gated" not in manager.plugin_names()
+            assert "torchx-scale" in manager.plugin_names()
+            cut = [f for f in manager.failures if f.plugin == "torchx-gated"]
+            assert len(cut) == 1 and cut[0].stage == "import" and "fork" in cut[0].error, manager.failures
+
+        try:
+            problem = in_forked_child(child)
+        finally:
+            fork_gate.release.set()
+            loading.join(30)
+    assert problem == ""
+    assert {"torchx-gated", "torchx-scale"} <= set(manager.plugin_names())  # the parent's load finished
+    sys.modules.pop("fork_gate", None)

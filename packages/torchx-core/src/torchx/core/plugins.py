@@ -15,9 +15,11 @@ from __future__ import annotations
 import contextvars
 import os
 import re
+import sys
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -90,6 +92,12 @@ class PluginManager:
         self.failures: list[PluginFailure] = []
         self.distributions: dict[str, tuple[str, str]] = {}
         """``(distribution, version)`` of each plugin loaded from an entry point."""
+        self._registered: list[tuple[object, str]] = []
+        self._loading = False
+        self._importing: str | None = None
+        self._handled: set[str] = set()
+        self._cut_off: set[str] = set()
+        _MANAGERS.add(self)
 
     # -- discovery ----------------------------------------------------------
 
@@ -104,6 +112,7 @@ class PluginManager:
                     self._pm.unregister(plugin)
                 self._report(name, "register", error)
                 return
+            self._registered.append((plugin, name))
             self._registry = None
             self._placements = {}
 
@@ -119,27 +128,48 @@ class PluginManager:
             self._loaded = True
             if not self._load_entry_points:
                 return
-            for entry_point in self._entry_points():
-                if self._already_registered(entry_point):
-                    continue
-                if entry_point.dist is not None:
-                    self.distributions[entry_point.name] = (entry_point.dist.name, entry_point.dist.version)
-                started = time.perf_counter()
-                try:
-                    plugin = entry_point.load()
-                except Exception as error:  # noqa: BLE001 - isolate the plugin
-                    self._report(entry_point.name, "import", error)
-                    continue
-                took = time.perf_counter() - started
-                if took > SLOW_IMPORT_SECONDS:
-                    self._report(
-                        entry_point.name,
-                        "import",
-                        f"took {took:.1f} s to import (more than {SLOW_IMPORT_SECONDS} s); it loaded, "
-                        "but it should import its heavy dependencies lazily",
-                        failed=False,
-                    )
-                self.register(plugin, entry_point.name)
+            self._loading = True
+            try:
+                for entry_point in self._entry_points():
+                    if entry_point.name not in self._handled:
+                        self._load_one(entry_point)
+                        self._handled.add(entry_point.name)
+            finally:
+                self._loading = False
+
+    def _load_one(self, entry_point: EntryPoint) -> None:
+        """Import and register one entry point's plugin, reporting what goes wrong."""
+        if entry_point.name in self._cut_off:
+            self._report(
+                entry_point.name,
+                "import",
+                "os.fork() ran while another thread was importing it, and this process (the child) cannot "
+                "import it again: its import lock belongs to a thread that does not exist here",
+            )
+            return
+        if self._already_registered(entry_point):
+            return
+        if entry_point.dist is not None:
+            self.distributions[entry_point.name] = (entry_point.dist.name, entry_point.dist.version)
+        started = time.perf_counter()
+        self._importing = entry_point.name
+        try:
+            plugin = entry_point.load()
+        except Exception as error:  # noqa: BLE001 - isolate the plugin
+            self._report(entry_point.name, "import", error)
+            return
+        finally:
+            self._importing = None
+        took = time.perf_counter() - started
+        if took > SLOW_IMPORT_SECONDS:
+            self._report(
+                entry_point.name,
+                "import",
+                f"took {took:.1f} s to import (more than {SLOW_IMPORT_SECONDS} s); it loaded, "
+                "but it should import its heavy dependencies lazily",
+                failed=False,
+            )
+        self.register(plugin, entry_point.name)
 
     def _entry_points(self) -> list[EntryPoint]:
         """The ``torchx.plugins`` entry points to load: one per name, in the
@@ -189,11 +219,9 @@ class PluginManager:
         for entry_point, reason in left_out:
             own = entry_point.dist.name if entry_point.dist is not None else None
             fix = f"; name the entry point after its own distribution, {own!r}" if own else ""
-            self._report(
-                _culprit(entry_point),
-                "entry point",
-                f"its entry point {entry_point.name!r} = {entry_point.value} was not loaded: {reason}{fix}",
-            )
+            text = f"its entry point {entry_point.name!r} = {entry_point.value} was not loaded: {reason}{fix}"
+            if PluginFailure(_culprit(entry_point), "entry point", text) not in self.failures:  # once
+                self._report(_culprit(entry_point), "entry point", text)
         return list(chosen.values())
 
     def _already_registered(self, entry_point: EntryPoint) -> bool:
@@ -204,7 +232,7 @@ class PluginManager:
         registered = self._pm.get_plugin(entry_point.name)
         if registered is None:
             return False
-        if entry_point.attr is None and getattr(registered, "__name__", None) == entry_point.module:
+        if registered is _imported_target(entry_point):
             return True
         self._report(
             _culprit(entry_point),
@@ -344,6 +372,46 @@ class PluginManager:
         self.load()
         return [impl.plugin_name for impl in reversed(self._pm.hook.torchx_resolve_device.get_hookimpls())]
 
+    # -- os.fork() ---------------------------------------------------------
+
+    def _after_fork_in_child(self) -> None:
+        """Make this manager usable in a child of ``os.fork()``.
+
+        Only the forking thread survives a fork. When it held the manager's
+        lock itself, or no thread did, nothing needs doing. When another
+        thread held it, the child would wait for that lock forever, and what
+        the lock guards may be half-written: a pluggy registration stopped
+        halfway, ``_loaded`` set by a load that had not finished, a plugin
+        import stopped in the middle. Waiting in the parent for the lock to be
+        free before forking (as the build lock does) would make a fork wait
+        for a slow plugin import, and deadlock when the holder waits for a lock
+        the forking thread holds (a build calls into plugins; a plugin's
+        import may build). Plugin state is a cache of what is installed, so
+        the child rebuilds it instead: a fresh lock, a fresh pluggy manager
+        holding every registration that had completed, a load that had not
+        finished resumes on next use after the last entry point it finished,
+        and the entry point whose import was cut off is reported, not imported
+        again (Python's lock on that module belongs to the vanished thread,
+        so importing it in the child would hang). A direct :meth:`register`
+        cut off halfway is lost with the thread that made it.
+        """
+        if self._lock.acquire(blocking=False):  # free, or held by the forking thread
+            self._lock.release()
+            return
+        self._lock = threading.RLock()
+        if self._importing is not None:
+            self._cut_off.add(self._importing)
+            self._importing = None
+        if self._loading:
+            self._loaded = self._loading = False
+        manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        manager.add_hookspecs(hookspecs)
+        for plugin, name in self._registered:
+            manager.register(plugin, name=name)
+        self._pm = manager
+        self._registry = None
+        self._placements = {}
+
     # -- failure reporting --------------------------------------------------
 
     def _report(self, plugin: str, stage: str, error: BaseException | str, *, failed: bool = True) -> None:
@@ -355,6 +423,14 @@ class PluginManager:
         if os.environ.get(STRICT_ENV_VAR, "") not in ("", "0"):
             raise PluginError(message) from (error if isinstance(error, BaseException) else None)
         warnings.warn(message, PluginWarning, stacklevel=3)
+
+
+def _imported_target(entry_point: EntryPoint) -> object:
+    """What ``entry_point`` would load, if its module is imported already (else None)."""
+    target: object = sys.modules.get(entry_point.module)
+    for attribute in entry_point.attr.split(".") if entry_point.attr else ():
+        target = getattr(target, attribute, None)
+    return target
 
 
 def _normalized(name: str) -> str:
@@ -402,6 +478,23 @@ _current: contextvars.ContextVar[PluginManager | None] = contextvars.ContextVar(
 )
 _default: PluginManager | None = None
 _default_lock = threading.Lock()
+_MANAGERS: weakref.WeakSet[PluginManager] = weakref.WeakSet()
+"""Every plugin manager alive, for the fork handler."""
+
+
+def _after_fork_in_child() -> None:
+    """In a child of ``os.fork()``: a default lock that no vanished thread holds
+    (what it guards, the assignment of ``_default``, is atomic, so a fresh lock
+    is all it needs), and every manager made usable (see
+    :meth:`PluginManager._after_fork_in_child`)."""
+    global _default_lock
+    _default_lock = threading.Lock()
+    for manager in list(_MANAGERS):
+        manager._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def current_plugins() -> PluginManager:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from typing import Any
@@ -32,8 +33,23 @@ _CACHES = (*_PLACEMENT, _WRAPPER)
 _REPLICA = object()
 """``_PLACED`` of a DataParallel replica: it lives where torch put it, never moved."""
 _PLACE_LOCK = threading.Lock()
+"""Held while a scope moves a module to its target (one move at a time)."""
 _WRAPPED: weakref.WeakSet[nn.Module] = weakref.WeakSet()
 """Modules holding a parallel wrapper made for a scope (see release_parallel_wrappers)."""
+
+
+def _fresh_place_lock() -> None:
+    global _PLACE_LOCK
+    _PLACE_LOCK = threading.Lock()
+
+
+# In a child of os.fork(), a lock that no vanished thread holds. What it guards
+# needs no repair: a move cut off halfway leaves some tensors moved and the
+# module's placement unrecorded (``_PLACED`` is written after the move), so the
+# child's next call in a scope moves the rest. (Had the forking thread held it,
+# its ``with`` block releases the old lock object: harmless.)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_fresh_place_lock)
 
 
 class Module(ModuleHelpers):
