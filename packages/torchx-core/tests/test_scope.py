@@ -428,21 +428,40 @@ def test_closing_a_scope_in_one_task_leaves_another_tasks_torch_device_alone(bac
     assert torch.zeros(1).device.type == "cpu"
 
 
-def test_a_scope_whose_mode_another_popped_pops_nothing_else(backend: FakeBackend) -> None:
-    """Code that pops the top of torch's mode stack (torch's own ``torch.device``
-    exit does) may take TorchX's mode off: closing the scope then leaves the
-    rest of the stack alone, and the next scope pushes the mode again."""
-    scope = torchx.device_scope("void")
+def test_a_torch_device_exit_that_pops_the_scopes_mode_is_repaired_by_the_next_scope_change(
+    backend: FakeBackend,
+) -> None:
+    """``torch.device``'s exit pops whatever is on top: left (in another task)
+    after a scope opened above it, it takes TorchX's mode off and leaves its
+    own. The next scope opening in the thread takes that one off and pushes
+    TorchX's again; the last closing leaves the stack as it began."""
     depth = mode_depth()
-    with torch.device("meta"):
-        with scope:
-            torch._C._pop_torch_function_stack()  # someone else's pop took TorchX's mode
-            with torchx.device_scope("here", dtype=torch.float64):  # pushes it again
-                made = torch.zeros(1)
-                assert (made.device.type, made.dtype) == ("cpu", torch.float64)
-        assert mode_depth() == depth + 1  # torch.device's own mode is still there
-        assert torch.zeros(1).device.type == "meta"
+    outer = torchx.device_scope("void")
+    other_tasks_device = torch.device("meta")
+    other_tasks_device.__enter__()
+    outer.__enter__()
+    other_tasks_device.__exit__(None, None, None)  # torch pops TorchX's mode, its own stays
+    assert mode_depth() == depth + 1
+    with torchx.device_scope("here", dtype=torch.float64):
+        assert mode_depth() == depth + 1  # torch.device's leftover off, TorchX's mode on
+        made = torch.zeros(1)
+        assert (made.device.type, made.dtype) == ("cpu", torch.float64)
+    assert torch.zeros(1).device.type == "meta"  # the outer scope again
+    outer.__exit__(None, None, None)
     assert mode_depth() == depth
+    assert torch.zeros(1).device.type == "cpu"
+
+
+def test_the_last_closing_takes_off_what_torch_device_left_behind(backend: FakeBackend) -> None:
+    depth = mode_depth()
+    scope = torchx.device_scope("void")
+    other_tasks_device = torch.device("meta")
+    other_tasks_device.__enter__()
+    scope.__enter__()
+    other_tasks_device.__exit__(None, None, None)  # torch pops TorchX's mode, its own stays
+    scope.__exit__(None, None, None)
+    assert mode_depth() == depth
+    assert torch.zeros(1).device.type == "cpu"
 
 
 def test_a_mode_entered_inside_a_scope_and_left_open_survives_the_scope(backend: FakeBackend) -> None:

@@ -150,19 +150,7 @@ class _ConstructorMode(TorchFunctionMode):
         return func(*args)
 
 
-class _ThreadState(threading.local):
-    """This thread's constructor mode, and the open scopes that pushed it, in
-    opening order (the mode is on torch's stack while there are any)."""
-
-    def __init__(self) -> None:
-        self.mode = _ConstructorMode()
-        self.scopes: list[DeviceScope] = []
-
-
-_thread = _ThreadState()
-
-
-def _depth_of(mode: TorchFunctionMode) -> int | None:
+def _depth_of(mode: object) -> int | None:
     """Where ``mode`` is on this thread's torch-function mode stack (0 at the
     bottom), or None when it is not there."""
     for index in range(_len_torch_function_stack() - 1, -1, -1):
@@ -171,27 +159,73 @@ def _depth_of(mode: TorchFunctionMode) -> int | None:
     return None
 
 
-def _remove_mode(mode: TorchFunctionMode) -> None:
-    """Take exactly ``mode`` off this thread's torch-function mode stack.
-
-    The stack is the thread's, shared by every asyncio task running in it, so
-    the top need not be ``mode``: another task may have entered
-    ``torch.device("meta")`` (or any mode) after this thread's scopes pushed
-    it, and popping the top would take that task's mode away (its "meta"
-    layers would then allocate for real). The modes above ``mode`` are popped
-    and pushed back in their order, which touches nothing but the stack (no
-    mode's ``__enter__``/``__exit__`` runs). When ``mode`` is not on the stack,
-    someone else has popped it (torch's own ``torch.device`` exit pops
-    whatever is on top), and nothing is removed: popping instead would remove
-    another mode again.
-    """
-    index = _depth_of(mode)
-    if index is None:
-        return
+def _remove_at(index: int) -> None:
+    """Take the mode at ``index`` off this thread's mode stack; the modes above
+    it are popped and pushed back in their order, which touches nothing but
+    the stack (no mode's ``__enter__`` or ``__exit__`` runs)."""
     above = [_pop_torch_function_stack() for _ in range(_len_torch_function_stack() - 1 - index)]
     _pop_torch_function_stack()
     for other in reversed(above):
         _push_on_torch_function_stack(other)
+
+
+class _ThreadState(threading.local):
+    """This thread's constructor mode, the open scopes that pushed it, in
+    opening order (the mode is on torch's stack while there are any), and the
+    modes that were beneath it when it was pushed.
+
+    The mode stack is the thread's, shared by every asyncio task running in
+    it, so the mode need not be on top when its last scope closes: another
+    task may have entered ``torch.device("meta")`` meanwhile, and popping the
+    top would take that task's mode away (its "meta" layers would then
+    allocate for real). So the mode is pushed and removed exactly, wherever it
+    is on the stack.
+
+    One case is torch's doing: ``torch.device``'s exit pops whatever is on top
+    (as does ``TorchFunctionMode.__exit__``), so a task leaving
+    ``torch.device`` entered before another task's scope opened takes
+    TorchX's mode off and leaves its own mode there, which nobody would ever
+    pop again. TorchX repairs that at its next scope opening or last closing
+    in the thread: it takes off the topmost mode that was beneath its own when
+    it pushed it (the mode whose exit took TorchX's, whenever each task leaves
+    its modes innermost first), then pushes its own again if a scope is open.
+    That keeps the stack's count right, and the stack ends as it began.
+    """
+
+    def __init__(self) -> None:
+        self.mode = _ConstructorMode()
+        self.scopes: list[DeviceScope] = []
+        self.beneath: list[object] = []
+
+    def push(self) -> None:
+        """Put the mode on the stack, unless it is there already."""
+        if _depth_of(self.mode) is not None:
+            return
+        if self.scopes:  # it was pushed, and someone else's exit popped it
+            self._remove_orphan()
+        self.beneath = [_get_function_stack_at(index) for index in range(_len_torch_function_stack())]
+        _push_on_torch_function_stack(self.mode)
+
+    def pop(self) -> None:
+        """Take the mode off the stack (the last scope that pushed it has closed)."""
+        index = _depth_of(self.mode)
+        if index is None:  # someone else's exit popped it
+            self._remove_orphan()
+        else:
+            _remove_at(index)
+        self.beneath = []
+
+    def _remove_orphan(self) -> None:
+        """Take off the mode left behind by the exit that popped ours instead:
+        the topmost one still on the stack that was beneath ours."""
+        for index in range(_len_torch_function_stack() - 1, -1, -1):
+            mode = _get_function_stack_at(index)
+            if any(mode is beneath for beneath in self.beneath):
+                _remove_at(index)
+                return
+
+
+_thread = _ThreadState()
 
 
 class DeviceScope:
@@ -241,8 +275,7 @@ class DeviceScope:
         pushed = self._changes_constructors()
         if pushed:
             state = _thread
-            if _depth_of(state.mode) is None:  # first in this thread, or someone else popped it
-                _push_on_torch_function_stack(state.mode)
+            state.push()
             state.scopes.append(self)
             state.mode.innermost = self
         ACTIVE.set(ScopeFrame(self, ACTIVE.get(), pushed))
@@ -263,7 +296,7 @@ class DeviceScope:
             del scopes[len(scopes) - 1 - scopes[::-1].index(self)]
             _thread.mode.innermost = scopes[-1] if scopes else None
             if not scopes:
-                _remove_mode(_thread.mode)
+                _thread.pop()
 
     def construct(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any] | None
