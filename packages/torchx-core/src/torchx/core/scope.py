@@ -199,15 +199,24 @@ class _ThreadState(threading.local):
 
     def push(self) -> None:
         """Put the mode on the stack, unless it is there already."""
-        if _depth_of(self.mode) is not None:
-            return
-        if self.scopes:  # it was pushed, and someone else's exit popped it
-            self._remove_orphan()
-        self.beneath = [_get_function_stack_at(index) for index in range(_len_torch_function_stack())]
+        depth = _len_torch_function_stack()
+        if depth == 0:  # the common case, made cheap
+            self.beneath = []
+        else:
+            if _depth_of(self.mode) is not None:
+                return
+            if self.scopes:  # it was pushed, and someone else's exit popped it
+                self._remove_orphan()
+            self.beneath = [_get_function_stack_at(index) for index in range(_len_torch_function_stack())]
         _push_on_torch_function_stack(self.mode)
 
     def pop(self) -> None:
         """Take the mode off the stack (the last scope that pushed it has closed)."""
+        depth = _len_torch_function_stack()
+        if depth and _get_function_stack_at(depth - 1) is self.mode:  # the common case, made cheap
+            _pop_torch_function_stack()
+            self.beneath = []
+            return
         index = _depth_of(self.mode)
         if index is None:  # someone else's exit popped it
             self._remove_orphan()
