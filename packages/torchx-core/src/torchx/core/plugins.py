@@ -5,9 +5,14 @@ lazily, on first use, one entry point at a time: a plugin that fails to import,
 fails validation, raises inside a hook or returns what its hook does not
 allow is reported with a :class:`~torchx.core.errors.PluginWarning` naming
 it, and every other plugin keeps working (so is one that takes longer than
-:data:`SLOW_IMPORT_SECONDS` to import, which still loads). With
+:data:`SLOW_IMPORT_SECONDS` to import, which still loads). Two entry points
+with one name load one plugin; the other is reported and never imported (see
+:meth:`PluginManager._entry_points` for which one wins). With
 ``TORCHX_STRICT_PLUGINS=1`` such a report raises
 :class:`~torchx.core.errors.PluginError` instead.
+
+A child of ``os.fork()`` can use the managers even when another thread held
+their lock at the fork (see :meth:`PluginManager._after_fork_in_child`).
 """
 
 from __future__ import annotations
@@ -125,10 +130,11 @@ class PluginManager:
         with self._lock:
             if self._loaded:
                 return
-            self._loaded = True
             if not self._load_entry_points:
+                self._loaded = True
                 return
-            self._loading = True
+            self._loading = True  # before _loaded: a fork in between must see the load unfinished
+            self._loaded = True
             try:
                 for entry_point in self._entry_points():
                     if entry_point.name not in self._handled:

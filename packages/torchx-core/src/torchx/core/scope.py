@@ -119,6 +119,11 @@ OPEN_SCOPES: list[DeviceScope] = []
 ``torchx.nn.Module.__call__`` tests it first: when it is empty (the common
 case) the scope lookup is skipped entirely, and torch.compile can trace a
 list where it cannot trace a ``ContextVar``.
+
+Scopes take no lock, so ``os.fork()`` needs nothing here. In a child of a
+fork, this list may still hold scopes of threads the child does not have:
+they only cost ``Module.__call__`` its fast path (the ContextVar still
+decides), and they cannot be told from the forking thread's own open scopes.
 """
 
 
