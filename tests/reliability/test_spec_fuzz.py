@@ -165,8 +165,8 @@ def test_a_spec_asking_for_a_trillion_parameters_fails_before_allocating(
     model = from_spec(TRILLION)
     with pytest.raises(AllocationError) as caught:
         torchx.build(model, (None, 10**6))
-    assert str(caught.value).startswith("Sequential[1] Linear: building Linear(out_features=1000000")
-    assert "would allocate 3.6 TiB of parameters and buffers on cpu" in str(caught.value)
+    assert str(caught.value).startswith("Sequential: building it would allocate 3.6 TiB of parameters")
+    assert "the largest layer is the Linear at '1', with 3.6 TiB" in str(caught.value)
     assert not model.is_built
     torchx.build(model, (None, 10**6), device="meta")  # abstractly, when asked to
     assert model[1].weight.shape == (10**6, 10**6) and model[1].weight.is_meta

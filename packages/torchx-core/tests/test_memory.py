@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import resource
-import time
+from pathlib import Path
 
 import pytest
 import torch
 from toy_layers import Attention, Chain, Dense, Norm
 
 import torchx
-from torchx.core import AllocationError, memory
+from torchx.core import AllocationError, Layer, memory
+from torchx.core.layer import all_or_nothing
 
 
 def _peak_rss_mib() -> float:
@@ -19,14 +20,13 @@ def _peak_rss_mib() -> float:
 
 def test_a_layer_of_a_trillion_parameters_is_refused_before_allocating() -> None:
     model = Chain(Dense(10**6), Dense(10**6))
-    before, started = _peak_rss_mib(), time.perf_counter()
+    before = _peak_rss_mib()
     with pytest.raises(AllocationError) as caught:
         torchx.build(model, (None, 8))
-    assert time.perf_counter() - started < 5
     assert _peak_rss_mib() - before < 100
     message = str(caught.value)
-    assert message.startswith("Dense: building Linear(out_features=1000000, bias=True, in_features=1000000)")
-    assert "3.6 TiB of parameters and buffers on cpu" in message
+    assert message.startswith("Chain: building it would allocate 3.6 TiB of parameters and buffers on cpu")
+    assert "(measured on a meta copy, before allocating); the largest layer is the Dense at '1'" in message
     assert "device='meta'" in caught.value.fix  # type: ignore[operator]
     assert not any(layer.is_built for layer in model.children())  # nothing stays half-built
 
@@ -87,3 +87,73 @@ def test_available_memory_of_each_device_kind() -> None:
 )
 def test_byte_counts_read_in_binary_units(count: int, text: str) -> None:
     assert memory.format_bytes(count) == text
+
+
+def test_a_build_of_many_small_layers_is_refused_by_its_sum_before_allocating(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(memory, "available_memory", lambda device: 16 << 20)  # a 16 MiB device
+    monkeypatch.setattr(memory, "UNCHECKED_BYTES", 1 << 20)
+    real_builds: list[str] = []
+    become = Layer._become
+
+    def counted(self: Layer, native: type, arguments: dict[str, object], inferred: object) -> None:
+        if arguments.get("device") != torch.device("meta"):
+            real_builds.append(self.layer_label())
+        become(self, native, arguments, inferred)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Layer, "_become", counted)
+    model = Chain(*(Dense(256) for _ in range(80)))  # 80 layers of 257 KiB: 20 MiB, each far below 16
+    with pytest.raises(
+        AllocationError, match=r"Chain: building it would allocate 20\.1 MiB .* which has 16\.0 MiB"
+    ):
+        torchx.build(model, (2, 256))
+    assert real_builds == []  # refused before the first real allocation
+    assert not any(torchx.is_built(layer) for layer in model.children())
+    fits = Chain(*(Dense(256) for _ in range(50)))  # 12.6 MiB
+    torchx.build(fits, (2, 256))
+    assert all(torchx.is_built(layer) for layer in fits.children())
+
+
+def test_a_transaction_that_cannot_rehearse_adds_up_each_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory, "available_memory", lambda device: 16 << 20)
+    monkeypatch.setattr(memory, "UNCHECKED_BYTES", 1 << 20)
+    model = Chain(*(Dense(256) for _ in range(80)))
+    refused = pytest.raises(
+        AllocationError, match=r"on top of the 1[45]\.\d MiB this build allocated before it"
+    )
+    with refused, all_or_nothing(model):  # a transaction that does not know the inputs: no rehearsal
+        model(torch.zeros(2, 256))
+    assert not any(torchx.is_built(layer) for layer in model.children())  # and all of it is freed
+
+
+def test_the_sum_is_of_what_layers_hold_not_of_their_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The bound of a Dense(512) is hundreds of times its 1 MiB: bounds alone would refuse this model.
+    monkeypatch.setattr(memory, "available_memory", lambda device: 64 << 20)
+    model = Chain(*(Dense(512) for _ in range(40)))  # 40 MiB in all
+    torchx.build(model, (2, 512))
+    assert all(torchx.is_built(layer) for layer in model.children())
+
+
+def _cgroup(root: Path, folder: str, files: dict[str, str]) -> None:
+    (root / folder).mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (root / folder / name).write_text(text + "\n", encoding="ascii")
+
+
+def test_the_memory_cgroup_limit_is_read_in_v2_and_in_v1(tmp_path: Path) -> None:
+    membership = tmp_path / "cgroup"
+    membership.write_text("0::/jobs/a\n", encoding="ascii")
+    _cgroup(tmp_path / "v2", "jobs/a", {"memory.max": str(3 << 30), "memory.current": str(1 << 30)})
+    assert memory._cgroup_headroom(tmp_path / "v2", membership) == 2 << 30
+    membership.write_text("4:memory:/jobs/b\n0::/\n", encoding="ascii")
+    v1 = {"memory.limit_in_bytes": str(5 << 30), "memory.usage_in_bytes": str(4 << 30)}
+    _cgroup(tmp_path / "v1", "memory/jobs/b", v1)
+    assert memory._cgroup_headroom(tmp_path / "v1", membership) == 1 << 30
+    # A container sees its own cgroup as the root of the mount.
+    _cgroup(tmp_path / "v1-container", "memory", v1)
+    assert memory._cgroup_headroom(tmp_path / "v1-container", membership) == 1 << 30
+    # No limit: "max" in v2, a huge number in v1.
+    _cgroup(tmp_path / "none", "memory", {**v1, "memory.limit_in_bytes": "9223372036854771712"})
+    assert memory._cgroup_headroom(tmp_path / "none", membership) is None
+    assert memory._cgroup_headroom(tmp_path / "missing", membership) is None

@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from torchx.core.errors import ShapeError, dynamic_dims_shown_as_none, format_shape, torch_message
-from torchx.core.layer import all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
+from torchx.core.layer import all_or_nothing, explain_failure, is_shape_problem, layer_name, unbuilt_layers
+from torchx.core.memory import BuildNeed, Rehearsal, weight_bytes
 from torchx.core.scope import current_scope
 from torchx.core.shapes import (
     DYNAMIC_PROBES,
@@ -24,7 +25,7 @@ from torchx.core.shapes import (
     to_meta,
 )
 
-__all__ = ["build", "infer_shapes"]
+__all__ = ["build", "build_need", "infer_shapes"]
 
 _M = TypeVar("_M", bound=nn.Module)
 
@@ -86,7 +87,8 @@ def build(
     if dtype is None and scope is not None and not floating_input:
         dtype = scope.dtype
     metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
-    with all_or_nothing(model):
+    rehearsal = Rehearsal(type(model).__name__, lambda: build_need(model, *inputs, dtype=dtype))
+    with all_or_nothing(model, rehearsal):
         if not unbuilt_layers(model):
             return model  # another thread built it meanwhile
         with (
@@ -99,6 +101,22 @@ def build(
         if any(is_dynamic(value) for value in inputs):
             _second_probe(model, inputs, dtype, owned=True)
     return model
+
+
+def build_need(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None = None) -> BuildNeed:
+    """What building ``model`` for ``inputs`` would allocate (its built parts
+    excluded), measured on a meta copy without its call hooks."""
+    with meta_copy(model, hooks=False) as copied:
+        before = {id(module): weight_bytes(module) for module in copied.modules()}
+        build(copied, *inputs, device="meta", dtype=dtype)
+        grown = [
+            (weight_bytes(module) - before.get(id(module), 0), path, module)
+            for path, module in copied.named_modules()
+            if not any(True for _ in module.children())
+        ]
+    total = sum(bytes_ for bytes_, _, _ in grown)
+    largest, path, module = max(grown, key=lambda entry: entry[0], default=(0, "", copied))
+    return BuildNeed(total, path, layer_name(module), largest)
 
 
 def _second_probe(

@@ -57,7 +57,7 @@ from torchx.core.errors import (
     short_repr,
     torch_message,
 )
-from torchx.core.memory import check_allocation
+from torchx.core.memory import Rehearsal, allocation_budget, check_allocation
 from torchx.core.pending import (
     Layout,
     PlacementRequest,
@@ -997,13 +997,15 @@ def unbuilt_layers(module: nn.Module) -> list[Layer]:
 
 
 @contextmanager
-def all_or_nothing(module: nn.Module) -> Iterator[None]:
+def all_or_nothing(module: nn.Module, rehearsal: Rehearsal | None = None) -> Iterator[None]:
     """A build transaction: layers of ``module`` may build inside the block,
     and if it raises, every layer built inside it returns to its unbuilt
     state, so nothing stays half-built. The block holds the build lock: one
     thread builds ``module`` while others wait, and a thread that fails never
-    unbuilds what another one built."""
-    with _BUILD_LOCK:
+    unbuilds what another one built. What its layers allocate is checked
+    against the memory as one sum (see :func:`~torchx.core.memory.allocation_budget`);
+    ``rehearsal`` measures the whole build first, for models too large to build blindly."""
+    with _BUILD_LOCK, allocation_budget(rehearsal):
         pending = unbuilt_layers(module)
         try:
             yield

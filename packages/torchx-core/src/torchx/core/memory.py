@@ -12,20 +12,32 @@ native constructor on meta. A need larger than the available memory raises
 The bound is cheap (a product of a few ints), so ordinary layers pay nearly
 nothing; the meta measurement runs only for layers big enough that their real
 initialisation costs far more.
+
+Inside a build transaction (:func:`allocation_budget`: a container's first
+call, ``torchx.build``, a load), the check is of the whole build. Once its
+layers' bounds add up to ``UNCHECKED_BYTES``, a transaction that knows its
+inputs rehearses the rest of the build on a meta copy and compares the sum
+with the free memory, before allocating any more; one that does not adds each
+layer's need to what the layers before it allocated. Either way ten thousand
+layers of a few MiB each are refused as surely as one layer of their total.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import math
 import os
 import typing
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from torchx.core.errors import AllocationError, format_call
 from torchx.core.scope import current_scope
@@ -34,6 +46,9 @@ if TYPE_CHECKING:
     from torchx.core.layer import Layer
 
 __all__ = [
+    "BuildNeed",
+    "Rehearsal",
+    "allocation_budget",
     "allocation_bound",
     "available_memory",
     "check_allocation",
@@ -137,8 +152,10 @@ def measured_need(native: type[nn.Module], arguments: Mapping[str, Any], takes_d
 
 
 def weight_bytes(module: nn.Module) -> int:
-    """The bytes of ``module``'s parameters and buffers (on any device, meta included)."""
-    return sum(tensor.numel() * tensor.element_size() for tensor in (*module.parameters(), *module.buffers()))
+    """The bytes of ``module``'s parameters and buffers (on any device, meta
+    included; an unbuilt layer's pending tensors count nothing)."""
+    tensors = (*module.parameters(), *module.buffers())
+    return sum(tensor.numel() * tensor.element_size() for tensor in tensors if not is_lazy(tensor))
 
 
 def available_memory(device: torch.device) -> int | None:
@@ -153,7 +170,7 @@ def available_memory(device: torch.device) -> int | None:
 
 
 def _available_host_memory() -> int | None:
-    """MemAvailable of /proc/meminfo, capped by a cgroup (v2) memory limit."""
+    """MemAvailable of /proc/meminfo, capped by a cgroup (v2 or v1) memory limit."""
     available: int | None = None
     try:
         with open("/proc/meminfo", encoding="ascii") as meminfo:
@@ -172,17 +189,135 @@ def _available_host_memory() -> int | None:
     return available
 
 
-def _cgroup_headroom() -> int | None:
+_NO_LIMIT = 1 << 60
+"""cgroup v1 writes "no limit" as a huge page-aligned number."""
+
+
+def _cgroup_headroom(
+    root: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")
+) -> int | None:
+    """What this process's memory cgroup (v2, or v1) still allows, or None
+    where no limit is set or none can be read."""
+    v2, v1 = "/", "/"
     try:
-        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as file:
-            limit = file.read().strip()
-        if limit == "max":
-            return None
-        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as file:
-            current = int(file.read().strip())
+        for line in membership.read_text(encoding="ascii").splitlines():
+            hierarchy, controllers, path = line.split(":", 2)
+            if hierarchy == "0" and controllers == "":
+                v2 = path
+            elif "memory" in controllers.split(","):
+                v1 = path
     except (OSError, ValueError):
-        return None
-    return max(int(limit) - current, 0)
+        pass
+    places = [
+        (root / v2.lstrip("/"), "memory.max", "memory.current"),
+        (root, "memory.max", "memory.current"),  # a container sees its own cgroup as the root
+        (root / "memory" / v1.lstrip("/"), "memory.limit_in_bytes", "memory.usage_in_bytes"),
+        (root / "memory", "memory.limit_in_bytes", "memory.usage_in_bytes"),
+    ]
+    for folder, limit_name, usage_name in places:
+        try:
+            limit = (folder / limit_name).read_text(encoding="ascii").strip()
+            if limit == "max" or int(limit) >= _NO_LIMIT:
+                return None
+            usage = int((folder / usage_name).read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            continue
+        return max(int(limit) - usage, 0)
+    return None
+
+
+@dataclass
+class _Budget:
+    """What one build transaction allocates on one device."""
+
+    available: int | None = None
+    """The device's available memory when the transaction first needed it
+    (read once: a later reading would count the transaction's own layers twice)."""
+    read: bool = False
+    measured: int = 0
+    """Bytes of the layers measured: exactly, on meta before their build or by their tensors after it."""
+    bounded: int = 0
+    """Bytes promised by the bounds of the layers not measured (an overestimate)."""
+    unmeasured: list[nn.Module] = field(default_factory=list)
+    rehearsed: bool = False
+    cleared: bool = False
+    """Whether a rehearsal found that the whole build fits: no more checks."""
+
+    def promised(self) -> int:
+        return self.measured + self.bounded
+
+    def tighten(self) -> None:
+        """Replace the bounds of the layers built so far by what they hold (each is measured once)."""
+        self.measured += sum(weight_bytes(layer) for layer in self.unmeasured)
+        self.bounded, self.unmeasured = 0, []
+
+
+@dataclass(frozen=True)
+class BuildNeed:
+    """What a build allocates: in all, and in its largest layer."""
+
+    total: int
+    largest_path: str
+    """The largest layer's path in the model (``""``: the model itself)."""
+    largest_type: str
+    largest: int
+
+
+@dataclass(frozen=True)
+class Rehearsal:
+    """How a build transaction finds, before allocating, what the rest of it will allocate."""
+
+    model: str
+    """The model's label, for the error."""
+    need: Callable[[], BuildNeed]
+    """What the rest of the build allocates (measured by building a meta copy)."""
+
+
+class _TooLarge(Exception):
+    """Raised where a rehearsal finds the build too large; the transaction turns
+    it into an AllocationError of the whole model (no container on the way
+    adds its path: the error is not about the layer that was building)."""
+
+    def __init__(self, need: BuildNeed, device: torch.device, available: int) -> None:
+        super().__init__("the build does not fit in memory")
+        self.need, self.device, self.available = need, device, available
+
+
+@dataclass
+class _Transaction:
+    rehearsal: Rehearsal | None
+    budgets: dict[torch.device, _Budget] = field(default_factory=dict)
+
+
+_transaction: contextvars.ContextVar[_Transaction | None] = contextvars.ContextVar(
+    "torchx_allocation_transaction", default=None
+)
+
+
+@contextmanager
+def allocation_budget(rehearsal: Rehearsal | None = None) -> Iterator[None]:
+    """Inside the block (a build transaction), every layer's build is checked
+    together with the builds before it in the block; nested blocks join the
+    outermost. ``rehearsal``: how to measure the whole build first."""
+    if _transaction.get() is not None:
+        yield
+        return
+    token = _transaction.set(_Transaction(rehearsal))
+    try:
+        yield
+    except _TooLarge as found:
+        assert rehearsal is not None
+        need = found.need
+        largest = f"{need.largest_type} at {need.largest_path!r}" if need.largest_path else need.largest_type
+        raise AllocationError(
+            rehearsal.model,
+            f"building it would allocate {format_bytes(need.total)} of parameters and buffers on "
+            f"{found.device}, which has {format_bytes(found.available)} available (measured on a meta "
+            f"copy, before allocating); the largest layer is the {largest}, with {format_bytes(need.largest)}",
+            fix="make the model smaller, or build it abstractly: torchx.build(model, input_shape, device='meta')",
+        ) from None
+    finally:
+        _transaction.reset(token)
 
 
 def check_allocation(
@@ -193,16 +328,74 @@ def check_allocation(
     takes_device: bool,
 ) -> None:
     """Raise AllocationError if building ``native(**arguments)`` on ``device``
-    (None: wherever its constructor allocates by default) needs more memory
-    than the device has. Cheap for ordinary layers: a few multiplications."""
+    (None: wherever its constructor allocates by default), on top of what the
+    build transaction allocated before it, needs more memory than the device
+    has. Cheap for ordinary layers: a few multiplications and additions."""
     dtype = arguments.get("dtype") or torch.get_default_dtype()
     bound = allocation_bound(native, arguments, max(dtype.itemsize, 4))  # half models keep float buffers
-    if bound < UNCHECKED_BYTES:
+    transaction = _transaction.get()
+    if transaction is None:  # a layer built on its own
+        if bound >= UNCHECKED_BYTES:
+            _check(layer, native, arguments, _construction_device(device), takes_device, bound, _Budget())
         return
-    device = _construction_device(device)
-    available = available_memory(device)
-    if available is None or bound <= available:
+    where = _construction_device(device)
+    if where.type == "meta":
+        return  # allocates nothing (a rehearsal's own build, among others)
+    budget = transaction.budgets.get(where)
+    if budget is None:
+        budget = transaction.budgets[where] = _Budget()
+    if budget.cleared:
         return
+    if budget.promised() + bound < UNCHECKED_BYTES:
+        budget.bounded += bound
+        budget.unmeasured.append(layer)
+    elif transaction.rehearsal is not None and not budget.rehearsed:
+        _rehearse(layer, transaction.rehearsal, where, budget)
+        if not budget.cleared:
+            _check(layer, native, arguments, where, takes_device, bound, budget)
+    else:
+        _check(layer, native, arguments, where, takes_device, bound, budget)
+
+
+def _rehearse(layer: Layer, rehearsal: Rehearsal, device: torch.device, budget: _Budget) -> None:
+    """Measure the rest of the build on a meta copy: refuse it now if it does
+    not fit, else clear it of further checks. A rehearsal that cannot run
+    leaves the layer-by-layer checks in charge."""
+    budget.rehearsed = True
+    token = _transaction.set(None)  # the rehearsal is a build of its own
+    try:
+        need = rehearsal.need()
+    except Exception:  # noqa: BLE001 - the real build reports its own errors
+        return
+    finally:
+        _transaction.reset(token)
+    if not budget.read:
+        budget.available, budget.read = available_memory(device), True
+    available = budget.available
+    if available is not None and need.total > available:
+        raise _TooLarge(need, device, available)
+    budget.cleared = True
+
+
+def _check(
+    layer: Layer,
+    native: type[nn.Module],
+    arguments: Mapping[str, Any],
+    device: torch.device,
+    takes_device: bool,
+    bound: int,
+    budget: _Budget,
+) -> None:
+    """Check one layer's build against the device's memory less what ``budget``
+    holds already; on success the layer joins the budget."""
+    if not budget.read:
+        budget.available, budget.read = available_memory(device), True
+    available = budget.available
+    if available is None or budget.promised() + bound <= available:
+        budget.bounded += bound
+        budget.unmeasured.append(layer)
+        return
+    budget.tighten()
     need: int | None
     try:
         need = measured_need(native, arguments, takes_device)
@@ -210,14 +403,17 @@ def check_allocation(
         if "overflow" not in str(error).lower():
             raise
         need = None  # torch cannot even describe tensors that large
-    if need is not None and need <= available:
+    if need is not None and budget.measured + need <= available:
+        budget.measured += need
         return
+    before = budget.measured
+    earlier = f", on top of the {format_bytes(before)} this build allocated before it," if before else ""
     raise AllocationError(
         layer.layer_label(),
         f"building {format_call(native, arguments)} would allocate "
         f"{'more than 2**63 bytes' if need is None else format_bytes(need)} of parameters "
-        f"and buffers on {device}, which has {format_bytes(available)} available",
-        fix="make the layer smaller, or build it abstractly: torchx.build(model, input_shape, device='meta')",
+        f"and buffers{earlier} on {device}, which has {format_bytes(available)} available",
+        fix="make the model smaller, or build it abstractly: torchx.build(model, input_shape, device='meta')",
         source=layer,
     )
 

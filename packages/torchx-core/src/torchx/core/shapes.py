@@ -181,8 +181,19 @@ def meta_state(module: nn.Module) -> Iterator[MetaSwap]:
         swap.restore()
 
 
+_CALL_HOOKS = (
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+)
+
+
 @contextmanager
-def meta_copy(module: _M) -> Iterator[_M]:
+def meta_copy(module: _M, *, hooks: bool = True) -> Iterator[_M]:
     """Inside the block, a private copy of ``module`` whose parameters and
     buffers are meta stand-ins: the module's structure, hooks and attributes,
     none of its data.
@@ -192,7 +203,9 @@ def meta_copy(module: _M) -> Iterator[_M]:
     other threads may train, save or query ``module`` meanwhile. Unbuilt
     layers are copied too, and may build on the copy. Parameters shared
     between modules stay shared. A :class:`LayerError` raised in the block is
-    attributed to the module's own layers, not to their copies.
+    attributed to the module's own layers, not to their copies. ``hooks=False``
+    drops the modules' call hooks from the copy, for a run that no observer
+    (a profiler, torchinfo) should see.
     """
     memo: dict[int, Any] = {}
     modules = submodules(module)
@@ -203,6 +216,12 @@ def meta_copy(module: _M) -> Iterator[_M]:
                 if tensor is not None and id(tensor) not in memo and not is_lazy(tensor):
                     memo[id(tensor)] = _meta_stand_in(tensor)
     copied = copy.deepcopy(module, memo)
+    if not hooks:
+        for sub in modules:
+            state = memo[id(sub)].__dict__
+            for name in _CALL_HOOKS:
+                if name in state:
+                    state[name] = type(state[name])()
     token = _inferring.set(True)
     try:
         yield copied

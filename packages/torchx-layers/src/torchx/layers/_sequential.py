@@ -12,10 +12,12 @@ from torch import nn
 
 import torchx.nn as nnx
 from torchx.core import Layer, LayerError, SpecError
+from torchx.core.build import build_need
 from torchx.core.errors import add_note
 from torchx.core.graph import Graph
 from torchx.core.layer import all_or_nothing, cannot_build_while_compiling, explain_failure
-from torchx.core.shapes import current_build_target
+from torchx.core.memory import Rehearsal
+from torchx.core.shapes import TypedShape, current_build_target
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic
 
@@ -106,7 +108,7 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
 
     def _build_forward(self, input: Any) -> Any:
         # Inside torchx.build, the build itself is all-or-nothing already.
-        with nullcontext() if current_build_target() else all_or_nothing(self):
+        with nullcontext() if current_build_target() else all_or_nothing(self, self._rehearsal(input)):
             module = None
             try:
                 for module in self._modules.values():
@@ -117,6 +119,13 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
                 )
         object.__setattr__(self, "_torchx_ready", self.is_built)
         return input
+
+    def _rehearsal(self, input: Any) -> Rehearsal | None:
+        """How a first call on ``input`` measures the whole build before allocating."""
+        if type(input) is not torch.Tensor:
+            return None
+        sample = TypedShape(tuple(input.shape), input.dtype)
+        return Rehearsal("Sequential", lambda: build_need(self, sample))
 
     def _explained(self, error: Exception, module: nn.Module | None, input: Any) -> Exception:
         """``error``, raised by child ``module`` on ``input``, with this container's part of
