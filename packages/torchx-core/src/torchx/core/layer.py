@@ -122,17 +122,31 @@ first forward, ``torchx.build``, a load into unbuilt layers. One caller builds;
 the others wait, then find the model built."""
 
 
-def _fresh_build_lock() -> None:
+_FORK_WAIT_SECONDS = 10.0
+_held_for_fork: list[bool] = []
+
+
+def _before_fork() -> None:
+    """A fork waits (a while) for builds in progress, so the child does not
+    inherit a half-built layer; past the wait it forks anyway rather than risk
+    a deadlock with a builder waiting on the forking thread."""
+    _held_for_fork.append(_BUILD_LOCK.acquire(timeout=_FORK_WAIT_SECONDS))
+
+
+def _after_fork_in_parent() -> None:
+    if _held_for_fork.pop():
+        _BUILD_LOCK.release()
+
+
+def _after_fork_in_child() -> None:
+    """The child starts with a lock that no thread of its own holds."""
     global _BUILD_LOCK
+    _held_for_fork.clear()
     _BUILD_LOCK = threading.RLock()
 
 
-# A fork waits for builds in progress, so the child never holds a half-built
-# layer, and the child starts with a lock that no thread of its own holds.
 os.register_at_fork(
-    before=lambda: _BUILD_LOCK.acquire(),
-    after_in_parent=lambda: _BUILD_LOCK.release(),
-    after_in_child=_fresh_build_lock,
+    before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child
 )
 
 

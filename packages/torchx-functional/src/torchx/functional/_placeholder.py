@@ -285,8 +285,10 @@ def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
         ):
             target.swap.add(module)
             first = module(*metas, **meta_kwargs)
-    else:
-        first = run_on_meta(module, metas, meta_kwargs)
+            # Still the build's own module: the second probe runs on its swapped stand-ins.
+            second = module(*_as_meta(args, 1), **_as_meta(kwargs, 1)) if dynamic else None
+        return first, second
+    first = run_on_meta(module, metas, meta_kwargs)
     second = run_on_meta(module, _as_meta(args, 1), _as_meta(kwargs, 1)) if dynamic else None
     return first, second
 
