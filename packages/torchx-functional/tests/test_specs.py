@@ -236,3 +236,27 @@ def test_non_string_dict_keys_are_refused_when_written(fresh_plugins: PluginMana
     assert torch.equal(model(torch.zeros(2, 3))[0], torch.ones(2, 3))
     with pytest.raises(SpecError, match=r"^\$\.outputs: dict keys in a spec are strings, got 0"):
         model.to_spec()
+
+
+def test_the_layers_of_a_functional_spec_are_checked_against_memory_as_one_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torchx.core import AllocationError, memory
+
+    x = L.Placeholder((None, 256))
+    y = x
+    for _ in range(80):  # 80 layers of 257 KiB: 20 MiB
+        y = L.Linear(256)(y)
+    spec = L.Functional(inputs=x, outputs=y).to_spec()
+    monkeypatch.setattr(memory, "available_memory", lambda device: 16 << 20)  # a 16 MiB device
+    monkeypatch.setattr(memory, "UNCHECKED_BYTES", 1 << 20)
+    refused = (
+        r"\$\.nodes\[6\d\]: AllocationError: .* on top of the 1[45]\.\d MiB this build allocated before it"
+    )
+    with pytest.raises(SpecError, match=refused) as caught:
+        L.Layer.from_spec(spec)
+    assert isinstance(caught.value.__cause__, AllocationError)
+    spec["modules"] = dict(list(spec["modules"].items())[:50])  # 50 of them: 12.6 MiB, which fits
+    spec["nodes"] = spec["nodes"][:50]
+    spec["outputs"] = {"node": spec["nodes"][-1]["name"]}
+    assert L.Layer.from_spec(spec)(torch.zeros(2, 256)).shape == (2, 256)

@@ -13,6 +13,7 @@ from torchx.core import Layer, ShapeError
 from torchx.core.errors import add_note, format_shape
 from torchx.core.graph import Graph
 from torchx.core.layer import explain_failure, is_fx_tracing, layer_name
+from torchx.core.memory import allocation_budget
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.functional._codegen import MISSING, compile_forward, generate, generate_scriptable, parameters_of
 from torchx.functional._program import BatchOf, Input, Program, Step, Var, normal_form, trace
@@ -137,7 +138,8 @@ class Functional(Layer, nnx.Module):
     def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
         from torchx.functional._spec import as_spec_error, program_from_spec
 
-        inputs, outputs = program_from_spec(fields, reader)
+        with allocation_budget():  # its layers build one by one, but are checked as one model
+            inputs, outputs = program_from_spec(fields, reader)
         with as_spec_error(reader.where):
             return cls(inputs, outputs)
 
