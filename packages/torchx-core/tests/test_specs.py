@@ -162,3 +162,149 @@ def test_built_layers_are_written_under_their_registered_name() -> None:
     spec = to_spec(layer, registry=registry)
     assert spec["type"] == "acme.dense"
     assert isinstance(from_spec(spec, registry=registry), Dense)
+
+
+# -- bounded resources: aliases, sizes, integers -------------------------------
+
+
+def _shared_bomb(depth: int, fan_out: int = 10) -> list:
+    """A list of ``fan_out ** depth`` ones, stored as ``depth`` shared lists (what YAML aliases make)."""
+    bomb: list = [1] * fan_out
+    for _ in range(depth - 1):
+        bomb = [bomb] * fan_out
+    return bomb
+
+
+def test_shared_values_anywhere_in_a_spec_count_once_per_use(registry: LayerRegistry) -> None:
+    from torchx.core.specs import MAX_SPEC_VALUES, check_spec
+
+    # 10**60 values in 60 lists: the check visits each list once, so it answers at once
+    for spec in (
+        {"type": "Dense", "args": {"out_features": 3, "bias": _shared_bomb(60)}},
+        {"type": "Chain", "children": [], "notes": _shared_bomb(60)},
+        {"type": "Dense", "args": {"out_features": 3}, "extra": {"nested": {"deeper": _shared_bomb(7)}}},
+    ):
+        with pytest.raises(
+            SpecError, match=rf"^\$\.[^:]*: the spec expands to more than {MAX_SPEC_VALUES:,} values"
+        ):
+            from_spec(spec, registry=registry)
+        (problem,) = check_spec(spec, registry=registry)
+        assert f"more than {MAX_SPEC_VALUES:,} values" in problem.message
+    # under the limit, sharing is fine: the spec reads as if written out
+    shared = {"type": "Dense", "args": {"out_features": 2}}
+    assert len(from_spec({"type": "Chain", "children": [shared] * 50}, registry=registry)._modules) == 50
+
+
+def test_yaml_aliases_that_expand_past_the_limit_are_refused(registry: LayerRegistry) -> None:
+    from torchx.core.specs import parse_spec
+
+    lines = ["type: Dense", "args: {out_features: 3}", "notes:", "  - &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"  - &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 12)]
+    document = parse_spec("\n".join(lines))
+    with pytest.raises(SpecError, match=r"^\$\.notes\[\d+\].*: the spec expands to more than"):
+        from_spec(document, registry=registry)
+
+
+def test_a_document_that_holds_itself_is_refused(registry: LayerRegistry) -> None:
+    from torchx.core.specs import parse_spec
+
+    loop: list = [1]
+    loop.append(loop)
+    with pytest.raises(SpecError, match=r"^\$\.args\.bias\[1\]: .*holds itself"):
+        from_spec({"type": "Dense", "args": {"out_features": 3, "bias": loop}}, registry=registry)
+    document = parse_spec("type: Chain\nchildren: &a [{type: Chain, children: *a}]\n")
+    with pytest.raises(SpecError, match=r"^\$\.children\[0\]\.children: .*holds itself"):
+        from_spec(document, registry=registry)
+
+
+def test_too_many_layers_are_still_refused_by_their_own_limit(registry: LayerRegistry) -> None:
+    from torchx.core.specs import MAX_LAYERS
+
+    layer = {"type": "Dense", "args": {"out_features": 2}}
+    for _ in range(17):  # 2**17 layers in 34 objects
+        layer = {"type": "Chain", "children": [layer, layer]}
+    with pytest.raises(SpecError, match=rf"describes more than {MAX_LAYERS} layers"):
+        from_spec(layer, registry=registry)
+
+
+def test_huge_integers_are_one_line_spec_errors(registry: LayerRegistry) -> None:
+    from torchx.core.specs import MAX_INT_DIGITS, parse_spec
+
+    digits = "9" * 5000
+    cases = {
+        f'{{"type": "Dense", "args": {{"out_features": {digits}}}}}': ("json", "an integer of 5,000 digits"),
+        f"type: Dense\nargs: {{out_features: {digits}}}\n": (
+            "yaml",
+            "line 2, column 22: an integer of 5,000",
+        ),
+        f"type: Dense\nargs: {{out_features: -{digits}}}\n": ("yaml", "an integer of 5,000 digits"),
+        f"type: Dense\nargs: {{out_features: 0x{'f' * 5000}}}\n": ("yaml", "an integer of 5,002 characters"),
+        f"type: Dense\nargs: {{out_features: 0x{'f' * 600}}}\n": ("yaml", "an integer of about 723 digits"),
+        f"type: Dense\nargs: {{out_features: 1{':00' * 5000}}}\n": (
+            "yaml",
+            "an integer of 15,001 characters",
+        ),
+        f"type: Dense\nargs: {{bias: [0b{'1' * 3000}]}}\n": ("yaml", "an integer of 3,002 characters"),
+    }
+    for text, (kind, message) in cases.items():
+        with pytest.raises(SpecError) as caught:
+            parse_spec(text, kind, where="model.spec")
+        assert str(caught.value).startswith("model.spec") and message in str(caught.value)
+        assert f"at most {MAX_INT_DIGITS} digits" in str(caught.value) and "\n" not in str(caught.value)
+    assert parse_spec(f"a: {'9' * MAX_INT_DIGITS}\n")["a"] == 10**MAX_INT_DIGITS - 1  # the largest kept
+    assert parse_spec(f"[{'9' * MAX_INT_DIGITS}]", "json") == [10**MAX_INT_DIGITS - 1]
+    # data given directly (not parsed) is held to the same limit, at its place
+    with pytest.raises(SpecError, match=r"^\$\.args\.out_features: an integer of about 701 digits"):
+        from_spec({"type": "Dense", "args": {"out_features": 10**700}}, registry=registry)
+    with pytest.raises(SpecError, match=r"^\$\.args\.out_features: expected a positive int"):
+        from_spec({"type": "Dense", "args": {"out_features": 10**400}}, registry=registry)
+
+
+def test_documents_past_the_size_limit_are_refused_before_parsing(
+    registry: LayerRegistry, tmp_path: Path
+) -> None:
+    from torchx.core.specs import MAX_SPEC_BYTES, parse_spec
+
+    text = "#" * (MAX_SPEC_BYTES + 1)
+    for kind in ("json", "yaml"):
+        with pytest.raises(SpecError, match=rf"^<spec>: the document is {MAX_SPEC_BYTES + 1:,} characters"):
+            parse_spec(text, kind)
+    path = tmp_path / "huge.yaml"
+    with path.open("wb") as file:
+        file.truncate(MAX_SPEC_BYTES + 1)  # sparse: never read, only measured
+    with pytest.raises(SpecError, match=rf"huge.yaml: the file is {MAX_SPEC_BYTES + 1:,} bytes; .* at most"):
+        load_spec(path, registry=registry)
+
+
+def test_the_c_and_pure_yaml_loaders_read_the_same_data_and_refuse_the_same_tags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from torchx.core import specs
+
+    assert issubclass(specs._yaml_loader(), yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader)
+    texts = [
+        (Path(__file__).resolve().parents[3] / "examples" / name).read_text(encoding="utf-8")
+        for name in ("seed_cnn.yaml", "seed_diamond.yaml", "transformer_classifier.yaml")
+    ]
+    texts.append("a: [1, 0x1f, 0o17, 1_000, 1:30, -2, +3, 1.5, .inf, null, ~, yes, 'x', 2001-12-14]\n")
+    for text in texts:
+        fast = specs.parse_spec(text)
+        monkeypatch.setattr(specs, "_yaml_loader", specs._pure_yaml_loader)
+        assert specs.parse_spec(text) == fast
+        monkeypatch.undo()
+    for loader in (specs._yaml_loader, specs._pure_yaml_loader):
+        monkeypatch.setattr(specs, "_yaml_loader", loader)
+        canary = tmp_path / "canary"
+        for tag in (
+            "!!python/object/apply:os.system",
+            "!!python/name:os.system",
+            "!!python/object:os.PathLike",
+        ):
+            with pytest.raises(SpecError, match="invalid or unsafe YAML"):
+                specs.parse_spec(f"{tag} ['touch {canary}']\n")
+        assert not canary.exists()
+        with pytest.raises(SpecError, match="nests too deeply"):  # libyaml's own limit, or recursion
+            specs.parse_spec("- " * 10_000 + "1")
+        monkeypatch.undo()

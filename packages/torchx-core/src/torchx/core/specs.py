@@ -7,13 +7,20 @@ A spec is a JSON-compatible dict::
         {"type": "ReLU"}]}
 
 ``"type"`` resolves only through the layer registry (case-insensitive, with
-aliases); nothing is imported by dotted path or evaluated. YAML files are read
-with ``yaml.safe_load``, which refuses Python tags. Every problem raises
-:class:`~torchx.core.errors.SpecError` naming its place in the document.
+aliases); nothing is imported by dotted path or evaluated. YAML is read with
+PyYAML's safe loader (its C version where installed), which refuses Python
+tags. Every problem raises :class:`~torchx.core.errors.SpecError` naming its
+place in the document.
+
+Reading is bounded whatever the document: its text (MAX_SPEC_BYTES), its
+size once YAML aliases are expanded (MAX_SPEC_VALUES, MAX_LAYERS), its
+nesting (MAX_DEPTH) and its integers (MAX_INT_DIGITS) are checked before
+anything is built, in time linear in the document as stored.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -32,6 +39,11 @@ from torchx.core.shapes import InputLike
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "MAX_LAYERS",
+    "MAX_SPEC_BYTES",
+    "MAX_SPEC_VALUES",
     "check_spec",
     "SpecProblem",
     "SpecReader",
@@ -52,6 +64,30 @@ MAX_DEPTH = 64
 MAX_LAYERS = 100_000
 """Most layers a spec may describe (YAML aliases can make a small file describe
 exponentially many); larger documents are refused before they are built."""
+
+MAX_SPEC_VALUES = 2_000_000
+"""Most values (objects, lists, keys, strings, numbers) a spec may hold once its
+YAML aliases are expanded: an alias counts what it names again at each use,
+wherever it is (layer arguments, a Functional's node arguments, unknown keys).
+A ResNet-152 written as a Functional holds about 8,600."""
+
+MAX_SPEC_BYTES = 16 * 2**20
+"""Longest spec text read, in bytes of a file or characters of a string
+(16 MiB; a ResNet-152 Functional is 70 KB of JSON)."""
+
+MAX_INT_DIGITS = 640
+"""Most decimal digits an integer in a spec may have. No size (an int64) or
+number (a float64) needs more than 309; 640 is the fewest Python can be set to
+print (``sys.set_int_max_str_digits``), so every integer kept can be shown in a message."""
+
+_INT_LIMIT = 10**MAX_INT_DIGITS
+_INT_CHARACTERS = 4 * MAX_INT_DIGITS
+"""Longest text of a non-decimal YAML integer (hex, octal, binary, 1:30:00) converted
+(binary needs 3.33 characters per decimal digit); sexagesimal ones cost quadratic time."""
+_TOO_BIG = (
+    f"integers in a spec have at most {MAX_INT_DIGITS} digits "
+    "(a size is an int64 and a number a float64: neither needs more than 309)"
+)
 
 _L = TypeVar("_L", bound="Layer")
 
@@ -231,22 +267,87 @@ def _kind(value: Any) -> str:
     return "null" if value is None else f"{type(value).__name__} {short_repr(value)}"
 
 
-def _count_layers(data: Any, seen: dict[int, int], depth: int) -> int:
-    """How many layer objects ``data`` describes, counting shared (YAML alias)
-    subtrees once per use but visiting each only once; stops past the limits."""
-    if depth > 2 * MAX_DEPTH or not isinstance(data, (Mapping, list)):
-        return 0
-    known = seen.get(id(data))
-    if known is not None:
-        return known
-    values = data.values() if isinstance(data, Mapping) else data
-    count = int(isinstance(data, Mapping) and "type" in data)
-    for value in values:
-        count += _count_layers(value, seen, depth + 1)
-        if count > MAX_LAYERS:
-            break
-    seen[id(data)] = count
-    return count
+_CONTAINERS = (Mapping, list, tuple, set, frozenset)
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _path(entry: tuple[Any, ...] | None) -> str:
+    """The place in the document of a walk entry ``(value, parent entry, key)``."""
+    keys: list[Any] = []
+    while entry is not None and entry[1] is not None:
+        keys.append(entry[2])
+        entry = entry[1]
+    return "$" + "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in reversed(keys))
+
+
+def _check_int(value: Any, where: tuple[Any, ...]) -> None:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_LIMIT:
+        digits = int(value.bit_length() * math.log10(2)) + 1
+        raise SpecError(_path(where), f"an integer of about {digits:,} digits; {_TOO_BIG}")
+
+
+def _measure(document: Any) -> None:
+    """Refuse ``document`` if, with every shared subtree (a YAML alias) counted once
+    per use, it holds more than MAX_SPEC_VALUES values or MAX_LAYERS layer objects,
+    or if it holds itself or an integer of more than MAX_INT_DIGITS digits.
+
+    Each distinct list and object is visited once (its expanded size is kept by
+    ``id``; every one stays alive in ``document`` meanwhile), and without recursion,
+    so the check is linear in the document as stored however deep it nests or
+    large it expands (about a second per million values stored).
+    """
+    sizes: dict[int, tuple[int, int]] = {}  # id -> (values, layers), expanded
+    walking: set[int] = set()  # entered, not yet measured: the path from the root
+    stack: list[tuple[tuple[Any, ...], bool]] = [((document, None, None), False)]
+    while stack:
+        entry, entered = stack.pop()
+        data = entry[0]
+        mapping = isinstance(data, Mapping)
+        if entered:  # every child is measured by now: add them up
+            values, layers = 1, 0
+            if mapping:
+                values, layers = 1 + len(data), int("type" in data)
+            size_of = sizes.get
+            for item in data.values() if mapping else data:
+                found = size_of(id(item))  # None for a scalar
+                if found is None:
+                    values += 1
+                else:
+                    values, layers = values + found[0], layers + found[1]
+            walking.discard(id(data))
+            sizes[id(data)] = (values, layers)
+            if values > MAX_SPEC_VALUES:
+                raise SpecError(
+                    _path(entry),
+                    f"the spec expands to more than {MAX_SPEC_VALUES:,} values here (YAML aliases repeat "
+                    "what they name at every use); write a smaller spec",
+                )
+            if layers > MAX_LAYERS:
+                raise SpecError(_path(entry), f"spec describes more than {MAX_LAYERS} layers here")
+            continue
+        if id(data) in sizes:
+            continue
+        if id(data) in walking:
+            raise SpecError(
+                _path(entry),
+                "the document holds itself here (a YAML alias inside its own anchor), so it has no end",
+            )
+        walking.add(id(data))
+        stack.append((entry, True))
+        if mapping:
+            for key in data:
+                if type(key) is not str:
+                    _check_int(key, (key, entry, key))
+        for key, item in data.items() if mapping else enumerate(data):
+            kind = type(item)
+            if kind in _SCALARS:
+                if kind is int and (item >= _INT_LIMIT or item <= -_INT_LIMIT):
+                    _check_int(item, (item, entry, key))
+            elif isinstance(item, _CONTAINERS):
+                if id(item) not in sizes:
+                    stack.append(((item, entry, key), False))
+            else:
+                _check_int(item, (item, entry, key))  # an int subclass (not bool), or any other object
 
 
 def to_spec(layer: nn.Module, *, registry: LayerRegistry | None = None) -> dict[str, Any]:
@@ -282,8 +383,7 @@ def _check_version(spec: Mapping[str, Any]) -> None:
 
 def _read(spec: Mapping[str, Any], reader: SpecReader, expect: type[_L] | None) -> _L:
     body = {key: value for key, value in spec.items() if key != "format_version"}
-    if _count_layers(body, {}, 0) > MAX_LAYERS:
-        raise SpecError("$", f"spec describes more than {MAX_LAYERS} layers")
+    _measure(body)
     layer = reader.layer(body)
     if expect is not None and not isinstance(layer, expect):
         raise SpecError("$.type", f"expected a {expect.__name__} spec, got {type(layer).__name__}")
@@ -346,16 +446,30 @@ def load_spec(path: str | Path, *, registry: LayerRegistry | None = None) -> Lay
     """Read a ``.json``/``.yaml`` spec file and construct its (unbuilt) model."""
     path = Path(path)
     kind = _format(path)
+    check_file_size(path)
     data = parse_spec(path.read_text(encoding="utf-8"), kind, where=str(path))
     return from_spec(data, registry=registry)
 
 
+def check_file_size(path: Path) -> None:
+    """Refuse a spec file larger than MAX_SPEC_BYTES before reading it (a stat, no read)."""
+    size = path.stat().st_size
+    if size > MAX_SPEC_BYTES:
+        raise SpecError(str(path), f"the file is {size:,} bytes; spec files are at most {MAX_SPEC_BYTES:,}")
+
+
 def parse_spec(text: str, kind: str = "yaml", *, where: str = "<spec>") -> Any:
     """The spec document in ``text``: ``kind`` is ``"json"`` or ``"yaml"`` (which
-    also reads JSON). YAML is read with ``yaml.safe_load``: plain data only."""
+    also reads JSON). YAML is read with PyYAML's safe loader (its C version where
+    installed): plain data only. Text longer than MAX_SPEC_BYTES, and integers of
+    more than MAX_INT_DIGITS digits, are refused."""
+    if len(text) > MAX_SPEC_BYTES:
+        raise SpecError(
+            where, f"the document is {len(text):,} characters; spec documents are at most {MAX_SPEC_BYTES:,}"
+        )
     if kind == "json":
         try:
-            return json.loads(text)
+            return json.loads(text, parse_int=lambda digits: _json_int(digits, where))
         except json.JSONDecodeError as error:
             raise SpecError(where, f"invalid JSON: {error}") from None
         except RecursionError:
@@ -363,14 +477,81 @@ def parse_spec(text: str, kind: str = "yaml", *, where: str = "<spec>") -> Any:
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_yaml_loader())  # a safe loader: see _safe_loader
     except yaml.YAMLError as error:
+        if "maximum nesting depth" in str(getattr(error, "problem", "")):  # libyaml stops at 1,000 levels
+            raise SpecError(where, _TOO_DEEP) from None
         raise SpecError(where, f"invalid or unsafe YAML (only plain data is read): {error}") from None
-    except RecursionError:
+    except RecursionError:  # the pure-Python loader recurses
         raise SpecError(where, _TOO_DEEP) from None
+    except _YamlIntError as error:
+        raise SpecError(f"{where}, {error.where}", error.problem) from None
 
 
 _TOO_DEEP = f"the document nests too deeply to read (a spec nests at most {MAX_DEPTH} layers)"
+
+
+def _json_int(digits: str, where: str) -> int:
+    count = len(digits) - digits.startswith("-")
+    if count > MAX_INT_DIGITS:
+        raise SpecError(where, f"an integer of {count:,} digits; {_TOO_BIG}")
+    return int(digits)
+
+
+class _YamlIntError(Exception):
+    """An integer in YAML text too large to read, at ``where`` (line and column)."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where = where
+        self.problem = problem
+
+
+def _construct_int(loader: Any, node: Any) -> int:
+    """PyYAML's int constructor, bounded: the text is measured before it is
+    converted (Python refuses more than 4,300 decimal digits with a ValueError,
+    and a sexagesimal ``1:00:00...`` costs quadratic time), the value after."""
+    text = str(node.value)
+    where = f"line {node.start_mark.line + 1}, column {node.start_mark.column + 1}"
+    digits = text.lstrip("+-").replace("_", "")
+    if digits.isascii() and digits.isdigit() and not digits.startswith("0") and len(digits) > MAX_INT_DIGITS:
+        raise _YamlIntError(where, f"an integer of {len(digits):,} digits; {_TOO_BIG}")
+    if len(text) > _INT_CHARACTERS:
+        raise _YamlIntError(where, f"an integer of {len(text):,} characters; {_TOO_BIG}")
+    try:
+        value: int = loader.construct_yaml_int(node)
+    except ValueError:  # more digits than this interpreter's int_max_str_digits
+        raise _YamlIntError(where, f"an integer of {len(digits):,} digits; {_TOO_BIG}") from None
+    if abs(value) >= _INT_LIMIT:
+        digits_count = int(value.bit_length() * math.log10(2)) + 1
+        raise _YamlIntError(where, f"an integer of about {digits_count:,} digits; {_TOO_BIG}")
+    return value
+
+
+def _safe_loader(base: Any) -> Any:
+    """A subclass of PyYAML's safe loader ``base`` whose integers are bounded."""
+    loader: Any = type(f"_Spec{base.__name__}", (base,), {})
+    loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+    return loader
+
+
+@functools.cache
+def _pure_yaml_loader() -> Any:
+    """The spec loader on PyYAML's pure-Python safe loader."""
+    import yaml
+
+    return _safe_loader(yaml.SafeLoader)
+
+
+@functools.cache
+def _yaml_loader() -> Any:
+    """The spec loader: on PyYAML's C safe loader (libyaml), about three times
+    faster, where PyYAML was built with it; else the pure-Python one. Both
+    construct only plain data, with the same constructors."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", None)
+    return _pure_yaml_loader() if base is None else _safe_loader(base)
 
 
 def save_spec(model: nn.Module, path: str | Path, *, registry: LayerRegistry | None = None) -> None:
