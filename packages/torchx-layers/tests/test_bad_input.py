@@ -283,7 +283,9 @@ def test_the_abstract_layer_base_is_not_a_spec_type(fresh_plugins: PluginManager
 def test_a_sequential_too_large_for_memory_names_the_layer_and_stays_unbuilt() -> None:
     model = L.Sequential(L.Linear(4), L.Linear(10**6), L.ReLU(), L.Linear(10**6))
     largest = r"the largest layer is the Linear at '3', with 3\.6 TiB"
-    with pytest.raises(AllocationError, match=rf"^Sequential: building it would allocate 3\.6 TiB .*; {largest}"):
+    with pytest.raises(
+        AllocationError, match=rf"^Sequential: building it would allocate 3\.6 TiB .*; {largest}"
+    ):
         model(torch.zeros(2, 8))
     assert not model.is_built and not torchx.is_built(model[1])
     model[3] = L.Linear(10)

@@ -80,3 +80,27 @@ def test_a_built_model_keeps_its_weights() -> None:
     torchx.summarize(model, (8, 3))
     assert torch.equal(model[0].weight, weight) and not model[0].weight.is_meta
     assert int(model[1].num_batches_tracked) == 0
+
+
+def test_the_largest_tensor_of_a_forward_is_reported_even_outside_layers_with_parameters() -> None:
+    model = L.Sequential(L.Conv1d(8, 3), L.ZeroPad1d(padding=2**20), L.ReLU())
+    summary = torchx.summarize(model, (None, 3, 32))
+    largest = summary.largest_tensor
+    assert largest is not None and largest.op == "aten.constant_pad_nd"
+    assert largest.shape == (None, 8, 30 + 2**21)
+    assert largest.bytes == 8 * (30 + 2**21) * 4  # per sample
+    assert "largest tensor of a forward (MB): 67.11 (aten.constant_pad_nd, (None, 8, 2097182))" in str(
+        summary
+    )
+    assert summary.activation_bytes < largest.bytes  # torchinfo's figure counts layers with parameters only
+
+
+def test_a_forward_larger_than_memory_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchx.core import memory
+
+    monkeypatch.setattr(memory, "available_memory", lambda device: 16 << 20)
+    model = L.Sequential(L.Conv1d(8, 3), L.ZeroPad1d(padding=2**20), L.ReLU())
+    with pytest.warns(
+        torchx.MemoryWarning, match=r"a tensor of 64\.0 MiB per sample \(aten\.constant_pad_nd"
+    ):
+        torchx.summarize(model, (None, 3, 32))

@@ -20,6 +20,7 @@ from torchx.core import DeviceUnavailableError as DeviceUnavailableError
 from torchx.core import DeviceWarning as DeviceWarning
 from torchx.core import DtypeError as DtypeError
 from torchx.core import LayerError as LayerError
+from torchx.core import MemoryWarning as MemoryWarning
 from torchx.core import MissingPackageError as MissingPackageError
 from torchx.core import NotBuiltError as NotBuiltError
 from torchx.core import PluginError as PluginError
@@ -53,6 +54,7 @@ __all__ = [
     "DeviceWarning",
     "DtypeError",
     "LayerError",
+    "MemoryWarning",
     "MissingPackageError",
     "NotBuiltError",
     "PluginError",

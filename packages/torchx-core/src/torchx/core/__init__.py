@@ -33,6 +33,9 @@ from torchx.core.errors import (
     LayerError as LayerError,
 )
 from torchx.core.errors import (
+    MemoryWarning as MemoryWarning,
+)
+from torchx.core.errors import (
     MissingPackageError as MissingPackageError,
 )
 from torchx.core.errors import (
@@ -117,6 +120,7 @@ __all__ = [
     "LayerError",
     "LayerRecord",
     "LayerRegistry",
+    "MemoryWarning",
     "MissingPackageError",
     "ModuleHelpers",
     "NotBuiltError",

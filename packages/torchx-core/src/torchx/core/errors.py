@@ -21,6 +21,7 @@ __all__ = [
     "MissingPackageError",
     "NotBuiltError",
     "PluginError",
+    "MemoryWarning",
     "PluginWarning",
     "ShapeError",
     "SpecError",
@@ -228,6 +229,10 @@ class DeviceWarning(UserWarning):
 class BuildWarning(UserWarning):
     """A build did something the user may not expect, such as a layer whose
     parameters differ from those it showed before its first input."""
+
+
+class MemoryWarning(UserWarning):
+    """A forward the summary measured would ask for more memory than the device has."""
 
 
 class PluginWarning(UserWarning):

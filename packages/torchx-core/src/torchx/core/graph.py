@@ -189,7 +189,7 @@ def model_graph(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None 
 
 
 def _graph(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None) -> Graph:
-    calls = record_calls(model, list(model.named_modules()), inputs, dtype)
+    calls = record_calls(model, list(model.named_modules()), inputs, dtype).calls
     graph = Graph({key: [call.shape for call in recorded] for key, recorded in calls.items()})
     sources = [
         graph.node(f"input {index}", _input_shape(value), "input") for index, value in enumerate(inputs)

@@ -14,6 +14,7 @@ object per input tensor). ``None`` dims count as 1 in the memory figures
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -21,11 +22,15 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from torchx.core import memory
 from torchx.core.build import build
-from torchx.core.errors import format_shape
+from torchx.core.errors import MemoryWarning, format_shape
 from torchx.core.layer import layer_name, unbuilt_layers
+from torchx.core.memory import format_bytes
 from torchx.core.shapes import (
     DYNAMIC_PROBES,
     InputLike,
@@ -40,10 +45,13 @@ from torchx.core.shapes import (
 )
 
 __all__ = [
+    "Allocation",
+    "Recording",
     "Summary",
     "SummaryRow",
     "built_on_meta",
     "format_table",
+    "forward_too_large",
     "record_calls",
     "shape_text",
     "summarize",
@@ -79,6 +87,9 @@ class Summary:
     input_bytes: int
     activation_bytes: int
     parameter_bytes: int
+    largest_tensor: Allocation | None = None
+    """The largest tensor one forward allocates (any op, inside layers or not):
+    a forward needs at least this much memory at once."""
 
     @property
     def frozen_parameters(self) -> int:
@@ -90,6 +101,13 @@ class Summary:
 
     def to_json(self) -> str:
         data = asdict(self)
+        if self.largest_tensor is not None:
+            data["largest_tensor"] = {
+                "op": self.largest_tensor.op,
+                "shape": self.largest_tensor.shape,
+                "dtype": str(self.largest_tensor.dtype).removeprefix("torch."),
+                "bytes": self.largest_tensor.bytes,
+            }
         data["frozen_parameters"] = self.frozen_parameters
         data["total_bytes"] = self.total_bytes
         return json.dumps(data, indent=2)
@@ -116,6 +134,12 @@ class Summary:
             f"params size (MB): {self.parameter_bytes / _MB:.2f}",
             f"estimated total size (MB): {self.total_bytes / _MB:.2f}",
         ]
+        if self.largest_tensor is not None:
+            largest = self.largest_tensor
+            totals.append(
+                f"largest tensor of a forward (MB): {largest.bytes / _MB:.2f} "
+                f"({largest.op}, {shape_text(largest.shape)})"
+            )
         return "\n".join([*lines, rule, *totals])
 
 
@@ -172,15 +196,39 @@ def summarize(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None = 
     ``inputs`` are shapes (``None``: a dynamic dim) or tensors, as for
     :func:`torchx.build`. ``model`` is left as it is: the summary runs on a
     meta copy of it (built on meta, if it was not), which holds none of its
-    weights.
+    weights. A forward whose largest tensor is more than the memory available
+    (on the model's device) gives a :class:`~torchx.core.errors.MemoryWarning`.
     """
     with built_on_meta(model, inputs, dtype) as copied:
-        return _summary(copied, inputs, dtype)
+        summary = _summary(copied, inputs, dtype)
+    too_large = forward_too_large(summary.largest_tensor, _device_of(model))
+    if too_large is not None:
+        warnings.warn(too_large, MemoryWarning, stacklevel=2)
+    return summary
+
+
+def forward_too_large(largest: Allocation | None, device: torch.device) -> str | None:
+    """Why a forward whose largest tensor is ``largest`` cannot run on
+    ``device``, or None where it fits (or the memory is unknown)."""
+    available = None if largest is None else memory.available_memory(device)
+    if largest is None or available is None or largest.bytes <= available:
+        return None
+    per = " per sample" if None in largest.shape else ""
+    return (
+        f"a forward allocates a tensor of {format_bytes(largest.bytes)}{per} ({largest.op}, "
+        f"{shape_text(largest.shape)}), more than the {format_bytes(available)} available on {device}"
+    )
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    tensors = [t for t in (*model.parameters(), *model.buffers()) if not is_lazy(t) and not t.is_meta]
+    return tensors[0].device if tensors else torch.get_default_device()
 
 
 def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None) -> Summary:
     named = list(model.named_modules())
-    calls = record_calls(model, named, inputs, dtype)
+    recording = record_calls(model, named, inputs, dtype)
+    calls = recording.calls
     rows = []
     activation = 0
     for path, module in named:
@@ -209,7 +257,62 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
         input_bytes=input_bytes,
         activation_bytes=activation,
         parameter_bytes=sum(p.numel() * p.element_size() for p in all_parameters),
+        largest_tensor=recording.largest,
     )
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """A tensor that an op of a forward allocates."""
+
+    op: str
+    """The aten op, such as ``aten.constant_pad_nd``."""
+    shape: Shape
+    """``None``: a dim that follows a dynamic input dim."""
+    dtype: torch.dtype
+
+    @property
+    def bytes(self) -> int:
+        """Its size in bytes (``None`` dims count as 1: per sample)."""
+        return _bytes(self.shape, self.dtype)
+
+
+class _AllocationRecorder(TorchDispatchMode):
+    """Records every tensor the ops of a meta forward allocate (views and
+    in-place results, which share their input's memory, are not allocations)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.allocations: list[tuple[str, Shape, torch.dtype]] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        output = func(*args, **(kwargs or {}))
+        returns = func._schema.returns
+        tensors = output if isinstance(output, (tuple, list)) else (output,)
+        for index, tensor in enumerate(tensors):
+            aliased = index < len(returns) and returns[index].alias_info is not None
+            if isinstance(tensor, torch.Tensor) and not aliased:
+                self.allocations.append(
+                    (
+                        func.overloadpacket._qualified_op_name.replace("::", "."),
+                        tuple(tensor.shape),
+                        tensor.dtype,
+                    )
+                )
+        return output
+
+
+def _largest(
+    first: list[tuple[str, Shape, torch.dtype]], second: list[tuple[str, Shape, torch.dtype]]
+) -> Allocation | None:
+    """The largest allocation of a forward, its dims merged over the two probes."""
+    if len(first) != len(second):  # a forward whose ops depend on the batch size: the first probe
+        second = first
+    merged = [
+        Allocation(op, merge_probes(shape, other[1]), dtype)
+        for (op, shape, dtype), other in zip(first, second, strict=True)
+    ]
+    return max(merged, key=lambda allocation: allocation.bytes, default=None)
 
 
 @dataclass(frozen=True)
@@ -233,16 +336,27 @@ class _Call:
         return _Call(merge_probes(self.shape, other.shape), leaves)
 
 
+@dataclass(frozen=True)
+class Recording:
+    """What one meta forward did: every module's calls, and its largest tensor."""
+
+    calls: dict[int, list[_Call]]
+    """By ``id`` of the module: its calls in order."""
+    largest: Allocation | None
+
+
 def record_calls(
     model: nn.Module,
     named: list[tuple[str, nn.Module]],
     inputs: Sequence[InputLike],
     dtype: torch.dtype | None,
-) -> dict[int, list[_Call]]:
-    """Every call of every module in one meta forward (two, merged, with dynamic
-    dims) of ``model``, a meta copy (see :func:`built_on_meta`)."""
+) -> Recording:
+    """Every call of every module, and every tensor allocated, in one meta
+    forward (two, merged, with dynamic dims) of ``model``, a meta copy (see
+    :func:`built_on_meta`)."""
     dynamic = any(is_dynamic(value) for value in inputs)
     probes: list[dict[int, list[_Call]]] = []
+    allocations = []
     for probe in DYNAMIC_PROBES[: 2 if dynamic else 1]:
         seen: dict[int, list[_Call]] = {id(module): [] for _, module in named}
         handles = [
@@ -251,13 +365,16 @@ def record_calls(
             )
             for _, module in named
         ]
+        recorder = _AllocationRecorder()
         try:
             metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
-            with torch.no_grad():
+            with torch.no_grad(), recorder:
                 model(*metas)
         finally:
             for handle in handles:
                 handle.remove()
         probes.append(seen)
+        allocations.append(recorder.allocations)
     first, last = probes[0], probes[-1]
-    return {key: [a.merged(b) for a, b in zip(first[key], last[key], strict=True)] for key in first}
+    calls = {key: [a.merged(b) for a, b in zip(first[key], last[key], strict=True)] for key in first}
+    return Recording(calls, _largest(allocations[0], allocations[-1]))
