@@ -14,11 +14,12 @@ nothing; the meta measurement runs only for layers big enough that their real
 initialisation costs far more.
 
 Inside a build transaction (:func:`allocation_budget`: a container's first
-call, ``torchx.build``, a load), the check is of the whole build. Once its
-layers' bounds add up to ``UNCHECKED_BYTES``, a transaction that knows its
-inputs rehearses the rest of the build on a meta copy and compares the sum
-with the free memory, before allocating any more; one that does not adds each
-layer's need to what the layers before it allocated. Either way ten thousand
+call, ``torchx.build``, a load), the check is of the whole build. Once what
+its layers hold (measured, where their bounds add up) and the next layer's
+bound reach ``UNCHECKED_BYTES``, a transaction that knows its inputs rehearses
+the rest of the build on a meta copy and compares the sum with the free
+memory, before allocating any more; one that does not adds each layer's need
+to what the layers before it allocated. Either way ten thousand
 layers of a few MiB each are refused as surely as one layer of their total.
 """
 
@@ -346,15 +347,17 @@ def check_allocation(
         budget = transaction.budgets[where] = _Budget()
     if budget.cleared:
         return
+    if budget.promised() + bound >= UNCHECKED_BYTES:
+        budget.tighten()  # bounds are loose: first see what the layers built so far hold
     if budget.promised() + bound < UNCHECKED_BYTES:
         budget.bounded += bound
         budget.unmeasured.append(layer)
-    elif transaction.rehearsal is not None and not budget.rehearsed:
+        return
+    if transaction.rehearsal is not None and not budget.rehearsed:
         _rehearse(layer, transaction.rehearsal, where, budget)
-        if not budget.cleared:
-            _check(layer, native, arguments, where, takes_device, bound, budget)
-    else:
-        _check(layer, native, arguments, where, takes_device, bound, budget)
+        if budget.cleared:
+            return
+    _check(layer, native, arguments, where, takes_device, bound, budget)
 
 
 def _rehearse(layer: Layer, rehearsal: Rehearsal, device: torch.device, budget: _Budget) -> None:
