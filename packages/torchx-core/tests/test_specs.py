@@ -307,4 +307,6 @@ def test_the_c_and_pure_yaml_loaders_read_the_same_data_and_refuse_the_same_tags
         assert not canary.exists()
         with pytest.raises(SpecError, match="nests too deeply"):  # libyaml's own limit, or recursion
             specs.parse_spec("- " * 10_000 + "1")
+        with pytest.raises(SpecError, match=r"not UTF-8 text|unacceptable character"):
+            specs.parse_spec("type: \udcff\n")  # how Python reads an undecodable byte
         monkeypatch.undo()

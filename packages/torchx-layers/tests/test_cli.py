@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -237,3 +239,194 @@ def test_plugins_reports_a_plugin_that_failed(
     assert status == 0
     assert "FAILED torchx-broken (import): ImportError: no such dependency: fancylib" in out
     assert "torchx-layers (torchx-layers " in out  # everything else still works
+
+
+# -- bounded input, failing output, closed pipes -------------------------------
+
+
+def status_of(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``run``, also for errors argparse reports (it exits)."""
+    try:
+        status = main(list(argv))
+    except SystemExit as exit:
+        status = int(exit.code or 0)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def one_line(err: str) -> bool:
+    return len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [
+        ("99999999999999999999999,3", "a dim is at most 9223372036854775807"),
+        ("9" * 5000 + ",3", "a dim is at most 9223372036854775807"),
+        ("\N{SUPERSCRIPT TWO},3", "a shape is dims separated by commas"),
+        ("4611686018427387904,4", "more elements than a tensor can hold"),
+        ("None,2305843009213693952:float64", "more elements than a tensor can hold"),
+        ("8,x,32", "a shape is dims separated by commas"),
+    ],
+)
+def test_an_input_shape_no_tensor_can_have_is_a_one_line_usage_error(
+    capsys: pytest.CaptureFixture[str], shape: str, message: str
+) -> None:
+    status, _, err = status_of(capsys, "summary", str(SEED_CNN), f"--input={shape}")
+    assert status == 2 and message in err and one_line(err), err
+    assert len(err) < 400  # the 5,000 digits are not echoed back
+
+
+def test_a_layer_argument_torch_would_divide_by_is_refused_when_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = tmp_path / "lp.yaml"
+    for value in ("0", "0.0", "-0.0", "-2.0", ".inf", ".nan"):
+        spec.write_text(f"type: LPPool2d\nargs: {{norm_type: {value}, kernel_size: 2}}\n", encoding="utf-8")
+        status, _, err = status_of(capsys, "summary", str(spec), "--input", "1,3,8,8")
+        assert status == 1 and "$.args.norm_type: expected a" in err and one_line(err), err
+        status, out, _ = status_of(capsys, "validate", str(spec), "--input", "1,3,8,8")
+        assert status == 1 and "$.args.norm_type: expected a" in out
+
+
+def _unwritable_outputs(tmp_path: Path, suffix: str) -> dict[Path, str]:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    outputs = {
+        tmp_path / ("x" * 300 + suffix): "cannot be written: File name too long",
+        tmp_path / "a-file" / f"model{suffix}": "is a file, not a folder",
+        tmp_path / "missing" / f"model{suffix}": "the folder",
+    }
+    if Path("/dev/full").exists():  # writes fail as on a full disk
+        full = tmp_path / f"full{suffix}"
+        full.symlink_to("/dev/full")
+        outputs[full] = "cannot be written: No space left on device"
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o500)
+        outputs[locked / f"model{suffix}"] = "cannot be written: Permission denied"
+    return outputs
+
+
+@pytest.mark.parametrize(
+    ("command", "suffix"), [("convert", ".json"), ("convert", ".yaml"), ("plot", ".dot")]
+)
+def test_an_output_that_cannot_be_written_is_a_one_line_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str, suffix: str
+) -> None:
+    extra = ["--input", "8,3,32,32"] if command == "plot" else []
+    for output, message in _unwritable_outputs(tmp_path, suffix).items():
+        status, _, err = status_of(capsys, command, str(SEED_CNN), *extra, "-o", str(output))
+        assert status == 2 and message in err and one_line(err), (output, err)
+
+
+def test_export_to_a_full_disk_is_a_one_line_usage_error_not_an_abort(tmp_path: Path) -> None:
+    # torch's archive writer aborts the process when a write fails: run it apart
+    for output, message in _unwritable_outputs(tmp_path, ".pt2").items():
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "torchx.cli",
+                "export",
+                str(SEED_CNN),
+                "--input",
+                "2,3,32,32",
+                "-o",
+                str(output),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 2 and message in done.stderr and one_line(done.stderr), (
+            output,
+            done.stderr,
+        )
+
+
+def test_a_closed_standard_output_ends_the_command_quietly() -> None:
+    for argv in (["plugins"], ["summary", str(SEED_CNN), "--input", "8,3,32,32"], ["--help"]):
+        read, write = os.pipe()
+        os.close(read)  # as `torchx ... | head` once head has quit
+        with os.fdopen(write, "wb") as stdout:
+            done = subprocess.run(
+                [sys.executable, "-m", "torchx.cli", *argv], stdout=stdout, stderr=subprocess.PIPE
+            )
+        assert done.stderr == b"", (argv, done.stderr)
+        assert done.returncode == (0 if argv == ["--help"] else 141)  # argparse ignores a failed --help
+
+
+def test_a_broken_pipe_inside_a_command_is_quiet_too(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["plugins"]) == 141
+    monkeypatch.undo()
+    assert capsys.readouterr().err == ""
+
+
+def test_standard_input_that_is_not_text_or_too_long_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.core.specs import MAX_SPEC_BYTES
+
+    cases = {
+        io.TextIOWrapper(io.BytesIO(b"\xff\xfe type: ReLU"), encoding="utf-8"): "not UTF-8 text",
+        io.TextIOWrapper(io.BytesIO(b"type: \xff"), encoding="utf-8", errors="surrogateescape"): "not UTF-8",
+        io.StringIO("#" * (MAX_SPEC_BYTES + 10)): f"spec documents are at most {MAX_SPEC_BYTES:,}",
+    }
+    for stdin, message in cases.items():
+        monkeypatch.setattr(sys, "stdin", stdin)
+        status, _, err = status_of(capsys, "validate", "-")
+        assert status == 2 and message in err and one_line(err), err
+
+
+def test_huge_and_exploding_spec_files_are_refused_quickly_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from torchx.core.specs import MAX_SPEC_BYTES, MAX_SPEC_VALUES
+
+    huge = tmp_path / "huge.yaml"
+    with huge.open("wb") as file:
+        file.truncate(MAX_SPEC_BYTES + 1)
+    digits = "9" * 5000
+    (tmp_path / "int.json").write_text(f'{{"type": "Linear", "args": {{"out_features": {digits}}}}}')
+    (tmp_path / "int.yaml").write_text(f"type: Linear\nargs: {{out_features: {digits}}}\n")
+    (tmp_path / "hex.yaml").write_text(f"type: Linear\nargs: {{out_features: 0x{'f' * 1000}}}\n")
+    for name, message in {
+        "huge.yaml": f"is {MAX_SPEC_BYTES + 1:,} bytes; spec files are at most {MAX_SPEC_BYTES:,}",
+        "int.json": "an integer of 5,000 digits",
+        "int.yaml": "line 2, column 22: an integer of 5,000 digits",
+        "hex.yaml": "an integer of about 1,205 digits",
+    }.items():
+        for command in SPEC_COMMANDS:
+            status, _, err = status_of(capsys, *arguments(command, tmp_path / name, tmp_path))
+            assert status == 2 and message in err and one_line(err), (name, command, err)
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(alias_bomb(levels=12), encoding="utf-8")  # 10**12 values once expanded
+    status, out, _ = status_of(capsys, "validate", str(bomb))
+    assert status == 1 and f"expands to more than {MAX_SPEC_VALUES:,} values" in out
+    status, _, err = status_of(capsys, "summary", str(bomb), "--input", "2,4")
+    assert status == 1 and f"expands to more than {MAX_SPEC_VALUES:,} values" in err and one_line(err)
+
+
+def alias_bomb(levels: int) -> str:
+    """A Functional spec of about 1 KB whose node arguments expand to ``10**levels`` values."""
+    lines = [
+        "type: Functional",
+        "inputs: {input: x, shape: [null, 4], dtype: float32}",
+        "modules: {}",
+        "nodes:",
+        "  - name: y",
+        "    op: torch.relu",
+        "    args:",
+        "      - {node: x}",
+        "      - &a0 {list: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}",
+    ]
+    lines += [f"      - &a{i} {{list: [{', '.join([f'*a{i - 1}'] * 10)}]}}" for i in range(1, levels)]
+    lines.append("outputs: {node: y}")
+    return "\n".join(lines) + "\n"

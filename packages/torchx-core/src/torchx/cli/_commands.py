@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -46,7 +49,9 @@ def configure_plot(parser: argparse.ArgumentParser) -> None:
 def plot(options: argparse.Namespace) -> int:
     """Draw the model's graph: every layer with its output shape, branches, merges and nested models."""
     output = _output(options.output, (".svg", ".png", ".pdf", ".dot", ".gv"))
-    model_graph(load_model(options.spec), *inputs_of(options), dtype=options.dtype).render(output)
+    graph = model_graph(load_model(options.spec), *inputs_of(options), dtype=options.dtype)
+    with _writing(output):
+        graph.render(output)
     print(f"wrote {output}")
     return 0
 
@@ -128,7 +133,9 @@ def configure_convert(parser: argparse.ArgumentParser) -> None:
 def convert(options: argparse.Namespace) -> int:
     """Rewrite a spec as JSON or YAML (names canonical, defaults dropped)."""
     output = _output(options.output, (".json", ".yaml", ".yml"))
-    save_spec(load_model(options.spec), output)
+    model = load_model(options.spec)
+    with _writing(output):
+        save_spec(model, output)
     print(f"wrote {output}")
     return 0
 
@@ -155,7 +162,11 @@ def export(options: argparse.Namespace) -> int:
         for value in inputs
     )
     program = torch.export.export(model, examples, dynamic_shapes=dynamic)
-    torch.export.save(program, output)
+    # In memory first: torch's archive writer aborts the process when a file write fails.
+    archive = io.BytesIO()
+    torch.export.save(program, archive)
+    with _writing(output):
+        output.write_bytes(archive.getbuffer())
     print(f"wrote {output}")
     return 0
 
@@ -164,8 +175,21 @@ def _output(text: str, suffixes: tuple[str, ...]) -> Path:
     path = Path(text)
     if path.suffix.lower() not in suffixes:
         raise UsageError(f"{text}: the output must end in {' or '.join(suffixes)}")
-    if path.is_dir():
-        raise UsageError(f"{text}: is a directory")
-    if not path.parent.is_dir():
-        raise UsageError(f"{text}: the folder {path.parent} does not exist")
+    with _writing(path):  # a name too long fails already here
+        if path.is_dir():
+            raise UsageError(f"{text}: is a directory")
+        if not path.parent.is_dir():
+            if path.parent.exists():
+                raise UsageError(f"{text}: {path.parent} is a file, not a folder")
+            raise UsageError(f"{text}: the folder {path.parent} does not exist")
     return path
+
+
+@contextmanager
+def _writing(output: Path) -> Iterator[None]:
+    """Report a failed write of ``output`` (a full disk, no permission, a name too
+    long) as a UsageError: the output path is what has to change."""
+    try:
+        yield
+    except OSError as error:
+        raise UsageError(f"{output}: cannot be written: {error.strerror or error}") from None

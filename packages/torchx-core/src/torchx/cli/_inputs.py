@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,9 +11,11 @@ from typing import Any
 import torch
 
 from torchx.cli._errors import UsageError
+from torchx.core.arguments import INT64_MAX
+from torchx.core.errors import short_repr
 from torchx.core.layer import Layer
-from torchx.core.shapes import InputLike, TypedShape
-from torchx.core.specs import from_spec, parse_spec
+from torchx.core.shapes import DYNAMIC_PROBES, InputLike, TypedShape, input_dtype, input_shape
+from torchx.core.specs import MAX_SPEC_BYTES, from_spec, parse_spec
 
 __all__ = ["add_input_arguments", "add_spec_argument", "inputs_of", "load_model", "read_document"]
 
@@ -49,11 +52,15 @@ def parse_input(text: str) -> InputLike:
         part = part.strip()
         if part in _DYNAMIC:
             dims.append(None)
-        elif part.isdigit():
+        elif part.isascii() and part.isdigit():
+            if len(part) > len(str(INT64_MAX)) or int(part) > INT64_MAX:  # never converts 5,000 digits
+                raise argparse.ArgumentTypeError(
+                    f"{short_repr(text)}: a dim is at most {INT64_MAX} (2**63 - 1), got {short_repr(part)}"
+                )
             dims.append(int(part))
         else:
             raise argparse.ArgumentTypeError(
-                f"{text!r}: a shape is dims separated by commas, each an int >= 0 or None "
+                f"{short_repr(text)}: a shape is dims separated by commas, each an int >= 0 or None "
                 "(for example 8,3,32,32 or None,3,32,32; add :int64 for a dtype)"
             )
     if not dtype_text:
@@ -71,13 +78,35 @@ def parse_dtype(text: str) -> torch.dtype:
 
 
 def inputs_of(options: argparse.Namespace) -> tuple[InputLike, ...]:
-    return tuple(options.input or ())
+    inputs = tuple(options.input or ())
+    for value in inputs:
+        _check_tensor_size(value, getattr(options, "dtype", None))
+    return inputs
+
+
+def _check_tensor_size(value: InputLike, dtype: torch.dtype | None) -> None:
+    """Refuse a shape whose tensor would not fit in memory any device can address
+    (its size in bytes is an int64), its dynamic dims at their inference size."""
+    dims = [max(DYNAMIC_PROBES) if dim is None else dim for dim in input_shape(value)]
+    itemsize = input_dtype(value, dtype).itemsize
+    if math.prod(dims) * itemsize > INT64_MAX:
+        shown = ",".join("None" if dim is None else str(dim) for dim in input_shape(value))
+        raise UsageError(
+            f"--input {short_repr(shown)}: more elements than a tensor can hold "
+            f"(at {itemsize} bytes each, a tensor holds at most {INT64_MAX // itemsize:,})"
+        )
 
 
 def read_document(source: str) -> Any:
     """The spec document in file ``source`` (``.json``/``.yaml``/``.yml``), or on stdin for ``-``."""
     if source == "-":
-        return _parsed(sys.stdin.read(), "yaml", "<stdin>")
+        try:
+            text = sys.stdin.read(MAX_SPEC_BYTES + 1)  # parse_spec refuses more
+        except UnicodeDecodeError as error:
+            raise UsageError(f"<stdin>: is not UTF-8 text ({error.reason} at byte {error.start})") from None
+        except OSError as error:
+            raise UsageError(f"<stdin>: cannot be read: {error.strerror or error}") from None
+        return _parsed(text, "yaml", "<stdin>")
     path = Path(source)
     if path.is_dir():
         raise UsageError(f"{source}: is a directory, not a spec file")
@@ -85,11 +114,17 @@ def read_document(source: str) -> Any:
     if suffix not in (".json", ".yaml", ".yml"):
         raise UsageError(f"{source}: spec files end in .json, .yaml or .yml")
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_SPEC_BYTES:  # measured, not read
+            raise UsageError(f"{source}: is {size:,} bytes; spec files are at most {MAX_SPEC_BYTES:,}")
+        with path.open(encoding="utf-8") as file:
+            text = file.read(MAX_SPEC_BYTES + 1)  # a device or pipe has no size to measure
     except FileNotFoundError:
         raise UsageError(f"{source}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"{source}: cannot be read: {error}") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{source}: is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise UsageError(f"{source}: cannot be read: {error.strerror or error}") from None
     return _parsed(text, "json" if suffix == ".json" else "yaml", source)
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from torchx.cli._errors import USAGE, UsageError
 from torchx.core import __version__
@@ -15,10 +17,20 @@ from torchx.core.plugins import current_plugins
 __all__ = ["main"]
 
 _MODEL_IS_WRONG = 1
+_CLOSED_PIPE = 141
+"""What a shell reports for a program that a closed pipe ended (128 + SIGPIPE)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Reports bad arguments in one line, as every other error (argparse's own
+    adds the usage, wrapped over several)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _parser(commands: CommandRegistry) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="torchx", description="TorchX: models from specs, with every inferable shape inferred."
     )
     parser.add_argument("--version", action="version", version=f"torchx {__version__}")
@@ -34,6 +46,29 @@ def _parser(commands: CommandRegistry) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``torchx`` with ``argv`` (default: the process's); returns the exit status."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            if sys.stdout is not None:
+                sys.stdout.flush()  # here, where a closed pipe can still be handled
+    except BrokenPipeError:  # `torchx ... | head`, and head has quit: stop quietly
+        _silence_stdout()
+        return _CLOSED_PIPE
+
+
+def _silence_stdout() -> None:
+    """Point standard output at devnull, so that nothing written to the closed pipe,
+    not even at interpreter exit, raises again (as Python's signal docs advise)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     commands = CommandRegistry()
     current_plugins().register_commands(commands)
     options = _parser(commands).parse_args(argv)

@@ -446,12 +446,13 @@ def load_spec(path: str | Path, *, registry: LayerRegistry | None = None) -> Lay
     """Read a ``.json``/``.yaml`` spec file and construct its (unbuilt) model."""
     path = Path(path)
     kind = _format(path)
-    check_file_size(path)
-    data = parse_spec(path.read_text(encoding="utf-8"), kind, where=str(path))
-    return from_spec(data, registry=registry)
+    _check_file_size(path)
+    with path.open(encoding="utf-8") as file:
+        text = file.read(MAX_SPEC_BYTES + 1)  # a device or a pipe has no size to check
+    return from_spec(parse_spec(text, kind, where=str(path)), registry=registry)
 
 
-def check_file_size(path: Path) -> None:
+def _check_file_size(path: Path) -> None:
     """Refuse a spec file larger than MAX_SPEC_BYTES before reading it (a stat, no read)."""
     size = path.stat().st_size
     if size > MAX_SPEC_BYTES:
@@ -486,6 +487,10 @@ def parse_spec(text: str, kind: str = "yaml", *, where: str = "<spec>") -> Any:
         raise SpecError(where, _TOO_DEEP) from None
     except _YamlIntError as error:
         raise SpecError(f"{where}, {error.where}", error.problem) from None
+    except UnicodeEncodeError as error:  # libyaml reads UTF-8: a lone surrogate (an undecodable byte)
+        raise SpecError(
+            where, f"is not UTF-8 text: character {error.start} is {short_repr(text[error.start])}"
+        ) from None
 
 
 _TOO_DEEP = f"the document nests too deeply to read (a spec nests at most {MAX_DEPTH} layers)"
