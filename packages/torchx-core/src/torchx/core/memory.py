@@ -42,6 +42,7 @@ from torch.nn.parameter import is_lazy
 
 from torchx.core.errors import AllocationError, format_call
 from torchx.core.scope import current_scope
+from torchx.core.tree import submodules
 
 if TYPE_CHECKING:
     from torchx.core.layer import Layer
@@ -159,6 +160,19 @@ def weight_bytes(module: nn.Module) -> int:
     return sum(tensor.numel() * tensor.element_size() for tensor in tensors if not is_lazy(tensor))
 
 
+def _held_bytes(module: nn.Module) -> int:
+    """:func:`weight_bytes` of a just-built layer, read straight from its stores
+    (a few times faster than walking ``parameters()``: a build measures every layer)."""
+    total = 0
+    for sub in submodules(module) if module._modules else (module,):
+        stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
+        for store in stores:
+            for tensor in dict.values(store):
+                if tensor is not None and not is_lazy(tensor):
+                    total += tensor.numel() * tensor.element_size()
+    return total
+
+
 def available_memory(device: torch.device) -> int | None:
     """Bytes that ``device`` can still give, or None where unknown or unlimited (meta)."""
     if device.type == "cpu":
@@ -249,7 +263,7 @@ class _Budget:
 
     def tighten(self) -> None:
         """Replace the bounds of the layers built so far by what they hold (each is measured once)."""
-        self.measured += sum(weight_bytes(layer) for layer in self.unmeasured)
+        self.measured += sum(_held_bytes(layer) for layer in self.unmeasured)
         self.bounded, self.unmeasured = 0, []
 
 
