@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import pytest
 import torch
@@ -106,11 +105,9 @@ def test_a_ten_thousand_node_chain_defines_builds_runs_and_serialises(fresh_plug
     assert torch.allclose(model(t), model.linear(t + 10_000.0))
     spec = model.to_spec()
     assert len(spec["nodes"]) == 10_001
-    start = time.perf_counter()
     again = L.Layer.from_spec(spec)
     again.load_state_dict(model.state_dict())
     assert torch.allclose(again(t), model(t))
-    assert time.perf_counter() - start < 30
 
 
 def test_json_file_round_trip(fresh_plugins: PluginManager, tmp_path: object) -> None:
