@@ -271,13 +271,19 @@ _CONTAINERS = (Mapping, list, tuple, set, frozenset)
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
-def _path(entry: tuple[Any, ...] | None) -> str:
-    """The place in the document of a walk entry ``(value, parent entry, key)``."""
-    keys: list[Any] = []
-    while entry is not None and entry[1] is not None:
-        keys.append(entry[2])
-        entry = entry[1]
-    return "$" + "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in reversed(keys))
+def _path(entry: tuple[Any, ...]) -> str:
+    """The place in the document of a walk entry ``(value, parent entry, key)``:
+    ``$.layers[3].args``, with keys that are not short strings shown bounded."""
+    parts: list[str] = []
+    while entry[1] is not None:
+        key, entry = entry[2], entry[1]
+        if not isinstance(entry[0], Mapping):
+            parts.append(f"[{key}]")  # an index
+        elif isinstance(key, str) and len(key) <= 60:
+            parts.append(f".{key}")
+        else:
+            parts.append(f"[{short_repr(key)}]")
+    return "$" + "".join(reversed(parts))
 
 
 def _check_int(value: Any, where: tuple[Any, ...]) -> None:
