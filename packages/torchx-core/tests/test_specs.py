@@ -276,6 +276,21 @@ def test_documents_past_the_size_limit_are_refused_before_parsing(
         load_spec(path, registry=registry)
 
 
+def test_yaml_of_more_values_than_the_limit_stops_while_it_is_composed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torchx.core import specs
+
+    monkeypatch.setattr(specs, "MAX_SPEC_VALUES", 1000)
+    assert len(specs.parse_spec("[" + "1, " * 998 + "1]")) == 999  # the list and its items: 1,000
+    for loader in (specs._yaml_loader, specs._pure_yaml_loader):
+        monkeypatch.setattr(specs, "_yaml_loader", loader)
+        with pytest.raises(SpecError, match=r"^m\.yaml: the document holds more than 1,000 values"):
+            specs.parse_spec("[" + "1, " * 999 + "1]", where="m.yaml")
+        with pytest.raises(SpecError, match="more than 1,000 values"):
+            specs.parse_spec("a: {" + ", ".join(f"k{i}: [x]" for i in range(400)) + "}")
+
+
 def test_the_c_and_pure_yaml_loaders_read_the_same_data_and_refuse_the_same_tags(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -491,8 +491,8 @@ def parse_spec(text: str, kind: str = "yaml", *, where: str = "<spec>") -> Any:
         raise SpecError(where, f"invalid or unsafe YAML (only plain data is read): {error}") from None
     except RecursionError:  # the pure-Python loader recurses
         raise SpecError(where, _TOO_DEEP) from None
-    except _YamlIntError as error:
-        raise SpecError(f"{where}, {error.where}", error.problem) from None
+    except _YamlLimit as error:
+        raise SpecError(f"{where}, {error.where}" if error.where else where, error.problem) from None
     except UnicodeEncodeError as error:  # libyaml reads UTF-8: a lone surrogate (an undecodable byte)
         raise SpecError(
             where, f"is not UTF-8 text: character {error.start} is {short_repr(text[error.start])}"
@@ -509,8 +509,8 @@ def _json_int(digits: str, where: str) -> int:
     return int(digits)
 
 
-class _YamlIntError(Exception):
-    """An integer in YAML text too large to read, at ``where`` (line and column)."""
+class _YamlLimit(Exception):
+    """YAML text past a limit, at ``where`` (line and column) where known."""
 
     def __init__(self, where: str, problem: str) -> None:
         super().__init__(f"{where}: {problem}")
@@ -526,22 +526,34 @@ def _construct_int(loader: Any, node: Any) -> int:
     where = f"line {node.start_mark.line + 1}, column {node.start_mark.column + 1}"
     digits = text.lstrip("+-").replace("_", "")
     if digits.isascii() and digits.isdigit() and not digits.startswith("0") and len(digits) > MAX_INT_DIGITS:
-        raise _YamlIntError(where, f"an integer of {len(digits):,} digits; {_TOO_BIG}")
+        raise _YamlLimit(where, f"an integer of {len(digits):,} digits; {_TOO_BIG}")
     if len(text) > _INT_CHARACTERS:
-        raise _YamlIntError(where, f"an integer of {len(text):,} characters; {_TOO_BIG}")
+        raise _YamlLimit(where, f"an integer of {len(text):,} characters; {_TOO_BIG}")
     try:
         value: int = loader.construct_yaml_int(node)
     except ValueError:  # more digits than this interpreter's int_max_str_digits
-        raise _YamlIntError(where, f"an integer of {len(digits):,} digits; {_TOO_BIG}") from None
+        raise _YamlLimit(where, f"an integer of {len(digits):,} digits; {_TOO_BIG}") from None
     if abs(value) >= _INT_LIMIT:
         digits_count = int(value.bit_length() * math.log10(2)) + 1
-        raise _YamlIntError(where, f"an integer of about {digits_count:,} digits; {_TOO_BIG}")
+        raise _YamlLimit(where, f"an integer of about {digits_count:,} digits; {_TOO_BIG}")
     return value
 
 
+def _resolve(loader: Any, kind: Any, value: Any, implicit: Any) -> Any:
+    """PyYAML's tag resolution, which composing calls for every node it makes
+    without an explicit tag: counted, so that a document of millions of tiny
+    values (``[1,1,1,...]``: a few bytes each) stops before it is all in memory."""
+    loader.spec_nodes += 1
+    if loader.spec_nodes > MAX_SPEC_VALUES:
+        raise _YamlLimit("", f"the document holds more than {MAX_SPEC_VALUES:,} values; write a smaller spec")
+    return loader.resolve_tag(kind, value, implicit)
+
+
 def _safe_loader(base: Any) -> Any:
-    """A subclass of PyYAML's safe loader ``base`` whose integers are bounded."""
-    loader: Any = type(f"_Spec{base.__name__}", (base,), {})
+    """A subclass of PyYAML's safe loader ``base`` whose integers and node count are bounded."""
+    loader: Any = type(
+        f"_Spec{base.__name__}", (base,), {"spec_nodes": 0, "resolve": _resolve, "resolve_tag": base.resolve}
+    )
     loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
     return loader
 
