@@ -15,11 +15,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import signal
 import threading
-import traceback
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +27,7 @@ from report import Report
 import torchx
 import torchx.nn as nnx
 from torchx.core import PluginManager, plugins, use_plugins
-from torchx.core.testing import StaticDeviceBackend
+from torchx.core.testing import StaticDeviceBackend, in_forked_child
 from torchx.nn import _module
 
 TORCHX_MODE = "torchx"
@@ -228,36 +225,6 @@ def test_the_reported_order_a_scope_closing_under_another_tasks_torch_device(
 
 
 # -- os.fork() while another thread holds a lock --------------------------------
-
-
-def in_forked_child(child: Callable[[], None], guard_seconds: int = 30) -> str:
-    """Run ``child`` in a forked child; ``""`` when it returned, else what went
-    wrong. A child that hangs is killed by its own alarm, so a regression
-    fails instead of hanging the suite."""
-    read, write = os.pipe()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() of a threaded process
-        pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        status = 1
-        try:
-            os.close(read)
-            signal.alarm(guard_seconds)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                child()
-            status = 0
-        except BaseException:  # noqa: BLE001 - reported to the parent
-            os.write(write, traceback.format_exc().encode())
-        finally:
-            os._exit(status)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        said = pipe.read().decode()
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        return f"the child was killed by signal {os.WTERMSIG(status)} (hung past {guard_seconds} s?)\n{said}"
-    return "" if os.WEXITSTATUS(status) == 0 else said or f"the child exited with {os.WEXITSTATUS(status)}"
 
 
 class _Net(nnx.Module):

@@ -13,27 +13,13 @@ import pytest
 import torch
 from report import Report
 from torch import nn
+from weights import small_model, snapshot, unchanged
 
 import torchx
 import torchx.layers as L
 from torchx.core import CheckpointError, ShapeError
 
 MARKER = Path(os.environ.get("TMPDIR", "/tmp")) / "torchx-reliability-payload-ran"
-
-
-def _model() -> L.Sequential:
-    return torchx.build(
-        L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d(), L.ReLU(), L.Flatten(), L.Linear(5)), (2, 3, 8, 8)
-    )
-
-
-def _snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
-    return {name: value.clone() for name, value in model.state_dict().items()}
-
-
-def _unchanged(model: nn.Module, before: dict[str, torch.Tensor]) -> bool:
-    now = model.state_dict()
-    return list(now) == list(before) and all(torch.equal(now[name], before[name]) for name in before)
 
 
 class _Payload:
@@ -66,7 +52,7 @@ def _write_damage(kind: str, path: Path, good: Path) -> None:
             L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d(), L.ReLU(), L.Flatten(), L.Linear(6)), (2, 3, 8, 8)
         ).save(path)
     elif kind == "a plain state_dict":
-        torch.save(_model().state_dict(), path)
+        torch.save(small_model().state_dict(), path)
     elif kind == "a directory":
         path.mkdir()
     elif kind == "a missing file":
@@ -93,18 +79,18 @@ def test_a_damaged_checkpoint_is_refused_and_the_model_untouched(
     damage: str, tmp_path: Path, report: Report
 ) -> None:
     good = tmp_path / "good.pt"
-    _model().save(good)
+    small_model().save(good)
     path = tmp_path / "damaged.pt"
     _write_damage(damage, path, good)
-    model = _model()
-    before = _snapshot(model)
+    model = small_model()
+    before = snapshot(model)
     MARKER.unlink(missing_ok=True)
     # A file that is not there is an OSError, as for open(); anything else read is a CheckpointError.
     expected = OSError if damage in ("a directory", "a missing file") else CheckpointError
     with pytest.raises(expected, match=str(path).replace(".", r"\.")):
         model.load(path)
     assert not MARKER.exists(), "loading ran the payload"
-    assert _unchanged(model, before)
+    assert unchanged(model, before)
     model.load(good)  # and a good checkpoint still loads afterwards
     report.count("fault", f"damaged checkpoint: {damage}")
 
@@ -175,8 +161,8 @@ def test_a_zip_bomb_is_refused_from_its_directory_before_anything_unpacks(
     path = tmp_path / "bomb.pt"
     _zip_bomb(path, 64 << 20)
     assert path.stat().st_size < 1 << 20
-    model = _model()
-    before = _snapshot(model)
+    model = small_model()
+    before = snapshot(model)
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("torch.load ran: the archive was unpacked")
@@ -186,5 +172,5 @@ def test_a_zip_bomb_is_refused_from_its_directory_before_anything_unpacks(
         CheckpointError, match=r"refused: its entries unpack to 64\.0 MiB, more than the model"
     ):
         model.load(path)
-    assert _unchanged(model, before)
+    assert unchanged(model, before)
     report.count("fault", "zip bombs (64 MiB from a 64 KiB file) refused before unpacking")

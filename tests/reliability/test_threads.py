@@ -4,10 +4,7 @@ results; separate lazy builds and separate device scopes never cross-talk."""
 from __future__ import annotations
 
 import os
-import signal
 import threading
-import time
-import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -20,6 +17,7 @@ from torch import nn
 import torchx
 import torchx.layers as L
 import torchx.nn as nnx
+from torchx.core.testing import in_forked_child
 
 THREADS = 8
 CALLS = 25  # per thread
@@ -223,27 +221,12 @@ def test_a_fork_while_another_thread_builds_gives_a_child_that_can_build(report:
     started.wait(5)
     # The fork waits for the build in progress (the builder is released meanwhile).
     threading.Timer(0.2, release.set).start()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: "use of fork() may lead to deadlocks"
-        pid = os.fork()
-    if pid == 0:  # the child: it must be able to build, and see the other model whole
-        code = 1
-        try:
-            fresh = L.Sequential(L.Linear(3))
-            ok = fresh(torch.randn(2, 4)).shape == (2, 3) and torchx.is_built(building[0])
-            code = 0 if ok else 1
-        finally:
-            os._exit(code)
+
+    def child() -> None:  # it must be able to build, and see the other model whole
+        assert L.Sequential(L.Linear(3))(torch.randn(2, 4)).shape == (2, 3)
+        assert torchx.is_built(building[0]) and torchx.is_built(building[2])
+
+    problem = in_forked_child(child, guard_seconds=60)
     builder.join()
-    deadline = time.monotonic() + 60
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child hung on the build lock")
-        time.sleep(0.05)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert problem == ""
     report.count("thread", "forks while another thread builds")

@@ -12,28 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 from report import Report
-from torch import nn
+from weights import small_model, snapshot, unchanged
 
 import torchx
 import torchx.layers as L
 from torchx.core import CheckpointError
 
 QUERIES = 300
-
-
-def _model() -> L.Sequential:
-    return torchx.build(
-        L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d(), L.ReLU(), L.Flatten(), L.Linear(5)), (2, 3, 8, 8)
-    )
-
-
-def _snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
-    return {name: value.clone() for name, value in model.state_dict().items()}
-
-
-def _unchanged(model: nn.Module, before: dict[str, torch.Tensor]) -> bool:
-    now = model.state_dict()
-    return list(now) == list(before) and all(torch.equal(now[name], before[name]) for name in before)
 
 
 QUERY_KINDS = {
@@ -46,8 +31,8 @@ QUERY_KINDS = {
 def test_shape_queries_beside_forwards_and_saves_never_touch_the_weights(
     query: str, tmp_path: Path, report: Report
 ) -> None:
-    model = _model().eval()
-    before = _snapshot(model)
+    model = small_model().eval()
+    before = snapshot(model)
     x = torch.randn(2, 3, 8, 8)
     with torch.no_grad():
         expected = model(x)
@@ -71,15 +56,15 @@ def test_shape_queries_beside_forwards_and_saves_never_touch_the_weights(
             if call % 30 == 0:
                 path = tmp_path / f"saved-{call}.pt"
                 model.save(path)
-                copy = _model()
+                copy = small_model()
                 copy.load(path)
-                if not _unchanged(copy, before):
+                if not unchanged(copy, before):
                     problems.append(f"checkpoint {call} lost weights")
     finally:
         stop.set()
         asker.join()
     assert problems == []
-    assert _unchanged(model, before)
+    assert unchanged(model, before)
     report.count("thread", f"forwards, state dicts and saves beside a looping {query}", QUERIES)
 
 
@@ -107,7 +92,7 @@ print((after - before) // 1024)
 def _bad_state(kind: str) -> dict[str, object]:
     """A checkpoint whose state has one entry of the right shape and dtype that
     cannot be loaded, after three good ones (in state-dict order)."""
-    state: dict[str, object] = dict(_model().state_dict())
+    state: dict[str, object] = dict(small_model().state_dict())
     name = list(state)[3]
     good = state[name]
     assert isinstance(good, torch.Tensor)
@@ -126,7 +111,7 @@ def test_a_checkpoint_with_an_entry_that_cannot_load_changes_nothing(
     kind: str, tmp_path: Path, report: Report
 ) -> None:
     path = tmp_path / "bad.pt"
-    good = _model()
+    good = small_model()
     good.save(path)
     data = torch.load(path, weights_only=True)
     if kind == "a spec holding a tensor":
@@ -134,17 +119,17 @@ def test_a_checkpoint_with_an_entry_that_cannot_load_changes_nothing(
     else:
         data["state_dict"] = _bad_state(kind)
     torch.save(data, path)
-    model = _model()
-    before = _snapshot(model)
+    model = small_model()
+    before = snapshot(model)
     with pytest.raises(CheckpointError, match=str(path).replace(".", r"\.")):
         model.load(path)
-    assert _unchanged(model, before)
+    assert unchanged(model, before)
     report.count("fault", f"checkpoint entry that cannot load: {kind}")
 
 
 def test_a_model_built_on_meta_takes_the_checkpoints_tensors(tmp_path: Path, report: Report) -> None:
     path = tmp_path / "model.pt"
-    trained = _model()
+    trained = small_model()
     trained.save(path)
     abstract = torchx.build(
         L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d(), L.ReLU(), L.Flatten(), L.Linear(5)),
@@ -154,7 +139,7 @@ def test_a_model_built_on_meta_takes_the_checkpoints_tensors(tmp_path: Path, rep
     with pytest.raises(CheckpointError, match="meta"):
         abstract.save(tmp_path / "nothing.pt")  # meta tensors have no values to save
     abstract.load(path)
-    assert _unchanged(abstract, _snapshot(trained))
+    assert unchanged(abstract, snapshot(trained))
     x = torch.randn(2, 3, 8, 8)
     torch.testing.assert_close(abstract.eval()(x), trained.eval()(x))
     report.count("fault", "checkpoints loaded into models built on meta")
@@ -184,18 +169,18 @@ def test_a_failed_save_keeps_the_old_checkpoint(
     fault: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: Report
 ) -> None:
     path = tmp_path / "model.pt"
-    old = _model()
+    old = small_model()
     old.save(path)
-    new = _model()
+    new = small_model()
     with monkeypatch.context() as patch:
         _fail_after_half(patch, SAVE_FAULTS[fault])
         expected = KeyboardInterrupt if fault == "an interrupt" else CheckpointError
         with pytest.raises(expected):
             new.save(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]  # no temporary file left
-    reloaded = _model()
+    reloaded = small_model()
     reloaded.load(path)
-    assert _unchanged(reloaded, _snapshot(old))
+    assert unchanged(reloaded, snapshot(old))
     report.count("fault", f"saves failing half way: {fault}")
 
 
@@ -234,7 +219,7 @@ def test_freezing_before_the_build_holds_after_it(how: str, report: Report) -> N
     elif how == "torchx.build":
         torchx.build(model, (2, 3, 8, 8))
     else:
-        model.load_state_dict(_model().state_dict())
+        model.load_state_dict(small_model().state_dict())
     trainable = [name for name, parameter in model.named_parameters() if parameter.requires_grad]
     assert trainable == ["4.bias"]
     report.count("fault", f"freeze() before the build, then {how}")

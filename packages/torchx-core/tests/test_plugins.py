@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import inspect
-import os
-import signal
 import sys
 import threading
-import traceback
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +13,7 @@ import pytest
 import torch
 
 from torchx.core import PluginError, PluginManager, PluginWarning, hookspecs
-from torchx.core.testing import install_fake_distribution
+from torchx.core.testing import in_forked_child, install_fake_distribution
 
 GOOD_PLUGIN = """
 from torch import nn
@@ -313,36 +309,6 @@ def test_an_entry_point_for_a_plugin_already_registered_under_its_name(
 
 
 # -- os.fork() while another thread holds a plugin lock ------------------------
-
-
-def in_forked_child(child: Callable[[], None], guard_seconds: int = 30) -> str:
-    """Run ``child`` in a forked child process; return ``""`` when it returned,
-    else what went wrong. A child that hangs is killed by its own alarm after
-    ``guard_seconds``, so a regression fails instead of hanging the suite."""
-    read, write = os.pipe()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() of a threaded process
-        pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        status = 1
-        try:
-            os.close(read)
-            signal.alarm(guard_seconds)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                child()
-            status = 0
-        except BaseException:  # noqa: BLE001 - reported to the parent
-            os.write(write, traceback.format_exc().encode())
-        finally:
-            os._exit(status)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        said = pipe.read().decode()
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        return f"the child was killed by signal {os.WTERMSIG(status)} (hung past {guard_seconds} s?)\n{said}"
-    return "" if os.WEXITSTATUS(status) == 0 else said or f"the child exited with {os.WEXITSTATUS(status)}"
 
 
 class HeldLocks:

@@ -1,4 +1,5 @@
-"""Test helpers for TorchX and its plugins: a fresh plugin manager, fake installs, a device backend.
+"""Test helpers for TorchX and its plugins: a fresh plugin manager, fake installs, a device
+backend, a forked child.
 
 Import the fixture into a ``conftest.py``::
 
@@ -7,9 +8,13 @@ Import the fixture into a ``conftest.py``::
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import textwrap
-from collections.abc import Iterator, Mapping
+import traceback
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -19,7 +24,7 @@ from torchx.core.hookspecs import hookimpl
 from torchx.core.placement import Placement
 from torchx.core.plugins import ENTRY_POINT_GROUP, PluginManager, use_plugins
 
-__all__ = ["StaticDeviceBackend", "fresh_plugins", "install_fake_distribution"]
+__all__ = ["StaticDeviceBackend", "fresh_plugins", "in_forked_child", "install_fake_distribution"]
 
 
 @pytest.fixture
@@ -69,3 +74,34 @@ class StaticDeviceBackend:
     def torchx_resolve_device(self, device_id: object) -> Placement | None:
         device = self.devices.get(device_id) if isinstance(device_id, str) else None
         return None if device is None else Placement(device)
+
+
+def in_forked_child(child: Callable[[], None], guard_seconds: int = 30) -> str:
+    """Run ``child`` in a forked child process; return ``""`` when it returned,
+    else what went wrong (its traceback). A child that hangs is killed by its
+    own alarm after ``guard_seconds``, so a regression (a lock the fork left
+    held, say) fails instead of hanging the suite. POSIX only."""
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() of a threaded process
+        pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        status = 1
+        try:
+            os.close(read)
+            signal.alarm(guard_seconds)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                child()
+            status = 0
+        except BaseException:  # noqa: BLE001 - reported to the parent
+            os.write(write, traceback.format_exc().encode())
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        said = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return f"the child was killed by signal {os.WTERMSIG(status)} (hung past {guard_seconds} s?)\n{said}"
+    return "" if os.WEXITSTATUS(status) == 0 else said or f"the child exited with {os.WEXITSTATUS(status)}"
