@@ -103,7 +103,7 @@ def read_document(source: str) -> Any:
         try:
             text = sys.stdin.read(MAX_SPEC_BYTES + 1)  # parse_spec refuses more
         except UnicodeDecodeError as error:
-            raise UsageError(f"<stdin>: is not UTF-8 text ({error.reason} at byte {error.start})") from None
+            raise UsageError(f"<stdin>: is not UTF-8 text ({error.reason})") from None
         except OSError as error:
             raise UsageError(f"<stdin>: cannot be read: {error.strerror or error}") from None
         return _parsed(text, "yaml", "<stdin>")
@@ -122,7 +122,7 @@ def read_document(source: str) -> Any:
     except FileNotFoundError:
         raise UsageError(f"{source}: no such file") from None
     except UnicodeDecodeError as error:
-        raise UsageError(f"{source}: is not UTF-8 text ({error.reason} at byte {error.start})") from None
+        raise UsageError(f"{source}: is not UTF-8 text ({error.reason})") from None
     except OSError as error:
         raise UsageError(f"{source}: cannot be read: {error.strerror or error}") from None
     return _parsed(text, "json" if suffix == ".json" else "yaml", source)

@@ -61,11 +61,14 @@ def _silence_stdout() -> None:
     """Point standard output at devnull, so that nothing written to the closed pipe,
     not even at interpreter exit, raises again (as Python's signal docs advise)."""
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        stdout = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stdout)
+    finally:
         os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
-        pass
 
 
 def _main(argv: Sequence[str] | None) -> int:
