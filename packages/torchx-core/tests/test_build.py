@@ -108,3 +108,25 @@ def test_a_layer_shared_within_one_build_stays_on_meta() -> None:
     torchx.build(model, (2, 3))
     assert int(shared.num_batches_tracked) == 0
     assert not any(t.is_meta for t in (*model.parameters(), *model.buffers()))
+
+
+@pytest.mark.parametrize(
+    ("shape", "problem"),
+    [
+        ((-1, 4), "has a negative dim"),
+        ((2**62, 4), "more than 2\\*\\*63 bytes"),
+        ((None, 2**62), "more than 2"),
+    ],
+)
+def test_an_input_shape_no_tensor_can_have_is_a_shape_error(
+    shape: tuple[int | None, ...], problem: str
+) -> None:
+    with pytest.raises(ShapeError, match=f"^input: shape .* {problem}"):
+        torchx.build(Dense(3), shape)
+
+
+def test_an_int_too_long_to_print_is_described_by_its_size() -> None:
+    from torchx.core.errors import short_repr
+
+    assert short_repr(10**5000) == "<an int of about 5,001 digits>"
+    assert short_repr(12345) == "12345"

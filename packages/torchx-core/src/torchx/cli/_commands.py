@@ -16,6 +16,7 @@ from torchx.cli._errors import UsageError
 from torchx.cli._inputs import add_input_arguments, add_spec_argument, inputs_of, load_model, read_document
 from torchx.core.build import build
 from torchx.core.commands import CommandRegistry
+from torchx.core.files import write_bytes_atomically
 from torchx.core.graph import model_graph
 from torchx.core.plugins import current_plugins
 from torchx.core.shapes import input_dtype, input_shape
@@ -166,7 +167,7 @@ def export(options: argparse.Namespace) -> int:
     archive = io.BytesIO()
     torch.export.save(program, archive)
     with _writing(output):
-        output.write_bytes(archive.getbuffer())
+        write_bytes_atomically(output, archive.getvalue())
     print(f"wrote {output}")
     return 0
 

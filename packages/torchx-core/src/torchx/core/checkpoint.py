@@ -82,7 +82,12 @@ def save_checkpoint(module: nn.Module, path: str | os.PathLike[str]) -> None:
             "device='meta'), which have no values to save; build it on a real device, or load weights into it"
         )
     data = {_MARKER: CHECKPOINT_FORMAT, "state_dict": module.state_dict(), "spec": _spec_of(module)}
-    write_atomically(path, lambda file: torch.save(data, file))
+    try:
+        write_atomically(path, lambda file: torch.save(data, file))
+    except OSError as error:
+        raise CheckpointError(
+            f"{os.fspath(path)}: writing failed, so the old file is kept: {error.strerror or error}"
+        ) from error
 
 
 def read_checkpoint(

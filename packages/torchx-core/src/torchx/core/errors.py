@@ -76,7 +76,16 @@ def format_call(native: type, arguments: Mapping[str, Any]) -> str:
     return f"{native.__name__}({shown})"
 
 
-_SHORT = reprlib.Repr()
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        """An int of too many digits to print (Python refuses ``repr`` past
+        4,300) shows its size instead: ``<an int of 5,001 digits>``."""
+        if x.bit_length() > 128:
+            return f"<an int of about {int(x.bit_length() * 0.30103) + 1:,} digits>"
+        return super().repr_int(x, level)
+
+
+_SHORT = _ShortRepr()
 _SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxtuple = 3, 6, 6, 6
 _SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 60, 40, 60
 

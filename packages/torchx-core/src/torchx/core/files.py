@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from torchx.core.errors import CheckpointError
-
-__all__ = ["write_atomically"]
+__all__ = ["write_atomically", "write_bytes_atomically"]
 
 
 def write_atomically(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
@@ -18,17 +17,24 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[IO[bytes]], 
     rename it to ``path``: readers see the old file or the complete new one.
 
     If anything fails (a full disk, a file-size limit, an interrupt), the
-    temporary file is removed and the old file at ``path`` stays as it was.
+    temporary file is removed and the old file at ``path`` stays as it was. A
+    symbolic link stays a link to the new file; a path that is not a regular
+    file (``/dev/stdout``, a pipe) is written in place.
 
-    :raises CheckpointError: the file could not be written (the original error is its cause).
+    :raises OSError: the file could not be written; an error of ``write`` that
+        is not an OSError (torch's archive writer reports a failed write as a
+        RuntimeError) becomes one, with the original as its cause.
     """
     target = Path(path)
+    if target.is_symlink():
+        target = target.resolve()  # replace the file the link points to, keep the link
+    if target.exists() and not target.is_file():  # a device or a pipe: written in place
+        with target.open("wb") as file:
+            write(file)
+        return
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        # Mode 0o666 less the umask, as for any new file; an existing file's mode is kept.
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as error:
-        raise CheckpointError(f"{target}: cannot write there: {error.strerror or error}") from error
+    # Mode 0o666 less the umask, as for any new file; an existing file's mode is kept.
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as file:
             write(file)
@@ -39,16 +45,15 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[IO[bytes]], 
         os.replace(temporary, target)
     except BaseException as error:
         temporary.unlink(missing_ok=True)
-        if not isinstance(error, Exception):
-            raise  # an interrupt stays an interrupt
-        # torch.save reports a failed write of a file object as its own RuntimeError.
-        reason = (
-            error.strerror
-            if isinstance(error, OSError) and error.strerror
-            else f"{type(error).__name__}: {error}"
-        )
-        raise CheckpointError(f"{target}: writing failed, so the old file is kept: {reason}") from error
+        if isinstance(error, OSError) or not isinstance(error, Exception):
+            raise  # an OSError as it is; an interrupt stays an interrupt
+        raise OSError(errno.EIO, f"writing failed ({type(error).__name__}: {error})", str(target)) from error
     _sync_directory(target.parent)
+
+
+def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    """:func:`write_atomically` of ``data``."""
+    write_atomically(path, lambda file: file.write(data))
 
 
 def _sync_directory(folder: Path) -> None:

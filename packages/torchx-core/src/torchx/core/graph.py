@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from torchx.core.errors import MissingPackageError, TorchXError, format_shape
+from torchx.core.files import write_bytes_atomically
 from torchx.core.layer import Layer, layer_name
 from torchx.core.shapes import InputLike, input_dtype, input_shape
 from torchx.core.summary import built_on_meta, record_calls, shape_text
@@ -150,17 +151,18 @@ class Graph:
             raise TorchXError(f"{path}: graphs are written as {', '.join(_FORMATS)}")
         source = self.to_dot()
         if kind == "dot":
-            path.write_text(source, encoding="utf-8")
+            write_bytes_atomically(path, source.encode("utf-8"))
             return path
         graphviz = _graphviz()
         try:
-            path.write_bytes(graphviz.Source(source).pipe(format=kind))
+            drawn = graphviz.Source(source).pipe(format=kind)
         except graphviz.ExecutableNotFound:
             raise MissingPackageError(
                 f"drawing {path.suffix} needs Graphviz's 'dot' program, which is not installed: "
                 "apt install graphviz, brew install graphviz or conda install -c conda-forge graphviz "
                 "(or write .dot, which needs none)"
             ) from None
+        write_bytes_atomically(path, drawn)
         return path
 
 

@@ -26,7 +26,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map
 
-from torchx.core.errors import LayerError
+from torchx.core.errors import LayerError, ShapeError
 from torchx.core.pending import unfilled
 from torchx.core.scope import current_scope
 from torchx.core.tree import submodules
@@ -285,7 +285,33 @@ def to_meta(value: InputLike, *, probe: int, dtype: torch.dtype | None = None) -
     """A meta tensor standing for ``value``; ``None`` dims take the size ``probe``;
     ``dtype`` applies to inputs given as bare shapes."""
     dims = tuple(probe if dim is None else dim for dim in input_shape(value))
-    return torch.empty(dims, dtype=input_dtype(value, dtype), device="meta")
+    dtype = input_dtype(value, dtype)
+    if not isinstance(value, torch.Tensor):
+        _check_describable(input_shape(value), dims, dtype)
+    return torch.empty(dims, dtype=dtype, device="meta")
+
+
+_MAX_BYTES = 2**63 - 1
+"""The most bytes a tensor torch can describe may have (sizes are int64)."""
+
+
+def _check_describable(shape: Shape, dims: tuple[int, ...], dtype: torch.dtype) -> None:
+    """Refuse an input shape that no tensor can have (a negative dim, or more
+    bytes than int64 counts), before torch raises a raw error for it."""
+    shown = "(" + ", ".join("None" if dim is None else str(dim) for dim in shape) + ")"
+    if any(isinstance(dim, bool) or dim < 0 for dim in dims):
+        raise ShapeError(
+            "input", f"shape {shown} has a negative dim", fix="give every dim a size >= 0, or None"
+        )
+    count = dtype.itemsize
+    for dim in dims:
+        count *= dim
+        if count > _MAX_BYTES:
+            raise ShapeError(
+                "input",
+                f"shape {shown} describes more than 2**63 bytes of {dtype}, more than torch can address",
+                fix="give a smaller input shape",
+            )
 
 
 def _zeros_on_cpu(value: Any) -> Any:

@@ -33,6 +33,7 @@ from torch import nn
 
 from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
 from torchx.core.errors import ArgumentError, LayerError, SpecError, TorchXError, short_repr
+from torchx.core.files import write_bytes_atomically
 from torchx.core.layer import Layer, layer_view, record_of
 from torchx.core.registry import LayerRegistry
 from torchx.core.shapes import InputLike
@@ -578,12 +579,17 @@ def _yaml_loader() -> Any:
 
 
 def save_spec(model: nn.Module, path: str | Path, *, registry: LayerRegistry | None = None) -> None:
-    """Write ``model``'s spec to a ``.json`` or ``.yaml`` file."""
+    """Write ``model``'s spec to a ``.json`` or ``.yaml`` file; if writing fails,
+    the old file at ``path`` stays as it was.
+
+    :raises OSError: the file could not be written.
+    """
     path = Path(path)
     document = to_spec(model, registry=registry)
     if _format(path) == "json":
-        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        return
-    import yaml
+        text = json.dumps(document, indent=2) + "\n"
+    else:
+        import yaml
 
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+        text = yaml.safe_dump(document, sort_keys=False)
+    write_bytes_atomically(path, text.encode("utf-8"))
