@@ -432,3 +432,22 @@ def alias_bomb(levels: int) -> str:
     lines += [f"      - &a{i} {{list: [{', '.join([f'*a{i - 1}'] * 10)}]}}" for i in range(1, levels)]
     lines.append("outputs: {node: y}")
     return "\n".join(lines) + "\n"
+
+
+PADDED = "type: Sequential\nlayers:\n  - {type: Conv1d, args: {out_channels: 8, kernel_size: 3}}\n  - {type: ZeroPad1d, args: {padding: 1048576}}\n"
+
+
+def test_a_forward_larger_than_memory_fails_validate_and_warns_in_summary_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.core import memory
+
+    monkeypatch.setattr(memory, "available_memory", lambda device: 16 << 20)  # a 16 MiB machine
+    spec = tmp_path / "padded.yaml"
+    spec.write_text(PADDED, encoding="utf-8")
+    too_large = "a forward allocates a tensor of 64.0 MiB per sample (aten.constant_pad_nd"
+    status, out, _ = status_of(capsys, "validate", str(spec), "--input", "None,3,32")
+    assert status == 1 and f"$: {too_large}" in out
+    status, out, err = status_of(capsys, "summary", str(spec), "--input", "None,3,32")
+    assert status == 0 and "largest tensor of a forward (MB): 67.11" in out
+    assert err.startswith(f"torchx summary: MemoryWarning: {too_large}") and one_line(err), err

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from torchx.cli._errors import USAGE, UsageError
@@ -76,7 +77,11 @@ def _main(argv: Sequence[str] | None) -> int:
     current_plugins().register_commands(commands)
     options = _parser(commands).parse_args(argv)
     try:
-        status: int = options.run(options)
+        with warnings.catch_warnings():
+            if not options.debug:  # shown, once each, as one line: never raised as errors
+                warnings.simplefilter("default")
+                warnings.showwarning = _one_line_warning(options.command)
+            status: int = options.run(options)
         return status
     except UsageError as error:
         if options.debug:
@@ -88,6 +93,15 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         print(f"torchx {options.command}: {type(error).__name__}: {error}", file=sys.stderr)
         return _MODEL_IS_WRONG
+
+
+def _one_line_warning(command: str) -> Callable[..., None]:
+    """Warnings as the errors are shown: one line, without the source line."""
+
+    def show(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+        print(f"torchx {command}: {category.__name__}: {message}", file=sys.stderr)
+
+    return show
 
 
 if __name__ == "__main__":

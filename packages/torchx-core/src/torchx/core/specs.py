@@ -416,9 +416,12 @@ def check_spec(
     Every layer entry that cannot be read is reported (not only the first);
     when all can be and ``inputs`` are given, the model is built for them on
     the meta device, and a shape error is reported at the failing layer's
-    place in the document. An empty list means the spec is sound.
+    place in the document; so are weights, or a forward's largest tensor,
+    larger than the memory available on torch's default device. An empty list
+    means the spec is sound.
     """
     from torchx.core.build import build
+    from torchx.core.summary import memory_problems
 
     errors: list[SpecError] = []
     reader = SpecReader(_registry(registry), errors=errors)
@@ -437,7 +440,8 @@ def check_spec(
         build(model, *inputs, device="meta", dtype=dtype)
     except LayerError as error:
         problems.append(SpecProblem(reader.places.get(id(error.origin), "$"), str(error)))
-    return problems
+        return problems
+    return [SpecProblem("$", problem) for problem in memory_problems(model, inputs, dtype)]
 
 
 def _format(path: Path) -> str:

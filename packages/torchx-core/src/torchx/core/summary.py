@@ -52,6 +52,7 @@ __all__ = [
     "built_on_meta",
     "format_table",
     "forward_too_large",
+    "memory_problems",
     "record_calls",
     "shape_text",
     "summarize",
@@ -218,6 +219,23 @@ def forward_too_large(largest: Allocation | None, device: torch.device) -> str |
         f"a forward allocates a tensor of {format_bytes(largest.bytes)}{per} ({largest.op}, "
         f"{shape_text(largest.shape)}), more than the {format_bytes(available)} available on {device}"
     )
+
+
+def memory_problems(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None) -> list[str]:
+    """What of ``model`` (built on meta, private to the caller) will not fit in
+    the memory available on torch's default device: its weights, or the
+    largest tensor of one forward for ``inputs``."""
+    device = torch.get_default_device()
+    problems = []
+    weights = memory.weight_bytes(model)
+    available = memory.available_memory(device)
+    if available is not None and weights > available:
+        problems.append(
+            f"its parameters and buffers take {format_bytes(weights)}, more than the "
+            f"{format_bytes(available)} available on {device}"
+        )
+    too_large = forward_too_large(record_calls(model, [], inputs, dtype).largest, device)
+    return problems if too_large is None else [*problems, too_large]
 
 
 def _device_of(model: nn.Module) -> torch.device:
