@@ -295,12 +295,12 @@ class Allocation:
         return _bytes(self.shape, self.dtype)
 
 
-class _AllocationRecorder(TorchDispatchMode):
+class _AllocationRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Records every tensor the ops of a meta forward allocate (views and
     in-place results, which share their input's memory, are not allocations)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.allocations: list[tuple[str, Shape, torch.dtype]] = []
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
