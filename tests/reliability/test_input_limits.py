@@ -248,7 +248,7 @@ def test_huge_integers_in_json_and_in_given_data(tmp_path: Path, report: Report)
     for document, where in (
         ({"type": "Linear", "args": {"out_features": 10**5000}}, "$.args.out_features"),
         ({"type": "Sequential", "layers": [{"type": "ReLU"}, 16**5000]}, "$.layers[1]"),
-        ({"type": "Sequential", "layers": [], 10**700: 1}, "$[100000000000000000..."),
+        ({"type": "Sequential", "layers": [], 10**700: 1}, "$[<an int of about 701 digits>]"),
     ):
         (problem,) = check_spec(document)
         assert problem.where.startswith(where) and "an integer of about" in problem.message

@@ -265,6 +265,8 @@ def test_a_foreign_distribution_never_takes_a_built_in_name(
 ) -> None:
     from importlib.metadata import version
 
+    pytest.importorskip("torchx.layers", reason="the built-in name's owner, torchx-layers, is not installed")
+
     hijacker = install_in(monkeypatch, tmp_path / "first", "layers-plus", "torchx-layers", "hijacker")
     manager = PluginManager()
     with pytest.warns(PluginWarning, match="'layers-plus' failed \\(entry point\\).*'torchx-layers'"):

@@ -327,12 +327,14 @@ def test_the_c_and_pure_yaml_loaders_read_the_same_data_and_refuse_the_same_tags
         monkeypatch.undo()
 
 
-def test_check_spec_reports_weights_larger_than_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_spec_reports_weights_larger_than_memory(
+    monkeypatch: pytest.MonkeyPatch, registry: LayerRegistry
+) -> None:
     from torchx.core import memory
     from torchx.core.specs import check_spec
 
     monkeypatch.setattr(memory, "available_memory", lambda device: 1 << 20)  # a 1 MiB machine
     spec = {"type": "Dense", "args": {"out_features": 1024}}
-    problems = [str(problem) for problem in check_spec(spec, (None, 1024))]
+    problems = [str(problem) for problem in check_spec(spec, (None, 1024), registry=registry)]
     assert problems == ["$: its parameters and buffers take 4.0 MiB, more than the 1.0 MiB available on cpu"]
-    assert check_spec({"type": "Dense", "args": {"out_features": 8}}, (None, 8)) == []
+    assert check_spec({"type": "Dense", "args": {"out_features": 8}}, (None, 8), registry=registry) == []

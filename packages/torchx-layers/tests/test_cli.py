@@ -355,7 +355,8 @@ def test_a_closed_standard_output_ends_the_command_quietly() -> None:
                 [sys.executable, "-m", "torchx.cli", *argv], stdout=stdout, stderr=subprocess.PIPE
             )
         assert done.stderr == b"", (argv, done.stderr)
-        assert done.returncode == (0 if argv == ["--help"] else 141)  # argparse ignores a failed --help
+        # argparse ignores a failed --help, unless the write fails only at the final flush
+        assert done.returncode in ((0, 141) if argv == ["--help"] else (141,)), (argv, done.returncode)
 
 
 def test_a_broken_pipe_inside_a_command_is_quiet_too(

@@ -222,9 +222,9 @@ def forward_too_large(largest: Allocation | None, device: torch.device) -> str |
 
 
 def memory_problems(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None) -> list[str]:
-    """What of ``model`` (built on meta, private to the caller) will not fit in
-    the memory available on torch's default device: its weights, or the
-    largest tensor of one forward for ``inputs``."""
+    """What of ``model`` (built for ``inputs``) will not fit in the memory
+    available on torch's default device: its weights, or the largest tensor of
+    one forward for ``inputs`` (run on a meta copy)."""
     device = torch.get_default_device()
     problems = []
     weights = memory.weight_bytes(model)
@@ -234,7 +234,9 @@ def memory_problems(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.
             f"its parameters and buffers take {format_bytes(weights)}, more than the "
             f"{format_bytes(available)} available on {device}"
         )
-    too_large = forward_too_large(record_calls(model, [], inputs, dtype).largest, device)
+    with built_on_meta(model, inputs, dtype) as copied:
+        largest = record_calls(copied, [], inputs, dtype).largest
+    too_large = forward_too_large(largest, device)
     return problems if too_large is None else [*problems, too_large]
 
 
