@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from torchx.cli._errors import UsageError
 from torchx.core.arguments import INT64_MAX
 from torchx.core.errors import short_repr
 from torchx.core.layer import Layer
-from torchx.core.shapes import DYNAMIC_PROBES, InputLike, TypedShape, input_dtype, input_shape
+from torchx.core.shapes import InputLike, TypedShape, input_shape, shape_problem
 from torchx.core.specs import MAX_SPEC_BYTES, from_spec, parse_spec
 
 __all__ = ["add_input_arguments", "add_spec_argument", "inputs_of", "load_model", "read_document"]
@@ -85,16 +84,11 @@ def inputs_of(options: argparse.Namespace) -> tuple[InputLike, ...]:
 
 
 def _check_tensor_size(value: InputLike, dtype: torch.dtype | None) -> None:
-    """Refuse a shape whose tensor would not fit in memory any device can address
-    (its size in bytes is an int64), its dynamic dims at their inference size."""
-    dims = [max(DYNAMIC_PROBES) if dim is None else dim for dim in input_shape(value)]
-    itemsize = input_dtype(value, dtype).itemsize
-    if math.prod(dims) * itemsize > INT64_MAX:
+    """Refuse a shape no tensor can have (see :func:`~torchx.core.shapes.shape_problem`)."""
+    problem = shape_problem(value, dtype)
+    if problem is not None:
         shown = ",".join("None" if dim is None else str(dim) for dim in input_shape(value))
-        raise UsageError(
-            f"--input {short_repr(shown)}: more elements than a tensor can hold "
-            f"(at {itemsize} bytes each, a tensor holds at most {INT64_MAX // itemsize:,})"
-        )
+        raise UsageError(f"--input {short_repr(shown)}: {problem}")
 
 
 def read_document(source: str) -> Any:

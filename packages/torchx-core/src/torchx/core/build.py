@@ -88,8 +88,8 @@ def build(
         dtype = scope.dtype
     metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
     rehearsal = Rehearsal(type(model).__name__, lambda: build_need(model, *inputs, dtype=dtype))
-    with all_or_nothing(model, rehearsal):
-        if not unbuilt_layers(model):
+    with all_or_nothing(model, rehearsal) as pending:
+        if not pending:
             return model  # another thread built it meanwhile
         with (
             build_target(target, dtype) as building,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import math
 import reprlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -76,12 +77,19 @@ def format_call(native: type, arguments: Mapping[str, Any]) -> str:
     return f"{native.__name__}({shown})"
 
 
+def int_digits(value: int) -> int:
+    """About how many decimal digits ``value`` has, from its bit length: no
+    conversion to text (which Python refuses past 4,300 digits, and which
+    costs quadratic time)."""
+    return int(abs(value).bit_length() * math.log10(2)) + 1
+
+
 class _ShortRepr(reprlib.Repr):
     def repr_int(self, x: int, level: int) -> str:
-        """An int of too many digits to print (Python refuses ``repr`` past
-        4,300) shows its size instead: ``<an int of 5,001 digits>``."""
+        """An int of too many digits to print shows its size instead:
+        ``<an int of about 5,001 digits>``."""
         if x.bit_length() > 128:
-            return f"<an int of about {int(x.bit_length() * 0.30103) + 1:,} digits>"
+            return f"<an int of about {int_digits(x):,} digits>"
         return super().repr_int(x, level)
 
 

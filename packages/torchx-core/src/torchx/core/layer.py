@@ -1011,18 +1011,20 @@ def unbuilt_layers(module: nn.Module) -> list[Layer]:
 
 
 @contextmanager
-def all_or_nothing(module: nn.Module, rehearsal: Rehearsal | None = None) -> Iterator[None]:
+def all_or_nothing(module: nn.Module, rehearsal: Rehearsal | None = None) -> Iterator[list[Layer]]:
     """A build transaction: layers of ``module`` may build inside the block,
     and if it raises, every layer built inside it returns to its unbuilt
     state, so nothing stays half-built. The block holds the build lock: one
     thread builds ``module`` while others wait, and a thread that fails never
-    unbuilds what another one built. What its layers allocate is checked
-    against the memory as one sum (see :func:`~torchx.core.memory.allocation_budget`);
-    ``rehearsal`` measures the whole build first, for models too large to build blindly."""
+    unbuilds what another one built. It gives the layers still unbuilt when
+    it began (none: another thread built them meanwhile). What they allocate
+    is checked against the memory as one sum (see
+    :func:`~torchx.core.memory.allocation_budget`); ``rehearsal`` measures the
+    whole build first, for models too large to build blindly."""
     with _BUILD_LOCK, allocation_budget(rehearsal):
         pending = unbuilt_layers(module)
         try:
-            yield
+            yield pending
         except BaseException:
             for layer in pending:
                 if not isinstance(layer, Layer):

@@ -19,8 +19,8 @@ its layers hold (measured, where their bounds add up) and the next layer's
 bound reach ``UNCHECKED_BYTES``, a transaction that knows its inputs rehearses
 the rest of the build on a meta copy and compares the sum with the free
 memory, before allocating any more; one that does not adds each layer's need
-to what the layers before it allocated. Either way ten thousand
-layers of a few MiB each are refused as surely as one layer of their total.
+to what the layers before it allocated. Either way ten thousand layers of a
+few MiB each are refused as surely as one layer of their total.
 """
 
 from __future__ import annotations
@@ -154,21 +154,17 @@ def measured_need(native: type[nn.Module], arguments: Mapping[str, Any], takes_d
 
 
 def weight_bytes(module: nn.Module) -> int:
-    """The bytes of ``module``'s parameters and buffers (on any device, meta
-    included; an unbuilt layer's pending tensors count nothing)."""
-    tensors = (*module.parameters(), *module.buffers())
-    return sum(tensor.numel() * tensor.element_size() for tensor in tensors if not is_lazy(tensor))
-
-
-def _held_bytes(module: nn.Module) -> int:
-    """:func:`weight_bytes` of a just-built layer, read straight from its stores
-    (a few times faster than walking ``parameters()``: a build measures every layer)."""
-    total = 0
+    """The bytes of ``module``'s parameters and buffers, shared ones once (on
+    any device, meta included; an unbuilt layer's pending tensors count
+    nothing). Read straight from the modules' stores: a build measures every
+    layer it builds."""
+    total, seen = 0, set()
     for sub in submodules(module) if module._modules else (module,):
         stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
         for store in stores:
             for tensor in dict.values(store):
-                if tensor is not None and not is_lazy(tensor):
+                if tensor is not None and id(tensor) not in seen and not is_lazy(tensor):
+                    seen.add(id(tensor))
                     total += tensor.numel() * tensor.element_size()
     return total
 
@@ -258,12 +254,18 @@ class _Budget:
     cleared: bool = False
     """Whether a rehearsal found that the whole build fits: no more checks."""
 
+    def available_on(self, device: torch.device) -> int | None:
+        """The device's available memory, read the first time it is asked for."""
+        if not self.read:
+            self.available, self.read = available_memory(device), True
+        return self.available
+
     def promised(self) -> int:
         return self.measured + self.bounded
 
     def tighten(self) -> None:
         """Replace the bounds of the layers built so far by what they hold (each is measured once)."""
-        self.measured += sum(_held_bytes(layer) for layer in self.unmeasured)
+        self.measured += sum(weight_bytes(layer) for layer in self.unmeasured)
         self.bounded, self.unmeasured = 0, []
 
 
@@ -386,9 +388,7 @@ def _rehearse(layer: Layer, rehearsal: Rehearsal, device: torch.device, budget: 
         return
     finally:
         _transaction.reset(token)
-    if not budget.read:
-        budget.available, budget.read = available_memory(device), True
-    available = budget.available
+    available = budget.available_on(device)
     if available is not None and need.total > available:
         raise _TooLarge(need, device, available)
     budget.cleared = True
@@ -405,9 +405,7 @@ def _check(
 ) -> None:
     """Check one layer's build against the device's memory less what ``budget``
     holds already; on success the layer joins the budget."""
-    if not budget.read:
-        budget.available, budget.read = available_memory(device), True
-    available = budget.available
+    available = budget.available_on(device)
     if available is None or budget.promised() + bound <= available:
         budget.bounded += bound
         budget.unmeasured.append(layer)

@@ -87,8 +87,7 @@ class PluginManager:
     """
 
     def __init__(self, *, load_entry_points: bool = True) -> None:
-        self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
-        self._pm.add_hookspecs(hookspecs)
+        self._pm = _new_pluggy_manager()
         self._load_entry_points = load_entry_points
         self._loaded = False
         self._lock = threading.RLock()
@@ -410,8 +409,7 @@ class PluginManager:
             self._importing = None
         if self._loading:
             self._loaded = self._loading = False
-        manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
-        manager.add_hookspecs(hookspecs)
+        manager = _new_pluggy_manager()
         for plugin, name in self._registered:
             manager.register(plugin, name=name)
         self._pm = manager
@@ -429,6 +427,13 @@ class PluginManager:
         if os.environ.get(STRICT_ENV_VAR, "") not in ("", "0"):
             raise PluginError(message) from (error if isinstance(error, BaseException) else None)
         warnings.warn(message, PluginWarning, stacklevel=3)
+
+
+def _new_pluggy_manager() -> pluggy.PluginManager:
+    """A pluggy manager that knows TorchX's hookspecs, with no plugin registered."""
+    manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    manager.add_hookspecs(hookspecs)
+    return manager
 
 
 def _imported_target(entry_point: EntryPoint) -> object:

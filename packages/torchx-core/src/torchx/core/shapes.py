@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +27,8 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map
 
-from torchx.core.errors import LayerError, ShapeError
+from torchx.core.arguments import INT64_MAX
+from torchx.core.errors import LayerError, ShapeError, format_shape
 from torchx.core.pending import unfilled
 from torchx.core.scope import current_scope
 from torchx.core.tree import submodules
@@ -50,6 +52,7 @@ __all__ = [
     "meta_copy",
     "run_on_meta",
     "shape_of",
+    "shape_problem",
     "to_meta",
 ]
 
@@ -107,9 +110,10 @@ class MetaSwap:
     """Swaps modules' parameters and buffers for meta stand-ins, and back.
 
     For modules that only the swapping code can reach (a build in progress);
-    anything else is queried through :func:`meta_copy`. While swapped, a forward computes shapes only and mutates nothing real
-    (BatchNorm's running statistics included). :meth:`restore` puts every real
-    tensor back, in reverse order.
+    anything else is queried through :func:`meta_copy`. While swapped, a
+    forward computes shapes only and mutates nothing real (BatchNorm's running
+    statistics included). :meth:`restore` puts every real tensor back, in
+    reverse order.
     """
 
     def __init__(self) -> None:
@@ -235,7 +239,7 @@ def meta_copy(module: _M, *, hooks: bool = True) -> Iterator[_M]:
 
 
 def _meta_stand_in(tensor: torch.Tensor) -> torch.Tensor:
-    meta = tensor.detach().to("meta") if not tensor.is_meta else tensor.detach()
+    meta = tensor.detach().to(_META)
     if isinstance(tensor, nn.Parameter):
         return nn.Parameter(meta, requires_grad=tensor.requires_grad)
     return meta
@@ -283,35 +287,35 @@ def build_target(device: torch.device, dtype: torch.dtype | None) -> Iterator[Bu
 
 def to_meta(value: InputLike, *, probe: int, dtype: torch.dtype | None = None) -> torch.Tensor:
     """A meta tensor standing for ``value``; ``None`` dims take the size ``probe``;
-    ``dtype`` applies to inputs given as bare shapes."""
+    ``dtype`` applies to inputs given as bare shapes.
+
+    :raises ShapeError: no tensor can have that shape (see :func:`shape_problem`).
+    """
     dims = tuple(probe if dim is None else dim for dim in input_shape(value))
     dtype = input_dtype(value, dtype)
     if not isinstance(value, torch.Tensor):
-        _check_describable(input_shape(value), dims, dtype)
+        problem = shape_problem(value, dtype)
+        if problem is not None:
+            fix = "give each dim a size >= 0 (or None), the whole a size that fits in memory"
+            raise ShapeError("input", f"shape {format_shape(input_shape(value))} {problem}", fix=fix)
     return torch.empty(dims, dtype=dtype, device="meta")
 
 
-_MAX_BYTES = 2**63 - 1
-"""The most bytes a tensor torch can describe may have (sizes are int64)."""
-
-
-def _check_describable(shape: Shape, dims: tuple[int, ...], dtype: torch.dtype) -> None:
-    """Refuse an input shape that no tensor can have (a negative dim, or more
-    bytes than int64 counts), before torch raises a raw error for it."""
-    shown = "(" + ", ".join("None" if dim is None else str(dim) for dim in shape) + ")"
-    if any(isinstance(dim, bool) or dim < 0 for dim in dims):
-        raise ShapeError(
-            "input", f"shape {shown} has a negative dim", fix="give every dim a size >= 0, or None"
+def shape_problem(value: InputLike, dtype: torch.dtype | None = None) -> str | None:
+    """Why no tensor can have the shape of ``value`` (in ``dtype``, for a bare
+    shape): a negative dim, or more bytes than an int64 counts with its dynamic
+    dims at the larger probe size; None when one can. Checked before torch
+    raises a raw error for it."""
+    dims = [max(DYNAMIC_PROBES) if dim is None else dim for dim in input_shape(value)]
+    if any(dim < 0 for dim in dims):
+        return "has a negative dim"
+    itemsize = input_dtype(value, dtype).itemsize
+    if math.prod(dims) * itemsize > INT64_MAX:
+        return (
+            f"has more elements than a tensor can hold: more than 2**63 bytes at {itemsize} bytes each "
+            f"(at most {INT64_MAX // itemsize:,} elements)"
         )
-    count = dtype.itemsize
-    for dim in dims:
-        count *= dim
-        if count > _MAX_BYTES:
-            raise ShapeError(
-                "input",
-                f"shape {shown} describes more than 2**63 bytes of {dtype}, more than torch can address",
-                fix="give a smaller input shape",
-            )
+    return None
 
 
 def _zeros_on_cpu(value: Any) -> Any:

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
-from torchx.core.errors import ArgumentError, LayerError, SpecError, TorchXError, short_repr
+from torchx.core.errors import ArgumentError, LayerError, SpecError, TorchXError, int_digits, short_repr
 from torchx.core.files import write_bytes_atomically
 from torchx.core.layer import Layer, layer_view, record_of
 from torchx.core.registry import LayerRegistry
@@ -289,8 +289,7 @@ def _path(entry: tuple[Any, ...]) -> str:
 
 def _check_int(value: Any, where: tuple[Any, ...]) -> None:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_LIMIT:
-        digits = int(value.bit_length() * math.log10(2)) + 1
-        raise SpecError(_path(where), f"an integer of about {digits:,} digits; {_TOO_BIG}")
+        raise SpecError(_path(where), f"an integer of about {int_digits(value):,} digits; {_TOO_BIG}")
 
 
 def _measure(document: Any) -> None:
@@ -539,8 +538,7 @@ def _construct_int(loader: Any, node: Any) -> int:
     except ValueError:  # more digits than this interpreter's int_max_str_digits
         raise _YamlLimit(where, f"an integer of {len(digits):,} digits; {_TOO_BIG}") from None
     if abs(value) >= _INT_LIMIT:
-        digits_count = int(value.bit_length() * math.log10(2)) + 1
-        raise _YamlLimit(where, f"an integer of about {digits_count:,} digits; {_TOO_BIG}")
+        raise _YamlLimit(where, f"an integer of about {int_digits(value):,} digits; {_TOO_BIG}")
     return value
 
 
