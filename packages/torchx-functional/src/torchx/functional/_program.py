@@ -35,6 +35,7 @@ from torchx.functional._placeholder import BatchSize, Node, Placeholder
 
 __all__ = [
     "RESERVED",
+    "IdentifierForms",
     "Input",
     "Namespace",
     "Parameter",
@@ -172,6 +173,22 @@ def is_usable(name: str) -> bool:
     )
 
 
+class IdentifierForms:
+    """Names taken so far, by the identifier Python reads each as (its NFKC form)."""
+
+    def __init__(self) -> None:
+        self._forms: dict[str, str] = {}
+
+    def add(self, name: str) -> str | None:
+        """Take ``name``; the name taken earlier that Python reads as the same
+        identifier (``name`` itself, if taken twice), or None."""
+        form = normal_form(name)
+        earlier = self._forms.get(form)
+        if earlier is None:
+            self._forms[form] = name
+        return earlier
+
+
 class Namespace:
     """Hands out unique identifiers: ``conv2d``, ``conv2d_1``, ... (O(1) each),
     each an NFKC identifier (see :func:`as_identifier`), so two names it gives
@@ -288,11 +305,10 @@ def _check_distinct(names: list[str]) -> None:
     """Refuse a name given twice, and two names Python reads as one identifier
     (``x`` and a fullwidth ``x``): a keyword call, or a reader of the code, could not tell
     them apart."""
-    forms: dict[str, str] = {}
+    forms = IdentifierForms()
     for name in names:
-        earlier = forms.get(normal_form(name))
+        earlier = forms.add(name)
         if earlier is None:
-            forms[normal_form(name)] = name
             continue
         if earlier == name:
             raise TorchXError(f"two Functional inputs are named {name!r}; input names must be unique")

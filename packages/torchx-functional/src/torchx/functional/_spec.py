@@ -23,7 +23,7 @@ from torchx.core.errors import short_repr
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.functional._ops import METHODS, function_named, name_of_function
 from torchx.functional._placeholder import BatchSize, Placeholder
-from torchx.functional._program import BatchOf, Input, Var, normal_form
+from torchx.functional._program import BatchOf, IdentifierForms, Input, Var, normal_form
 
 if TYPE_CHECKING:
     from torchx.functional._functional import Functional
@@ -114,17 +114,16 @@ class _Names:
     """The names of one kind read so far, by the identifier Python reads them as."""
 
     def __init__(self) -> None:
-        self._forms: dict[str, str] = {}
+        self._forms = IdentifierForms()
 
     def add(self, name: str, where: str) -> None:
         """Take ``name``; refuse it if an earlier name is the same identifier (NFKC)."""
-        form = normal_form(name)
-        earlier = self._forms.setdefault(form, name)
-        if earlier != name:
+        earlier = self._forms.add(name)
+        if earlier is not None and earlier != name:
             raise SpecError(
                 where,
                 f"{short_repr(earlier)} and {short_repr(name)} are the same Python identifier after Unicode "
-                f"normalisation (NFKC: {short_repr(form)}); rename one",
+                f"normalisation (NFKC: {short_repr(normal_form(name))}); rename one",
             )
 
 
