@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from functools import partial
+from pathlib import Path
 
 import torch
 from _timing import Result, interleaved_medians, train_step
@@ -17,25 +18,10 @@ from torch import nn
 import torchx
 import torchx.layers as L
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from seed_models import native_seed_cnn, seed_cnn
+
 # -- models --------------------------------------------------------------------
-
-
-def seed_cnn() -> L.Sequential:
-    return L.Sequential(
-        L.Conv2d(20, kernel_size=5, stride=2, padding=1), L.ReLU(),
-        L.Conv2d(30, kernel_size=7), L.BatchNorm2d(), L.ReLU(),
-        L.Conv2d(40, kernel_size=3), L.BatchNorm2d(), L.ReLU(),
-        L.Flatten(), L.Linear(80), L.ReLU(), L.Linear(10),
-    )  # fmt: skip
-
-
-def native_seed_cnn() -> nn.Sequential:
-    return nn.Sequential(
-        nn.Conv2d(3, 20, kernel_size=5, stride=2, padding=1), nn.ReLU(),
-        nn.Conv2d(20, 30, kernel_size=7), nn.BatchNorm2d(30), nn.ReLU(),
-        nn.Conv2d(30, 40, kernel_size=3), nn.BatchNorm2d(40), nn.ReLU(),
-        nn.Flatten(), nn.Linear(1960, 80), nn.ReLU(), nn.Linear(80, 10),
-    )  # fmt: skip
 
 
 def mlp(depth: int, width: int) -> L.Sequential:

@@ -10,11 +10,19 @@ the tests check that ``model.to_spec()`` of each equals its file.
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 import torchx
 import torchx.layers as L
 
-__all__ = ["MODELS", "seed_cnn", "seed_diamond", "sequence_model", "transformer_classifier"]
+__all__ = [
+    "MODELS",
+    "native_seed_cnn",
+    "seed_cnn",
+    "seed_diamond",
+    "sequence_model",
+    "transformer_classifier",
+]
 
 
 def seed_cnn() -> L.Sequential:
@@ -32,6 +40,24 @@ def seed_cnn() -> L.Sequential:
         L.Linear(80),
         L.ReLU(),
         L.Linear(10),
+    )
+
+
+def native_seed_cnn() -> nn.Sequential:
+    """The same CNN written in plain PyTorch: every size the TorchX one infers, by hand."""
+    return nn.Sequential(
+        nn.Conv2d(3, 20, kernel_size=5, stride=2, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(20, 30, kernel_size=7),
+        nn.BatchNorm2d(30),
+        nn.ReLU(),
+        nn.Conv2d(30, 40, kernel_size=3),
+        nn.BatchNorm2d(40),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(1960, 80),
+        nn.ReLU(),
+        nn.Linear(80, 10),
     )
 
 

@@ -66,3 +66,13 @@ def test_the_digits_example_reaches_95_percent_and_reloads(tmp_path: Path) -> No
     reloaded = float(re.search(r"reloaded from .*: held-out accuracy (\d\.\d+)", done.stdout).group(1))  # type: ignore[union-attr]
     assert held_out >= 0.95 and reloaded == held_out
     assert torch.load(tmp_path / "digits.pt", weights_only=True)["spec"]["type"] == "Sequential"
+
+
+def test_the_native_seed_cnn_is_the_torchx_one_written_by_hand() -> None:
+    torchx_model = torchx.build(seed_models.seed_cnn(), (2, 3, 32, 32))
+    native = seed_models.native_seed_cnn()
+    shapes = [tuple(t.shape) for t in native.state_dict().values()]
+    assert [tuple(t.shape) for t in torchx_model.state_dict().values()] == shapes
+    torchx_model.load_state_dict(native.state_dict())
+    x = torch.randn(2, 3, 32, 32)
+    torch.testing.assert_close(torchx_model.eval()(x), native.eval()(x), rtol=0, atol=0)
