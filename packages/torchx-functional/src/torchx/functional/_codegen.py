@@ -14,6 +14,7 @@ import linecache
 import math
 import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -21,12 +22,20 @@ import torch.nn.functional as F
 
 from torchx.core import TorchXError
 from torchx.core.symbolic import find_symbolic, is_symbolic
+from torchx.functional._liveness import liveness
 from torchx.functional._ops import INFIX, name_of_function
 from torchx.functional._program import BatchOf, Input, Parameter, Program, Step, Var
 
 __all__ = ["MISSING", "compile_forward", "generate", "generate_scriptable"]
 
 _files = itertools.count()
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A step argument passed as a copy (``x.clone()``)."""
+
+    value: Any
 
 
 class _Missing:
@@ -53,6 +62,8 @@ class _Writer:
     def value(self, value: Any) -> str:
         if isinstance(value, Var):
             return value.name
+        if isinstance(value, Copy):
+            return f"{self.value(value.value)}.clone()"
         if isinstance(value, BatchOf):
             return f"{value.name}.shape[0]"
         if value is None or isinstance(value, (bool, int, str)) or value is Ellipsis:
@@ -99,8 +110,13 @@ class _Writer:
         ]
         return f"{function}({', '.join(parts)})"
 
-    def step(self, step: Step) -> str:
+    def step(self, step: Step, copy_input: bool = False) -> str:
+        """The call ``step`` makes; ``copy_input``: on a copy of its first input
+        (a layer working in place on memory the graph reads again)."""
         if step.kind == "module":
+            if copy_input:
+                first, *rest = step.args
+                return self.call(f"self.{step.target}", (Copy(first), *rest), step.kwargs)
             return self.call(f"self.{step.target}", step.args, step.kwargs)
         if step.kind == "method":
             receiver, *rest = step.args
@@ -166,9 +182,22 @@ def generate_scriptable(program: Program) -> tuple[str, dict[str, Any]]:
             f"{', '.join(map(repr, nested))} holds several (a list or dict in one argument)"
         )
     lines = [f"def forward(self, {', '.join(parameter.variable for parameter in parameters)}):"]
-    lines += [f"    {step.var} = {writer.step(step)}" for step in program.steps]
+    lines += [f"    {statement}" for statement in _statements(writer, program, release=False)]
     lines.append(f"    return {_structure(writer, program.outputs)}")
     return "\n".join(lines) + "\n", writer.globals
+
+
+def _statements(writer: _Writer, program: Program, release: bool = True) -> list[str]:
+    """One statement per step; with ``release``, each followed on its line by
+    the release of the values it read for the last time (``conv2d = None``)."""
+    live = liveness(program)
+    statements = []
+    for step, released, copied in zip(program.steps, live.released, live.copied, strict=True):
+        statement = f"{step.var} = {writer.step(step, copied)}"
+        if release and released:
+            statement += f";  {' = '.join(released)} = None"
+        statements.append(statement)
+    return statements
 
 
 def generate(program: Program) -> tuple[str, dict[str, Any]]:
@@ -213,8 +242,7 @@ def generate(program: Program) -> tuple[str, dict[str, Any]]:
             f"    {line}"
             for line in _unpack_lines(writer, program.variables, parameter.variable, parameter.structure)
         )
-    for step in program.steps:
-        body.append(f"    {step.var} = {writer.step(step)}")
+    body.extend(f"    {statement}" for statement in _statements(writer, program))
     body.append(f"    return {_structure(writer, program.outputs)}")
     body.append("except Exception as error:")
     body.append(f"    raise _explain(self, error, {given})")

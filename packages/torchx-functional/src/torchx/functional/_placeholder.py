@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import torch
 from torch import nn
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_flatten, tree_leaves, tree_map
 
 from torchx.core import Layer, ShapeError, TorchXError
 from torchx.core.errors import format_shape, torch_message
@@ -51,7 +51,7 @@ class BatchSize:
 class Node:
     """One recorded step of a graph; placeholders point at nodes, nodes at nodes."""
 
-    __slots__ = ("args", "id", "kind", "kwargs", "meta", "meta_b", "name", "target")
+    __slots__ = ("args", "fresh", "id", "kind", "kwargs", "meta", "meta_b", "name", "target")
 
     def __init__(
         self,
@@ -62,6 +62,7 @@ class Node:
         meta: Any,
         meta_b: Any,
         name: str | None = None,
+        fresh: bool = True,
     ) -> None:
         self.id = next(_ids)
         self.kind = kind
@@ -71,6 +72,9 @@ class Node:
         self.meta = meta
         self.meta_b = meta_b
         self.name = name
+        self.fresh = fresh
+        """Whether the output is new memory: not an input, nor a view of one
+        (what may share memory decides where a graph may work in place)."""
 
     def inputs(self) -> list[Node]:
         """The nodes this node reads."""
@@ -149,14 +153,16 @@ def _refuse_uninitialised(what: str) -> None:
         )
 
 
-def _refuse_in_place(what: str, kwargs: dict[str, Any]) -> None:
-    """In-place operations change their input, which a recorded graph cannot
-    express (nodes are values): refuse them at definition time."""
+def _refuse_in_place(what: str) -> None:
+    """In-place operations (``x.mul_(2)``) change their input, which a recorded
+    graph cannot express (nodes are values): refuse them at definition time.
+    An ``inplace=True`` flag is another matter: the value is the same either
+    way, so the graph records the out-of-place call."""
     name = what.rsplit(".", 1)[-1]
-    if (name.endswith("_") and not name.endswith("__")) or kwargs.get("inplace") is True:
+    if name.endswith("_") and not name.endswith("__"):
         raise TorchXError(
             f"{what} works in place, which a graph cannot record; use the out-of-place form "
-            f"({name.rstrip('_')}(...), or inplace=False) and use its result"
+            f"({name.rstrip('_')}(...)) and use its result"
         )
 
 
@@ -191,19 +197,37 @@ def _signature(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _run_cached(key: Any, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``function(*args, **kwargs)`` on meta values, remembered by signature.
+def shares_input(output: Any, inputs: Any) -> bool:
+    """Whether a meta ``output`` may share memory with ``inputs``: a tensor in
+    it is one of them, or a view."""
+    given = {id(leaf) for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)}
+    return any(
+        isinstance(leaf, torch.Tensor) and (leaf._is_view() or id(leaf) in given)
+        for leaf in tree_leaves(output)
+    )
+
+
+def _run_cached(
+    key: Any, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, bool]:
+    """``function(*args, **kwargs)`` on meta values, remembered by signature,
+    and whether its output is fresh memory (see :func:`shares_input`).
 
     Meta outputs hold no data, so the same operation on the same shapes (a
     chain of ``x + 1``, repeated residual blocks) is computed once.
     """
+
+    def run() -> tuple[Any, bool]:
+        output = function(*args, **kwargs)
+        return output, not shares_input(output, (args, kwargs))
+
     try:
         signature = (key, _signature(args), _signature(kwargs))
     except TypeError:
-        return function(*args, **kwargs)
+        return run()
     found = _RESULTS.get(signature)
     if found is None:
-        found = function(*args, **kwargs)
+        found = run()
         if len(_RESULTS) >= _RESULTS_LIMIT:
             _RESULTS.clear()
         _RESULTS[signature] = found
@@ -217,11 +241,12 @@ def _compute(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     dynamic: bool,
-) -> tuple[Any, Any]:
-    """Run ``function`` on the meta values of its inputs, for one or two probes."""
+) -> tuple[Any, Any, bool]:
+    """Run ``function`` on the meta values of its inputs, for one or two
+    probes; and whether its output is fresh memory."""
     try:
-        first = _run_cached(key, function, _as_meta(args, 0), _as_meta(kwargs, 0))
-        second = _run_cached(key, function, _as_meta(args, 1), _as_meta(kwargs, 1)) if dynamic else None
+        first, fresh = _run_cached(key, function, _as_meta(args, 0), _as_meta(kwargs, 0))
+        second = _run_cached(key, function, _as_meta(args, 1), _as_meta(kwargs, 1))[0] if dynamic else None
     except (RuntimeError, ValueError, IndexError, TypeError, AssertionError) as error:
         if isinstance(error, _ModuleCall):
             raise
@@ -234,7 +259,7 @@ def _compute(
             f"cannot take ({shapes}): {torch_message(error)}",
             fix="change the inputs' shapes or the operation's arguments",
         ) from None
-    return first, second
+    return first, second, fresh
 
 
 def record(
@@ -247,8 +272,8 @@ def record(
 ) -> Any:
     """Record one operation on placeholders and return placeholder output(s)."""
     dynamic = _check_leaves(what, args, kwargs)
-    meta, meta_b = _compute(what, (kind, target), function, args, kwargs, dynamic)
-    node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs), meta, meta_b)
+    meta, meta_b, fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
+    node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs), meta, meta_b, fresh=fresh)
     return _outputs(node)
 
 
@@ -262,7 +287,9 @@ def _outputs(node: Node) -> Any:
         for index, part in enumerate(node.meta):
             if isinstance(part, (torch.Tensor, tuple, list)):
                 part_b = None if node.meta_b is None else node.meta_b[index]
-                parts.append(_outputs(Node("function", operator.getitem, (node, index), {}, part, part_b)))
+                # A part shares its tuple's memory: the tuple's node stands for both.
+                part_node = Node("function", operator.getitem, (node, index), {}, part, part_b, fresh=False)
+                parts.append(_outputs(part_node))
             else:
                 parts.append(part)
         # tuple subclasses keep their type: torch.return_types give .values/.indices
@@ -291,6 +318,12 @@ def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
     first = run_on_meta(module, metas, meta_kwargs)
     second = run_on_meta(module, _as_meta(args, 1), _as_meta(kwargs, 1)) if dynamic else None
     return first, second
+
+
+def _may_return_input(module: nn.Module) -> bool:
+    """Whether ``module`` may return (a view of) its input in another mode than
+    the one it was recorded in: dropout returns its input in eval mode."""
+    return any(isinstance(sub, nn.modules.dropout._DropoutNd) for sub in module.modules())
 
 
 class _PlaceholderCalls:
@@ -442,7 +475,9 @@ class Placeholder:
         kwargs = kwargs or {}
         func = ZERO_FILLED_FUNCTIONS.get(func, func)
         what = getattr(func, "__name__", repr(func))
-        _refuse_in_place(what, kwargs)
+        if kwargs.get("inplace") is True:  # F.relu(x, inplace=True): the same value, out of place
+            kwargs = {key: value for key, value in kwargs.items() if key != "inplace"}
+        _refuse_in_place(what)
         _refuse_uninitialised(what)
         if func is torch.reshape and len(args) == 2 and isinstance(args[0], Placeholder):
             args = (args[0], *args[0]._batch_size_in((args[1],)))
@@ -455,7 +490,8 @@ class Placeholder:
             accept_placeholders(
                 module
             )  # a layer built here is its native module now: shared, it is called again
-        node = Node("module", module, _as_nodes(args), _as_nodes(kwargs), meta, meta_b)
+        fresh = not shares_input(meta, _as_meta((args, kwargs), 0)) and not _may_return_input(module)
+        node = Node("module", module, _as_nodes(args), _as_nodes(kwargs), meta, meta_b, fresh=fresh)
         return _outputs(node)
 
     def __getattr__(self, name: str) -> Any:
@@ -465,7 +501,7 @@ class Placeholder:
 
     def _method(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = ZERO_FILLED_METHODS.get(name, name)  # never uninitialised memory
-        _refuse_in_place(f"Tensor.{name}", kwargs)
+        _refuse_in_place(f"Tensor.{name}")
         _refuse_uninitialised(f"Tensor.{name}")
         if name == "flatten" and not args and not kwargs:
             args = (1,)  # keep the batch dim

@@ -99,6 +99,10 @@ class Step:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     shape: tuple[int | None, ...] | None
+    fresh: bool = True
+    """Whether the step returns new memory (not an input, nor a view of one)."""
+    in_place: bool = False
+    """Whether the step's layer overwrites its first input (``inplace=True``)."""
 
 
 @dataclass
@@ -361,8 +365,18 @@ def trace(inputs: Any, outputs: Any) -> Program:
             return leaf
 
         shape = node.shape if isinstance(node.meta, torch.Tensor) else None
+        in_place = node.kind == "module" and getattr(node.target, "inplace", False) is True
         steps.append(
-            Step(var, node.kind, target, tree_map(ref, node.args), tree_map(ref, node.kwargs), shape)
+            Step(
+                var,
+                node.kind,
+                target,
+                tree_map(ref, node.args),
+                tree_map(ref, node.kwargs),
+                shape,
+                fresh=node.fresh,
+                in_place=in_place,
+            )
         )
 
     def describe(leaf: Placeholder) -> Input:

@@ -1,0 +1,146 @@
+"""The generated forward: values released after their last use, layers in place only where safe."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import torchx.layers as L
+from torchx.functional import Functional, Placeholder, accept_placeholders
+
+
+class Watch(nn.Module):
+    """At each call, counts how many of the tensors it was given before are still alive."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[weakref.ref[torch.Tensor]] = []
+        self.alive_at_call: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.alive_at_call.append(sum(ref() is not None for ref in self.seen))
+        self.seen.append(weakref.ref(x))
+        return x * 2
+
+
+def test_intermediates_die_after_their_last_use() -> None:
+    watch = accept_placeholders(Watch())
+    x = Placeholder((None, 16))
+    y = x + 0
+    for _ in range(6):
+        y = watch(y) + 1
+    model = Functional(inputs=x, outputs=y)
+    assert isinstance(watch, Watch)
+    watch.alive_at_call.clear()
+    watch.seen.clear()
+    model(torch.randn(2, 16))
+    assert watch.alive_at_call == [0] * 6  # every earlier input to watch was freed before this call
+    assert "watch = self.watch(add);  add = None" in model.code
+
+
+def test_released_values_read_on_one_line_and_outputs_and_inputs_are_kept() -> None:
+    x = Placeholder((None, 4), name="x")
+    a = L.Linear(4)(x)
+    b = F.relu(a)
+    c = a * b
+    model = Functional(inputs=x, outputs=[c, b])
+    lines = [line.strip() for line in model.code.splitlines()]
+    assert "mul = linear * relu;  linear = None" in lines  # relu is an output: kept
+    assert not any(line.startswith("x = None") or "x = None" in line.split(";")[-1] for line in lines)
+
+
+def test_torch_fx_and_script_give_the_same_results_as_the_released_forward() -> None:
+    x = Placeholder((None, 3, 8, 8))
+    y = L.Conv2d(4, 3)(x)
+    z = L.ReLU(inplace=True)(L.BatchNorm2d()(y)) + y
+    model = Functional(inputs=x, outputs=L.Flatten()(z)).eval()
+    data = torch.randn(2, 3, 8, 8)
+    expected = model(data)
+    assert torch.equal(torch.fx.symbolic_trace(model)(data), expected)
+    assert torch.equal(torch.jit.script(model)(data), expected)
+
+
+def reference_relu_residual(h: torch.Tensor) -> torch.Tensor:
+    return torch.relu(h) + h
+
+
+def test_an_in_place_layer_whose_input_is_read_again_runs_on_a_copy() -> None:
+    x = Placeholder((None, 4))
+    h = L.Linear(4)(x)
+    model = Functional(inputs=x, outputs=L.ReLU(inplace=True)(h) + h)
+    data = torch.randn(8, 4)
+    with torch.no_grad():
+        h_value = model.linear(data)
+        assert torch.equal(model(data), reference_relu_residual(h_value))
+    assert "relu = self.relu(linear.clone())" in model.code
+
+
+def test_an_in_place_layer_after_conv_and_norm_runs_in_place_as_hand_written() -> None:
+    x = Placeholder((None, 3, 8, 8))
+    y = L.ReLU(inplace=True)(L.BatchNorm2d()(L.Conv2d(4, 3)(x)))
+    model = Functional(inputs=x, outputs=y)
+    assert "relu = self.relu(batch_norm2d);  batch_norm2d = None" in model.code
+    native = nn.Sequential(model.conv2d, model.batch_norm2d, nn.ReLU())
+    data = torch.randn(2, 3, 8, 8)
+    assert torch.equal(model(data), native(data))
+
+
+@pytest.mark.parametrize(
+    ("make", "source"),
+    [
+        pytest.param(lambda x, h: h.view(-1, 2, 2).flatten(1), "h", id="a view of a value read again"),
+        pytest.param(lambda x, h: L.Identity()(h), "h", id="a layer that returns its input"),
+        pytest.param(lambda x, h: L.Dropout(0.5)(h), "h", id="dropout, which returns its input in eval mode"),
+        pytest.param(lambda x, h: x, "x", id="the caller's input"),
+    ],
+)
+def test_in_place_on_memory_shared_with_a_live_value_runs_on_a_copy(make: Any, source: str) -> None:
+    x = Placeholder((None, 4))
+    h = L.Linear(4)(x)
+    model = Functional(inputs=x, outputs=[L.ReLU(inplace=True)(make(x, h)), h, x + 0]).eval()
+    data = torch.randn(8, 4)
+    kept = data.clone()
+    with torch.no_grad():
+        relu, h_value, x_value = model(data)
+        assert torch.equal(h_value, model.linear(kept))
+    assert torch.equal(relu, torch.relu(h_value if source == "h" else kept))
+    assert torch.equal(data, kept) and torch.equal(x_value, kept)
+    assert ".clone())" in model.code
+
+
+def test_an_in_place_flag_on_a_function_is_recorded_out_of_place() -> None:
+    x = Placeholder((None, 4))
+    h = L.Linear(4)(x)
+    model = Functional(inputs=x, outputs=[F.relu(h, inplace=True), F.dropout(h, 0.0, inplace=True), h])
+    assert "F.relu(linear)" in model.code
+    data = torch.randn(8, 4)
+    with torch.no_grad():
+        relu, dropped, h_value = model(data)
+    assert torch.equal(relu, torch.relu(h_value)) and torch.equal(dropped, h_value)
+    plain = Functional(inputs=x, outputs=F.relu(x, inplace=True))
+    kept = data.clone()
+    plain(data)
+    assert torch.equal(data, kept)
+
+
+def test_training_step_with_an_in_place_layer_matches_the_plain_run() -> None:
+    torch.manual_seed(0)
+    x = Placeholder((None, 3, 8, 8))
+    y = L.Conv2d(4, 3)(x)
+    out = L.Linear(2)(L.Flatten()(L.ReLU(inplace=True)(L.BatchNorm2d()(y)) + y))
+    model = Functional(inputs=x, outputs=out)
+    twin = Functional(inputs=x, outputs=out)  # the same layers
+    data = torch.randn(4, 3, 8, 8)
+    model(data).sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]  # type: ignore[union-attr]
+    model.zero_grad()
+    conv, norm, linear = twin.conv2d, twin.batch_norm2d, twin.linear
+    conv_out = conv(data)
+    expected = linear(torch.flatten(torch.relu(norm(conv_out)) + conv_out, 1))
+    expected.sum().backward()
+    assert all(torch.allclose(g, p.grad) for g, p in zip(grads, model.parameters(), strict=True))  # type: ignore[arg-type]
