@@ -109,7 +109,9 @@ def test_unknown_spec_type_lists_close_names(fresh_plugins: PluginManager) -> No
             r"\$\.layers\[0\]\.args: missing required argument 'out_features'",
         ),
         ({"type": "Sequential", "layers": "Linear"}, r"\$\.layers: expected a list of layers"),
-        ({"type": "Sequential", "layers": [], "name": "x"}, r"\$\.name: unknown key"),
+        ({"type": "Sequential", "layers": [], "title": "x"}, r"\$\.title: unknown key"),
+        ({"type": "Linear", "name": "a b", "args": {"out_features": 3}}, r"\$\.name: layer name 'a b'"),
+        ({"type": "Linear", "name": 3, "args": {"out_features": 3}}, r"\$\.name: a layer name is a string"),
         (
             {"format_version": 99, "type": "Linear", "args": {"out_features": 3}},
             r"format version 99, newer than",

@@ -30,6 +30,9 @@ DELIBERATE = {
 }
 """(layer, torch parameter): why the layer's parameter differs or is absent."""
 
+ADDED = {"name": "every layer's optional name (a keyword): its path in a Functional, its key in a Sequential"}
+"""What every layer takes that torch's classes do not, and why."""
+
 
 def torch_layers() -> list[type[Layer]]:
     found = []
@@ -61,7 +64,7 @@ def test_the_signature_matches_torch_but_for_the_listed_differences(cls: type[La
             assert mine[name].default is None and mine[name].kind is mine[name].KEYWORD_ONLY, name
         else:
             assert mine[name].default == parameter.default, f"{cls.__name__}.{name}: {mine[name].default!r}"
-    extra = set(mine) - set(theirs)
+    extra = set(mine) - set(theirs) - set(ADDED)
     assert not extra, f"{cls.__name__} takes {extra}, which torch's {native.__name__} does not"
 
 
@@ -101,3 +104,17 @@ def test_the_keyword_only_bias_of_torchs_norms_is_offered(layer: object, native:
     assert [name for name, _ in unbuilt.named_parameters()] == ["weight"]
     unbuilt.load_state_dict(expected.state_dict())
     assert type(unbuilt) is type(expected) and unbuilt.bias is None
+
+
+def every_layer() -> list[type[Layer]]:
+    return [
+        getattr(L, name)
+        for name in sorted(L.__all__)
+        if isinstance(getattr(L, name), type) and issubclass(getattr(L, name), Layer) and name != "Layer"
+    ]
+
+
+@pytest.mark.parametrize("cls", every_layer(), ids=lambda cls: cls.__name__)
+def test_every_layer_takes_a_keyword_only_name(cls: type[Layer]) -> None:
+    parameter = inspect.signature(cls.__init__).parameters["name"]
+    assert parameter.kind is parameter.KEYWORD_ONLY and parameter.default is None

@@ -232,6 +232,6 @@ def test_the_signature_offers_torchs_arguments() -> None:
         for name in layer.torch_positional:
             assert name in mine, (layer.__name__, name)
         documented = set(inspect.signature(layer).parameters) - set(layer.torch_positional)
-        assert documented == {"return_sequences", "return_state", "device", "dtype"}, documented
+        assert documented == {"return_sequences", "return_state", "device", "dtype", "name"}, documented
         assert mine["batch_first"].default is True  # the deliberate difference: batches first
         assert native(4, 3).batch_first is False

@@ -51,8 +51,8 @@ class Swish(Layer):
     input_layout = "(*, features)"
     same_shape = True
 
-    def __init__(self, *, features: PositiveInt | None = None) -> None:
-        super().__init__(features=features)
+    def __init__(self, *, features: PositiveInt | None = None, name: str | None = None) -> None:
+        super().__init__(features=features, name=name)
 
 
 class SqueezeExciteModule(nn.Module):
@@ -93,8 +93,9 @@ class SqueezeExcite(Layer):
         channels: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
-        super().__init__(reduction=reduction, channels=channels, device=device, dtype=dtype)
+        super().__init__(reduction=reduction, channels=channels, device=device, dtype=dtype, name=name)
 
 
 # -- a container: children, its own forward, spec fields, and how to draw it -----
@@ -107,8 +108,8 @@ class ResidualBlock(Layer, nnx.Module):
     otherwise). Its sizes are inferred like any ``L.Sequential``'s.
     """
 
-    def __init__(self, *layers: nn.Module) -> None:
-        super().__init__()
+    def __init__(self, *layers: nn.Module, name: str | None = None) -> None:
+        super().__init__(name=name)
         if not layers:
             raise TypeError("ResidualBlock needs at least one layer")
         self.body = L.Sequential(*layers)

@@ -23,7 +23,7 @@ from torch import nn
 
 from torchx.core.errors import MissingPackageError, TorchXError, format_shape
 from torchx.core.files import write_bytes_atomically
-from torchx.core.layer import Layer, layer_name
+from torchx.core.layer import Layer, layer_caption
 from torchx.core.shapes import InputLike, input_dtype, input_shape
 from torchx.core.summary import built_on_meta, record_calls, shape_text
 
@@ -113,7 +113,7 @@ class Graph:
             return module.draw_graph(self, list(inputs))
         if isinstance(module, nn.Sequential):
             return self.chain(type(module).__name__, module, list(module), inputs)
-        return [self.node(layer_name(module), self.next_output(module), "layer", inputs)]
+        return [self.node(layer_caption(module), self.next_output(module), "layer", inputs)]
 
     # -- output ---------------------------------------------------------------
 

@@ -88,13 +88,17 @@ __all__ = [
     "cannot_build_while_compiling",
     "describe_inputs",
     "explain_failure",
+    "given_name",
     "is_built",
     "is_fx_tracing",
     "is_shape_problem",
+    "layer_caption",
     "layer_name",
     "layer_view",
+    "name_problem",
     "native_module",
     "record_of",
+    "set_given_name",
     "unbuilt_layers",
 ]
 
@@ -250,6 +254,42 @@ class LayerRecord:
     """The native module's parameters and buffers (leaf layers)."""
     inferred: dict[str, Any] | None = field(default=None)
     """The arguments read off the input at the build (``None`` until then)."""
+    name: str | None = None
+    """The name given with ``name=``: the layer's submodule path in a
+    ``Functional`` (``"layer1.0.conv1"``), its key in a ``Sequential``; shown
+    in specs, summaries, plots and errors."""
+
+
+def name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a layer, or None when it can: a name is a
+    non-empty string of dot-separated parts (a submodule path, ``"layer1.0.conv1"``),
+    each part without spaces."""
+    if not isinstance(name, str):
+        return f"a layer name is a string, got {type(name).__name__}"
+    parts = name.split(".")
+    if not all(parts) or not all(part.isprintable() and not any(c.isspace() for c in part) for part in parts):
+        return (
+            f"layer name {short_repr(name)} is not a submodule path: give non-empty parts "
+            "without spaces, separated by dots (like 'head' or 'layer1.0.conv1')"
+        )
+    return None
+
+
+def given_name(module: nn.Module) -> str | None:
+    """The name ``module`` was given with ``name=`` (None: none, or a plain torch module)."""
+    record = record_of(module)
+    return None if record is None else record.name
+
+
+def set_given_name(module: nn.Module, name: str | None) -> None:
+    """Give the TorchX layer ``module`` the name ``name`` (as ``name=`` does)."""
+    problem = None if name is None else name_problem(name)
+    if problem is not None:
+        raise ArgumentError(problem, argument="name")
+    record = record_of(module)
+    if record is None:
+        raise TorchXError(f"{type(module).__name__} is a plain torch module; only TorchX layers take a name")
+    record.name = name
 
 
 def record_of(module: nn.Module) -> LayerRecord | None:
@@ -264,6 +304,13 @@ def layer_name(module: nn.Module) -> str:
     ``Lambda``, not its native ``LambdaModule``), else by its own class."""
     record = record_of(module)
     return (record.layer_class if record is not None else type(module)).__name__
+
+
+def layer_caption(module: nn.Module) -> str:
+    """How summaries and pictures name ``module``: its layer class, after its
+    name when it has one (``layer1.0.conv1 (Conv2d)``)."""
+    name = given_name(module)
+    return layer_name(module) if name is None else f"{name} ({layer_name(module)})"
 
 
 def layer_view(module: nn.Module) -> Layer:
@@ -408,8 +455,12 @@ class Layer(nn.Module):
         else:
             super().__init__()
         device, dtype = arguments.pop("device", None), arguments.pop("dtype", None)
+        name = arguments.pop("name", None)
+        problem = None if name is None else name_problem(name)
+        if problem is not None:
+            raise ArgumentError(f"{cls.__name__}: {problem}", argument="name")
         checker_of(cls).check(cls.__name__, arguments)
-        record = LayerRecord(cls, arguments)
+        record = LayerRecord(cls, arguments, name=name)
         self.__dict__["_torchx"] = record
         if device is not None or dtype is not None:
             self.__dict__["_torchx_request"] = PlacementRequest(
@@ -534,7 +585,7 @@ class Layer(nn.Module):
     def draw_graph(self, graph: Graph, inputs: list[str]) -> list[str]:
         """Draw this layer into ``graph``, fed by the nodes ``inputs``; returns its
         output nodes. A layer is one node; containers draw their children."""
-        return [graph.node(self.layer_label(), graph.next_output(self), "layer", inputs)]
+        return [graph.node(layer_caption(self), graph.next_output(self), "layer", inputs)]
 
     # -- building -------------------------------------------------------------
 

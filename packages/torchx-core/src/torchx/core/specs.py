@@ -34,7 +34,7 @@ from torch import nn
 from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
 from torchx.core.errors import ArgumentError, LayerError, SpecError, TorchXError, int_digits, short_repr
 from torchx.core.files import write_bytes_atomically
-from torchx.core.layer import Layer, layer_view, record_of
+from torchx.core.layer import Layer, layer_view, name_problem, record_of, set_given_name
 from torchx.core.registry import LayerRegistry
 from torchx.core.shapes import InputLike
 
@@ -125,7 +125,8 @@ class SpecWriter:
         # The record, not the class: a built layer is its native module, and tools
         # (FSDP, parametrizations) swap classes.
         type_name = self.registry.type_name(record.layer_class)
-        return {"type": type_name, **layer_view(layer).spec_fields(child)}  # type: ignore[arg-type]
+        named = {"name": record.name} if record.name is not None else {}
+        return {"type": type_name, **named, **layer_view(layer).spec_fields(child)}  # type: ignore[arg-type]
 
     def value(self, value: Any, where: str) -> Any:
         """``value`` as JSON data (tuples become lists); refuses anything else."""
@@ -192,9 +193,15 @@ class SpecReader:
         if not isinstance(type_name, str):
             raise SpecError(f"{place}.type", f"expected a layer type name, got {_kind(type_name)}")
         cls = self.registry.resolve(type_name, where=f"{place}.type")
-        fields = {key: value for key, value in data.items() if key != "type"}
+        name = data.get("name")
+        problem = None if name is None else name_problem(name)
+        if problem is not None:
+            raise SpecError(f"{place}.name", problem)
+        fields = {key: value for key, value in data.items() if key not in ("type", "name")}
         child = SpecReader(self.registry, place, self.depth + 1, errors=self.errors, places=self.places)
         layer = cls.from_spec_fields(fields, child)
+        if name is not None:
+            set_given_name(layer, name)
         self.places[id(layer)] = place
         return layer
 
@@ -203,7 +210,7 @@ class SpecReader:
         extra = sorted(set(fields) - {"args"}, key=str)
         if extra:
             raise SpecError(
-                f"{self.where}.{extra[0]}", f"unknown key; a {cls.__name__} spec has only 'type' and 'args'"
+                f"{self.where}.{extra[0]}", f"unknown key; a {cls.__name__} spec has only 'type', 'name' and 'args'"
             )
         raw = fields.get("args", {})
         if not isinstance(raw, Mapping):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import keyword
 import linecache
 import math
 import operator
@@ -24,7 +25,7 @@ from torchx.core import TorchXError
 from torchx.core.symbolic import find_symbolic, is_symbolic
 from torchx.functional._liveness import liveness
 from torchx.functional._ops import INFIX, name_of_function
-from torchx.functional._program import BatchOf, Input, Parameter, Program, Step, Var
+from torchx.functional._program import BatchOf, Input, Parameter, Program, Step, Var, normal_form
 
 __all__ = ["MISSING", "compile_forward", "generate", "generate_scriptable"]
 
@@ -114,10 +115,11 @@ class _Writer:
         """The call ``step`` makes; ``copy_input``: on a copy of its first input
         (a layer working in place on memory the graph reads again)."""
         if step.kind == "module":
+            module = submodule_expression(step.target)
             if copy_input:
                 first, *rest = step.args
-                return self.call(f"self.{step.target}", (Copy(first), *rest), step.kwargs)
-            return self.call(f"self.{step.target}", step.args, step.kwargs)
+                return self.call(module, (Copy(first), *rest), step.kwargs)
+            return self.call(module, step.args, step.kwargs)
         if step.kind == "method":
             receiver, *rest = step.args
             return self.call(f"{self.value(receiver)}.{step.target}", tuple(rest), step.kwargs)
@@ -132,6 +134,16 @@ class _Writer:
                 sign = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}[target]
                 return f"{sign}{self.value(step.args[0])}"
         return self.call(self.function(target), step.args, step.kwargs)
+
+
+def submodule_expression(path: str) -> str:
+    """How the forward reaches the submodule at ``path``: ``self.layer1``,
+    ``getattr(self.layer1, "0").conv1``."""
+    expression = "self"
+    for part in path.split("."):
+        readable = part.isidentifier() and not keyword.iskeyword(part) and normal_form(part) == part
+        expression = f"{expression}.{part}" if readable else f"getattr({expression}, {part!r})"
+    return expression
 
 
 def _structure(writer: _Writer, structure: Any) -> str:

@@ -32,7 +32,7 @@ def draw_program(model: Functional, graph: Graph, inputs: list[str]) -> list[str
         for step in program.steps:
             sources = list(dict.fromkeys(placed[var.name] for var in _vars((step.args, step.kwargs))))
             if step.kind == "module":
-                outputs = graph.draw(getattr(model, step.target), sources)
+                outputs = graph.draw(model.get_submodule(step.target), sources)
                 placed[step.var] = (
                     outputs[0] if len(outputs) == 1 else graph.node("outputs", "", "op", outputs)
                 )

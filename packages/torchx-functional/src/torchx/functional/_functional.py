@@ -32,7 +32,10 @@ class Functional(Layer, nnx.Module):
     then the sub-graph between them and the outputs.
 
     The forward is generated Python, one statement per recorded operation (see
-    :attr:`code`); a layer called at several places is one submodule. A
+    :attr:`code`); a layer called at several places is one submodule. A layer
+    given a ``name=`` is the submodule of that name (``name="layer1.0.conv1"``
+    gives the state-dict keys ``layer1.0.conv1.weight``...); the others get
+    readable generated names (``conv2d``, ``conv2d_1``). A
     Functional is a TorchX layer: call it on placeholders inside another graph,
     put it in ``L.Sequential`` or in any ``nn.Module``.
 
@@ -48,8 +51,8 @@ class Functional(Layer, nnx.Module):
     _torchx_program: Program
     _torchx_code: str
 
-    def __init__(self, inputs: Any, outputs: Any) -> None:
-        super().__init__()
+    def __init__(self, inputs: Any, outputs: Any, *, name: str | None = None) -> None:
+        super().__init__(name=name)
         program = trace(inputs, outputs)
         self._mirror_modules(program.modules)
         program.modules = {}
@@ -104,23 +107,27 @@ class Functional(Layer, nnx.Module):
     # -- copies and pickles regenerate the forward -----------------------------------
 
     def _mirror_modules(self, modules: Mapping[str, nn.Module | None]) -> None:
-        """Hold ``modules`` as submodules that are also plain attributes."""
-        mirrored = _AttributeModules(self)
-        self.__dict__["_modules"] = mirrored
-        for name, module in modules.items():
-            mirrored[name] = module
+        """Hold ``modules`` (by submodule path) as submodules that are also
+        plain attributes; the parts of dotted paths are ModuleGroups."""
+        mirror_modules(self, {})
+        for path, module in modules.items():
+            *groups, last = path.split(".")
+            owner: nn.Module = self
+            for part in groups:
+                group = owner._modules.get(part)
+                if group is None:
+                    group = owner._modules[part] = ModuleGroup()
+                owner = group
+            owner._modules[last] = module
 
     def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__()
+        state = mirrored_state(self, super().__getstate__())
         state.pop("forward", None)
-        state["_modules"] = modules = dict(self._modules)
-        for name in modules:
-            state.pop(name, None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)  # type: ignore[no-untyped-call]
-        self._mirror_modules(dict(self._modules))
+        mirror_modules(self, dict(self._modules))
         self._compile()
 
     def extra_repr(self) -> str:
@@ -163,6 +170,40 @@ class _ScriptableFunctional(nn.Module):
         super().__init__()
         for name, module in modules.items():
             self.add_module(name, module)
+
+
+class ModuleGroup(nn.Module):
+    """Holds the layers whose names share a first part: ``layer1`` of
+    ``layer1.0.conv1`` (a Functional's named layers nest as their names do).
+    It has no forward; its submodules are plain attributes, as a
+    Functional's are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        mirror_modules(self, {})
+
+    def __getstate__(self) -> dict[str, Any]:
+        return mirrored_state(self, super().__getstate__())
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)  # type: ignore[no-untyped-call]
+        mirror_modules(self, dict(self._modules))
+
+
+def mirror_modules(owner: nn.Module, modules: Mapping[str, nn.Module | None]) -> None:
+    """Make ``owner._modules`` an :class:`_AttributeModules` holding ``modules``."""
+    mirrored = _AttributeModules(owner)
+    owner.__dict__["_modules"] = mirrored
+    for name, module in modules.items():
+        mirrored[name] = module
+
+
+def mirrored_state(owner: nn.Module, state: dict[str, Any]) -> dict[str, Any]:
+    """``owner``'s pickled state without the attribute mirrors of its submodules."""
+    state["_modules"] = modules = dict(owner._modules)
+    for name in modules:
+        state.pop(name, None)
+    return state
 
 
 class _AttributeModules(dict[str, "nn.Module | None"]):
@@ -253,7 +294,7 @@ def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exce
         if step is not None:
             add_note(error, f"raised in Functional step {step.var!r}")
         return error
-    module = getattr(model, step.target)
+    module = model.get_submodule(step.target)
     explained = explain_failure(module, tuple(_resolved(arg, values) for arg in step.args), error)
     if explained is None:
         add_note(error, f"raised in Functional.{step.target} ({layer_name(module)})")

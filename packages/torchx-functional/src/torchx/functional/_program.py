@@ -29,8 +29,8 @@ from torch import nn
 from torch.utils._pytree import tree_map
 
 from torchx.core import TorchXError
-from torchx.core.errors import format_shape
-from torchx.core.layer import layer_name
+from torchx.core.errors import format_shape, short_repr
+from torchx.core.layer import given_name, layer_name
 from torchx.functional._placeholder import BatchSize, Node, Placeholder
 
 __all__ = [
@@ -202,6 +202,10 @@ class Namespace:
         self._taken = set(reserved)
         self._next: dict[str, int] = {}
 
+    def reserve(self, name: str) -> None:
+        """Take ``name`` as it is, so that :meth:`claim` never hands it out."""
+        self._taken.add(name)
+
     def _free(self, name: str) -> bool:
         return name not in self._taken and not _GENERATED.fullmatch(name)
 
@@ -340,15 +344,16 @@ def trace(inputs: Any, outputs: Any) -> Program:
             )
 
     variables: dict[int, str] = {key: variable for key, (_, variable) in input_names.items()}
-    module_names: dict[int, str] = {}
+    ordered = sorted((node for node in needed if id(node) not in input_names), key=lambda node: node.id)
+    module_names = _named_modules(ordered, attributes)
     modules: dict[str, nn.Module] = {}
     steps: list[Step] = []
-    for node in sorted((node for node in needed if id(node) not in input_names), key=lambda node: node.id):
+    for node in ordered:
         if node.kind == "module":
             attribute = module_names.get(id(node.target))
             if attribute is None:
                 attribute = module_names[id(node.target)] = attributes.claim(_snake(layer_name(node.target)))
-                modules[attribute] = node.target
+            modules.setdefault(attribute, node.target)
             var = namespace.claim(attribute)
             target: Any = attribute
         elif node.kind == "method":
@@ -388,6 +393,56 @@ def trace(inputs: Any, outputs: Any) -> Program:
     names = dict(input_names.values())
     parameters = _parameters(program_inputs, names, entries)
     return Program(program_inputs, steps, program_outputs, parameters, names, modules)
+
+
+def _named_modules(nodes: list[Node], attributes: Namespace) -> dict[int, str]:
+    """The submodule path of each module given a ``name=``, by module id; the
+    first part of each is taken from ``attributes``, so generated names keep
+    clear of them. Refuses two modules of one name, a name inside another
+    layer's (``fc`` and ``fc.bias``), and a part that is an attribute of the
+    Functional (``forward``)."""
+    named: dict[str, nn.Module] = {}
+    paths: dict[int, str] = {}
+    for node in nodes:
+        if node.kind != "module" or id(node.target) in paths:
+            continue
+        name = given_name(node.target)
+        if name is None:
+            continue
+        earlier = named.get(name)
+        if earlier is not None:
+            raise TorchXError(
+                f"two layers of the Functional are named {name!r}: {_described(earlier)} and "
+                f"{_described(node.target)}; give each layer its own name (a layer used at several "
+                "places is one layer: call the same object)"
+            )
+        named[name] = node.target
+        paths[id(node.target)] = name
+    taken = _module_attributes()
+    for name, module in named.items():
+        clash = next((part for part in name.split(".") if part in taken), None)
+        if clash is not None:
+            raise TorchXError(
+                f"layer name {name!r} ({_described(module)}): {clash!r} is an attribute of Functional "
+                "and nn.Module, so it cannot name a submodule; rename the layer"
+            )
+        parts = name.split(".")
+        for end in range(1, len(parts)):
+            outer = named.get(".".join(parts[:end]))
+            if outer is not None:
+                raise TorchXError(
+                    f"layer name {name!r} ({_described(module)}) puts it inside the layer named "
+                    f"{'.'.join(parts[:end])!r} ({_described(outer)}); a layer holds no other layers "
+                    "by name: rename one"
+                )
+    for name in sorted({name.split(".")[0] for name in named}):
+        attributes.reserve(name)
+    return paths
+
+
+def _described(module: nn.Module) -> str:
+    """A module as messages show it: ``Conv2d(out_channels=64, ...)``."""
+    return short_repr(module)
 
 
 def _parameters(

@@ -74,9 +74,8 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
     program = model._torchx_program
     where = writer.where
     names = {variable: name for name, variable in program.variables.items()}
-    modules = {
-        name: writer.layer(module, f"{where}.modules.{name}") for name, module in model.named_children()
-    }
+    paths = dict.fromkeys(step.target for step in program.steps if step.kind == "module")
+    modules = {path: writer.layer(model.get_submodule(path), f"{where}.modules.{path}") for path in paths}
     nodes = []
     for index, step in enumerate(program.steps):
         place = f"{where}.nodes[{index}]"

@@ -20,7 +20,7 @@ def summarize(model: Functional) -> str:
     counted: set[str] = set()
     for step in model._torchx_program.steps:
         if step.kind == "module":
-            module = getattr(model, step.target)
+            module = model.get_submodule(step.target)
             what = f"{layer_name(module)} ({step.target})"
             params = sum(p.numel() for p in module.parameters())
             shown = f"{params:,}" if step.target not in counted else f"(shared: {params:,})"

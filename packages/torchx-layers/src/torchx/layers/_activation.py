@@ -48,36 +48,36 @@ class _Elementwise(Layer):
 
     same_shape = True
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, name: str | None = None) -> None:
+        super().__init__(name=name)
 
 
 class _InplaceElementwise(Layer):
     same_shape = True
 
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__(inplace=inplace)
+    def __init__(self, inplace: bool = False, *, name: str | None = None) -> None:
+        super().__init__(inplace=inplace, name=name)
 
 
 class _Shrink(Layer):
     same_shape = True
 
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__(lambd=lambd)
+    def __init__(self, lambd: float = 0.5, *, name: str | None = None) -> None:
+        super().__init__(lambd=lambd, name=name)
 
 
 class _Exponential(Layer):
     same_shape = True
 
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__(alpha=alpha, inplace=inplace)
+    def __init__(self, alpha: float = 1.0, inplace: bool = False, *, name: str | None = None) -> None:
+        super().__init__(alpha=alpha, inplace=inplace, name=name)
 
 
 class _SoftmaxFamily(Layer):
     """Softmax over ``dim`` (no shape fast path: the meta run checks ``dim``)."""
 
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__(dim=dim)
+    def __init__(self, dim: int | None = None, *, name: str | None = None) -> None:
+        super().__init__(dim=dim, name=name)
 
 
 class Sigmoid(_Elementwise):
@@ -207,8 +207,10 @@ class LeakyReLU(Layer):
     native_class = nn.LeakyReLU
     same_shape = True
 
-    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
-        super().__init__(negative_slope=negative_slope, inplace=inplace)
+    def __init__(
+        self, negative_slope: float = 0.01, inplace: bool = False, *, name: str | None = None
+    ) -> None:
+        super().__init__(negative_slope=negative_slope, inplace=inplace, name=name)
 
 
 class RReLU(Layer):
@@ -217,8 +219,15 @@ class RReLU(Layer):
     native_class = nn.RReLU
     same_shape = True
 
-    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
-        super().__init__(lower=lower, upper=upper, inplace=inplace)
+    def __init__(
+        self,
+        lower: float = 1.0 / 8,
+        upper: float = 1.0 / 3,
+        inplace: bool = False,
+        *,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(lower=lower, upper=upper, inplace=inplace, name=name)
 
 
 class Hardtanh(Layer):
@@ -227,8 +236,10 @@ class Hardtanh(Layer):
     native_class = nn.Hardtanh
     same_shape = True
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
-        super().__init__(min_val=min_val, max_val=max_val, inplace=inplace)
+    def __init__(
+        self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False, *, name: str | None = None
+    ) -> None:
+        super().__init__(min_val=min_val, max_val=max_val, inplace=inplace, name=name)
 
 
 class Softplus(Layer):
@@ -237,8 +248,8 @@ class Softplus(Layer):
     native_class = nn.Softplus
     same_shape = True
 
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
-        super().__init__(beta=beta, threshold=threshold)
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0, *, name: str | None = None) -> None:
+        super().__init__(beta=beta, threshold=threshold, name=name)
 
 
 class Threshold(Layer):
@@ -247,8 +258,10 @@ class Threshold(Layer):
     native_class = nn.Threshold
     same_shape = True
 
-    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
-        super().__init__(threshold=threshold, value=value, inplace=inplace)
+    def __init__(
+        self, threshold: float, value: float, inplace: bool = False, *, name: str | None = None
+    ) -> None:
+        super().__init__(threshold=threshold, value=value, inplace=inplace, name=name)
 
 
 class GELU(Layer):
@@ -257,8 +270,8 @@ class GELU(Layer):
     native_class = nn.GELU
     same_shape = True
 
-    def __init__(self, approximate: Literal["none", "tanh"] = "none") -> None:
-        super().__init__(approximate=approximate)
+    def __init__(self, approximate: Literal["none", "tanh"] = "none", *, name: str | None = None) -> None:
+        super().__init__(approximate=approximate, name=name)
 
 
 class GLU(Layer):
@@ -266,8 +279,8 @@ class GLU(Layer):
 
     native_class = nn.GLU
 
-    def __init__(self, dim: int = -1) -> None:
-        super().__init__(dim=dim)
+    def __init__(self, dim: int = -1, *, name: str | None = None) -> None:
+        super().__init__(dim=dim, name=name)
 
 
 class PReLU(Layer):
@@ -290,8 +303,9 @@ class PReLU(Layer):
         *,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
-        super().__init__(num_parameters=num_parameters, init=init, device=device, dtype=dtype)
+        super().__init__(num_parameters=num_parameters, init=init, device=device, dtype=dtype, name=name)
 
     def _per_channel(self) -> bool:
         return bool(self.arguments["num_parameters"] == "channels")

@@ -52,6 +52,7 @@ class MultiheadAttention(Layer):
         embed_dim: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             num_heads=num_heads,
@@ -65,6 +66,7 @@ class MultiheadAttention(Layer):
             embed_dim=embed_dim,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
     def stand_in_arguments(self) -> dict[str, Any]:
@@ -96,6 +98,7 @@ class _TransformerLayer(Layer):
         d_model: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             nhead=nhead,
@@ -109,6 +112,7 @@ class _TransformerLayer(Layer):
             d_model=d_model,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
 

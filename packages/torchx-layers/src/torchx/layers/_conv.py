@@ -66,6 +66,7 @@ class _ConvNd(Layer):
         in_channels: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             out_channels=out_channels,
@@ -79,6 +80,7 @@ class _ConvNd(Layer):
             in_channels=in_channels,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
@@ -151,6 +153,7 @@ class _ConvTransposeNd(Layer):
         in_channels: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             out_channels=out_channels,
@@ -165,6 +168,7 @@ class _ConvTransposeNd(Layer):
             in_channels=in_channels,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:

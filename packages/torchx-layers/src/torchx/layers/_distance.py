@@ -14,8 +14,8 @@ class CosineSimilarity(Layer):
 
     native_class = nn.CosineSimilarity
 
-    def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
-        super().__init__(dim=dim, eps=eps)
+    def __init__(self, dim: int = 1, eps: float = 1e-8, *, name: str | None = None) -> None:
+        super().__init__(dim=dim, eps=eps, name=name)
 
 
 class PairwiseDistance(Layer):
@@ -23,5 +23,7 @@ class PairwiseDistance(Layer):
 
     native_class = nn.PairwiseDistance
 
-    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
-        super().__init__(p=p, eps=eps, keepdim=keepdim)
+    def __init__(
+        self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False, *, name: str | None = None
+    ) -> None:
+        super().__init__(p=p, eps=eps, keepdim=keepdim, name=name)

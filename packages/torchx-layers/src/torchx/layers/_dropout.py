@@ -13,8 +13,8 @@ __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Fe
 class _DropoutNd(Layer):
     same_shape = True
 
-    def __init__(self, p: Probability = 0.5, inplace: bool = False) -> None:
-        super().__init__(p=p, inplace=inplace)
+    def __init__(self, p: Probability = 0.5, inplace: bool = False, *, name: str | None = None) -> None:
+        super().__init__(p=p, inplace=inplace, name=name)
 
 
 class Dropout(_DropoutNd):

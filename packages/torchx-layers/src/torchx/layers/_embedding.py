@@ -31,6 +31,7 @@ class Embedding(Layer):
         *,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             num_embeddings=num_embeddings,
@@ -42,6 +43,7 @@ class Embedding(Layer):
             sparse=sparse,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
 
@@ -65,6 +67,7 @@ class EmbeddingBag(Layer):
         padding_idx: int | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             num_embeddings=num_embeddings,
@@ -78,4 +81,5 @@ class EmbeddingBag(Layer):
             padding_idx=padding_idx,
             device=device,
             dtype=dtype,
+            name=name,
         )

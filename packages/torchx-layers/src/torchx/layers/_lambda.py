@@ -36,10 +36,10 @@ class Lambda(Layer):
 
     native_class = LambdaModule
 
-    def __init__(self, function: Callable[..., Any]) -> None:
+    def __init__(self, function: Callable[..., Any], *, name: str | None = None) -> None:
         if not callable(function):
             raise TypeError(f"Lambda needs a callable, got {type(function).__name__}")
-        super().__init__(function=function)
+        super().__init__(function=function, name=name)
 
     def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
         raise SpecError(

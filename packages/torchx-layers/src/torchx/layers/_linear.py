@@ -45,9 +45,15 @@ class Linear(Layer):
         in_features: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
-            out_features=out_features, bias=bias, in_features=in_features, device=device, dtype=dtype
+            out_features=out_features,
+            bias=bias,
+            in_features=in_features,
+            device=device,
+            dtype=dtype,
+            name=name,
         )
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
@@ -78,6 +84,7 @@ class Bilinear(Layer):
         in2_features: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             out_features=out_features,
@@ -86,6 +93,7 @@ class Bilinear(Layer):
             in2_features=in2_features,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
 
@@ -95,8 +103,8 @@ class Identity(Layer):
     native_class = nn.Identity
     same_shape = True
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, name: str | None = None) -> None:
+        super().__init__(name=name)
 
     def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
         return {}

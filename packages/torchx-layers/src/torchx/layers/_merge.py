@@ -107,8 +107,8 @@ class ConcatModule(nn.Module):
 
 
 class _Merge(Layer):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, name: str | None = None) -> None:
+        super().__init__(name=name)
 
 
 class Add(_Merge):
@@ -152,5 +152,5 @@ class Concat(Layer):
 
     native_class = ConcatModule
 
-    def __init__(self, dim: int = 1) -> None:
-        super().__init__(dim=dim)
+    def __init__(self, dim: int = 1, *, name: str | None = None) -> None:
+        super().__init__(dim=dim, name=name)

@@ -54,6 +54,7 @@ class _BatchNorm(Layer):
         num_features: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             eps=eps,
@@ -64,6 +65,7 @@ class _BatchNorm(Layer):
             num_features=num_features,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
 
@@ -105,6 +107,7 @@ class _InstanceNorm(Layer):
         num_features: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             eps=eps,
@@ -115,6 +118,7 @@ class _InstanceNorm(Layer):
             num_features=num_features,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
 
@@ -190,6 +194,7 @@ class LayerNorm(_TrailingNorm):
         bias: bool = True,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             normalized_shape=normalized_shape,
@@ -198,6 +203,7 @@ class LayerNorm(_TrailingNorm):
             bias=bias,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
 
@@ -214,6 +220,7 @@ class RMSNorm(_TrailingNorm):
         elementwise_affine: bool = True,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             normalized_shape=normalized_shape,
@@ -221,6 +228,7 @@ class RMSNorm(_TrailingNorm):
             elementwise_affine=elementwise_affine,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
 
@@ -242,6 +250,7 @@ class GroupNorm(Layer):
         num_channels: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             num_groups=num_groups,
@@ -251,6 +260,7 @@ class GroupNorm(Layer):
             num_channels=num_channels,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
 
@@ -259,5 +269,13 @@ class LocalResponseNorm(Layer):
 
     native_class = nn.LocalResponseNorm
 
-    def __init__(self, size: PositiveInt, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
-        super().__init__(size=size, alpha=alpha, beta=beta, k=k)
+    def __init__(
+        self,
+        size: PositiveInt,
+        alpha: float = 1e-4,
+        beta: float = 0.75,
+        k: float = 1.0,
+        *,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(size=size, alpha=alpha, beta=beta, k=k, name=name)

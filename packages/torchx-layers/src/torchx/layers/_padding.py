@@ -28,13 +28,13 @@ Padding = int | tuple[int, ...]
 
 
 class _PadNd(Layer):
-    def __init__(self, padding: Padding) -> None:
-        super().__init__(padding=padding)
+    def __init__(self, padding: Padding, *, name: str | None = None) -> None:
+        super().__init__(padding=padding, name=name)
 
 
 class _ConstantPadNd(Layer):
-    def __init__(self, padding: Padding, value: float) -> None:
-        super().__init__(padding=padding, value=value)
+    def __init__(self, padding: Padding, value: float, *, name: str | None = None) -> None:
+        super().__init__(padding=padding, value=value, name=name)
 
 
 class ReflectionPad1d(_PadNd):

@@ -51,6 +51,8 @@ class _MaxPoolNd(_Window):
         dilation: Size = 1,
         return_indices: bool = False,
         ceil_mode: bool = False,
+        *,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             kernel_size=kernel_size,
@@ -59,6 +61,7 @@ class _MaxPoolNd(_Window):
             dilation=dilation,
             return_indices=return_indices,
             ceil_mode=ceil_mode,
+            name=name,
         )
 
 
@@ -92,6 +95,8 @@ class AvgPool1d(_Window):
         padding: Padding = 0,
         ceil_mode: bool = False,
         count_include_pad: bool = True,
+        *,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             kernel_size=kernel_size,
@@ -99,6 +104,7 @@ class AvgPool1d(_Window):
             padding=padding,
             ceil_mode=ceil_mode,
             count_include_pad=count_include_pad,
+            name=name,
         )
 
 
@@ -111,6 +117,8 @@ class _AvgPoolNd(_Window):
         ceil_mode: bool = False,
         count_include_pad: bool = True,
         divisor_override: int | None = None,
+        *,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             kernel_size=kernel_size,
@@ -119,6 +127,7 @@ class _AvgPoolNd(_Window):
             ceil_mode=ceil_mode,
             count_include_pad=count_include_pad,
             divisor_override=divisor_override,
+            name=name,
         )
 
 
@@ -135,8 +144,10 @@ class AvgPool3d(_AvgPoolNd):
 
 
 class _AdaptiveMaxPoolNd(Layer):
-    def __init__(self, output_size: OptionalSize, return_indices: bool = False) -> None:
-        super().__init__(output_size=output_size, return_indices=return_indices)
+    def __init__(
+        self, output_size: OptionalSize, return_indices: bool = False, *, name: str | None = None
+    ) -> None:
+        super().__init__(output_size=output_size, return_indices=return_indices, name=name)
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
@@ -158,8 +169,8 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
 
 
 class _AdaptiveAvgPoolNd(Layer):
-    def __init__(self, output_size: OptionalSize) -> None:
-        super().__init__(output_size=output_size)
+    def __init__(self, output_size: OptionalSize, *, name: str | None = None) -> None:
+        super().__init__(output_size=output_size, name=name)
 
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
@@ -182,9 +193,17 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
 
 class _LPPoolNd(_Window):
     def __init__(
-        self, norm_type: PositiveFloat, kernel_size: Size, stride: Size | None = None, ceil_mode: bool = False
+        self,
+        norm_type: PositiveFloat,
+        kernel_size: Size,
+        stride: Size | None = None,
+        ceil_mode: bool = False,
+        *,
+        name: str | None = None,
     ) -> None:
-        super().__init__(norm_type=norm_type, kernel_size=kernel_size, stride=stride, ceil_mode=ceil_mode)
+        super().__init__(
+            norm_type=norm_type, kernel_size=kernel_size, stride=stride, ceil_mode=ceil_mode, name=name
+        )
 
 
 class LPPool1d(_LPPoolNd):
@@ -212,12 +231,15 @@ class _FractionalMaxPoolNd(Layer):
         output_size: Size | None = None,
         output_ratio: float | tuple[float, ...] | None = None,
         return_indices: bool = False,
+        *,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             kernel_size=kernel_size,
             output_size=output_size,
             output_ratio=output_ratio,
             return_indices=return_indices,
+            name=name,
         )
 
 
@@ -234,8 +256,10 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
 
 
 class _MaxUnpoolNd(Layer):
-    def __init__(self, kernel_size: Size, stride: Size | None = None, padding: Padding = 0) -> None:
-        super().__init__(kernel_size=kernel_size, stride=stride, padding=padding)
+    def __init__(
+        self, kernel_size: Size, stride: Size | None = None, padding: Padding = 0, *, name: str | None = None
+    ) -> None:
+        super().__init__(kernel_size=kernel_size, stride=stride, padding=padding, name=name)
 
 
 class MaxUnpool1d(_MaxUnpoolNd):

@@ -24,8 +24,8 @@ class PixelShuffle(Layer):
 
     native_class = nn.PixelShuffle
 
-    def __init__(self, upscale_factor: PositiveInt) -> None:
-        super().__init__(upscale_factor=upscale_factor)
+    def __init__(self, upscale_factor: PositiveInt, *, name: str | None = None) -> None:
+        super().__init__(upscale_factor=upscale_factor, name=name)
 
 
 class PixelUnshuffle(Layer):
@@ -33,8 +33,8 @@ class PixelUnshuffle(Layer):
 
     native_class = nn.PixelUnshuffle
 
-    def __init__(self, downscale_factor: PositiveInt) -> None:
-        super().__init__(downscale_factor=downscale_factor)
+    def __init__(self, downscale_factor: PositiveInt, *, name: str | None = None) -> None:
+        super().__init__(downscale_factor=downscale_factor, name=name)
 
 
 class ChannelShuffle(Layer):
@@ -42,8 +42,8 @@ class ChannelShuffle(Layer):
 
     native_class = nn.ChannelShuffle
 
-    def __init__(self, groups: PositiveInt) -> None:
-        super().__init__(groups=groups)
+    def __init__(self, groups: PositiveInt, *, name: str | None = None) -> None:
+        super().__init__(groups=groups, name=name)
 
 
 class Upsample(Layer):
@@ -58,6 +58,8 @@ class Upsample(Layer):
         mode: UpsampleMode = "nearest",
         align_corners: bool | None = None,
         recompute_scale_factor: bool | None = None,
+        *,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             size=size,
@@ -65,6 +67,7 @@ class Upsample(Layer):
             mode=mode,
             align_corners=align_corners,
             recompute_scale_factor=recompute_scale_factor,
+            name=name,
         )
 
 
@@ -74,7 +77,14 @@ class Fold(Layer):
     native_class = nn.Fold
 
     def __init__(
-        self, output_size: Size, kernel_size: Size, dilation: Size = 1, padding: Size = 0, stride: Size = 1
+        self,
+        output_size: Size,
+        kernel_size: Size,
+        dilation: Size = 1,
+        padding: Size = 0,
+        stride: Size = 1,
+        *,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             output_size=output_size,
@@ -82,6 +92,7 @@ class Fold(Layer):
             dilation=dilation,
             padding=padding,
             stride=stride,
+            name=name,
         )
 
 
@@ -90,5 +101,15 @@ class Unfold(Layer):
 
     native_class = nn.Unfold
 
-    def __init__(self, kernel_size: Size, dilation: Size = 1, padding: Size = 0, stride: Size = 1) -> None:
-        super().__init__(kernel_size=kernel_size, dilation=dilation, padding=padding, stride=stride)
+    def __init__(
+        self,
+        kernel_size: Size,
+        dilation: Size = 1,
+        padding: Size = 0,
+        stride: Size = 1,
+        *,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            kernel_size=kernel_size, dilation=dilation, padding=padding, stride=stride, name=name
+        )

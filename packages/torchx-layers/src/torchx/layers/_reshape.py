@@ -50,8 +50,8 @@ class Flatten(Layer):
 
     native_class = nn.Flatten
 
-    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
-        super().__init__(start_dim=start_dim, end_dim=end_dim)
+    def __init__(self, start_dim: int = 1, end_dim: int = -1, *, name: str | None = None) -> None:
+        super().__init__(start_dim=start_dim, end_dim=end_dim, name=name)
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
         shape = input_shapes[0]
@@ -68,8 +68,8 @@ class Unflatten(Layer):
 
     native_class = nn.Unflatten
 
-    def __init__(self, dim: int, unflattened_size: tuple[int, ...]) -> None:
-        super().__init__(dim=dim, unflattened_size=tuple(unflattened_size))
+    def __init__(self, dim: int, unflattened_size: tuple[int, ...], *, name: str | None = None) -> None:
+        super().__init__(dim=dim, unflattened_size=tuple(unflattened_size), name=name)
 
 
 class Reshape(Layer):
@@ -85,11 +85,11 @@ class Reshape(Layer):
 
     native_class = ReshapeModule
 
-    def __init__(self, shape: tuple[int, ...]) -> None:
+    def __init__(self, shape: tuple[int, ...], *, name: str | None = None) -> None:
         shape = tuple(shape)
         if sum(dim == -1 for dim in shape) > 1 or any(dim == 0 or dim < -1 for dim in shape):
             raise ArgumentError(f"Reshape: shape must hold positive sizes and at most one -1, got {shape}")
-        super().__init__(shape=shape)
+        super().__init__(shape=shape, name=name)
 
 
 class Permute(Layer):
@@ -97,5 +97,5 @@ class Permute(Layer):
 
     native_class = PermuteModule
 
-    def __init__(self, dims: tuple[int, ...]) -> None:
-        super().__init__(dims=tuple(dims))
+    def __init__(self, dims: tuple[int, ...], *, name: str | None = None) -> None:
+        super().__init__(dims=tuple(dims), name=name)

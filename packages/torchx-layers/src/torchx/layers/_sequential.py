@@ -11,11 +11,11 @@ import torch
 from torch import nn
 
 import torchx.nn as nnx
-from torchx.core import Layer, LayerError, SpecError
+from torchx.core import ArgumentError, Layer, LayerError, SpecError
 from torchx.core.build import build_need
 from torchx.core.errors import add_note
 from torchx.core.graph import Graph
-from torchx.core.layer import all_or_nothing, cannot_build_while_compiling, explain_failure
+from torchx.core.layer import all_or_nothing, cannot_build_while_compiling, explain_failure, given_name
 from torchx.core.memory import Rehearsal
 from torchx.core.shapes import TypedShape, current_build_target
 from torchx.core.specs import SpecReader, SpecWriter
@@ -34,7 +34,9 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
     returned to their unbuilt state and the error names the failing layer's
     position (``Sequential[3] Conv2d``). Once built, ``forward`` is
     ``nn.Sequential``'s loop and ``state_dict`` keys are those of the equivalent
-    ``nn.Sequential``.
+    ``nn.Sequential``. A child layer given a ``name=`` is held under that name
+    (``L.Linear(10, name="head")`` gives ``head.weight``), as in an
+    ``OrderedDict``; the others under their position.
 
     Examples::
 
@@ -43,17 +45,31 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
         torch.Size([8, 10])
     """
 
-    def __init__(self, *layers: nn.Module | OrderedDict[str, nn.Module]) -> None:
-        Layer.__init__(self)
+    def __init__(self, *layers: nn.Module | OrderedDict[str, nn.Module], name: str | None = None) -> None:
+        Layer.__init__(self, name=name)
         object.__setattr__(self, "_torchx_ready", False)
         if len(layers) == 1 and isinstance(layers[0], OrderedDict):
-            for name, module in layers[0].items():
-                self.add_module(name, module)
+            for key, module in layers[0].items():
+                self.add_module(key, module)
             return
+        places: dict[str, int] = {}
         for index, layer in enumerate(layers):
             if not isinstance(layer, nn.Module):
                 raise TypeError(f"Sequential[{index}] is a {type(layer).__name__}, not an nn.Module")
-            self.add_module(str(index), layer)
+            key = given_name(layer) or str(index)
+            if "." in key or key in places or (key != str(index) and hasattr(self, key)):
+                raise ArgumentError(
+                    f"Sequential[{index}] is named {key!r}, which "
+                    + (
+                        f"Sequential[{places[key]}] is named too"
+                        if key in places
+                        else "is not a key of a Sequential (one part, no dots, not an attribute)"
+                    ),
+                    argument="name",
+                    fix="give each layer of a Sequential its own name without dots, like 'stem' or 'head'",
+                )
+            places[key] = index
+            self.add_module(key, layer)
 
     # -- keep "ready" honest under every way of adding a module ----------------
 
@@ -150,20 +166,15 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
         return graph.chain("Sequential", self, list(self), inputs)
 
     def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
-        names = list(self._modules)
-        modules = list(self._modules.values())
-        if names == [str(index) for index in range(len(names))]:
-            return {
-                "layers": [
-                    writer.layer(module, f"{writer.where}.layers[{i}]") for i, module in enumerate(modules)
-                ]
-            }
-        return {
-            "layers": {
-                name: writer.layer(module, f"{writer.where}.layers.{name}")
-                for name, module in zip(names, modules, strict=True)
-            }
-        }
+        """Children as a list (its order is the model's, whatever a JSON or YAML
+        writer does with object keys); a child held under a name carries it."""
+        layers = []
+        for index, (key, module) in enumerate(self._modules.items()):
+            entry = writer.layer(module, f"{writer.where}.layers[{index}]")
+            if key != str(index):
+                entry = {"type": entry["type"], "name": key, **entry}
+            layers.append(entry)
+        return {"layers": layers}
 
     @classmethod
     def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
@@ -175,7 +186,7 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
         layers = fields.get("layers")
         if isinstance(layers, list):
             return cls(*(reader.layer(data, f"{reader.where}.layers[{i}]") for i, data in enumerate(layers)))
-        if isinstance(layers, Mapping):
+        if isinstance(layers, Mapping):  # the object form of older specs: its order is the document's
             taken = cls()
             for name in layers:
                 if not isinstance(name, str) or not name or "." in name or hasattr(taken, name):

@@ -63,12 +63,14 @@ class RNN(_Recurrent):
         input_size: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             hidden_size=hidden_size, num_layers=num_layers, nonlinearity=nonlinearity, bias=bias,
             batch_first=batch_first, dropout=dropout, bidirectional=bidirectional,
             return_sequences=return_sequences, return_state=return_state, input_size=input_size,
             device=device, dtype=dtype,
+            name=name,
         )  # fmt: skip
 
 
@@ -102,12 +104,14 @@ class LSTM(_Recurrent):
         input_size: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             hidden_size=hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
             dropout=dropout, bidirectional=bidirectional, proj_size=proj_size,
             return_sequences=return_sequences, return_state=return_state, input_size=input_size,
             device=device, dtype=dtype,
+            name=name,
         )  # fmt: skip
 
 
@@ -132,12 +136,14 @@ class GRU(_Recurrent):
         input_size: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
             hidden_size=hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
             dropout=dropout, bidirectional=bidirectional,
             return_sequences=return_sequences, return_state=return_state, input_size=input_size,
             device=device, dtype=dtype,
+            name=name,
         )  # fmt: skip
 
 
@@ -155,9 +161,10 @@ class _Cell(Layer):
         input_size: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         super().__init__(
-            hidden_size=hidden_size, bias=bias, input_size=input_size, device=device, dtype=dtype
+            hidden_size=hidden_size, bias=bias, input_size=input_size, device=device, dtype=dtype, name=name
         )
 
 
@@ -175,6 +182,7 @@ class RNNCell(_Cell):
         input_size: PositiveInt | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        name: str | None = None,
     ) -> None:
         Layer.__init__(
             self,
@@ -184,6 +192,7 @@ class RNNCell(_Cell):
             input_size=input_size,
             device=device,
             dtype=dtype,
+            name=name,
         )
 
 
@@ -204,8 +213,8 @@ class GetRNNOutput(Layer):
 
     native_class = GetRNNOutputModule
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, name: str | None = None) -> None:
+        super().__init__(name=name)
 
 
 class GetRNNState(Layer):
@@ -219,5 +228,5 @@ class GetRNNState(Layer):
 
     native_class = GetRNNStateModule
 
-    def __init__(self, mode: Literal["h", "c", "concat"] = "h") -> None:
-        super().__init__(mode=mode)
+    def __init__(self, mode: Literal["h", "c", "concat"] = "h", *, name: str | None = None) -> None:
+        super().__init__(mode=mode, name=name)

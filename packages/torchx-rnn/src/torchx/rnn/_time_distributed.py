@@ -68,8 +68,8 @@ class TimeDistributed(Layer, nnx.Module):
 
     input_layout = "(batch, time, ...), at least 3-d"
 
-    def __init__(self, *layers: nn.Module) -> None:
-        super().__init__()
+    def __init__(self, *layers: nn.Module, name: str | None = None) -> None:
+        super().__init__(name=name)
         if not layers:
             raise TypeError("TimeDistributed needs at least one layer")
         self.layers = Sequential(*layers)
