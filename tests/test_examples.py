@@ -18,6 +18,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
 import seed_models  # noqa: E402 - examples/ is not a package
+import vision_models  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
 
 SPECS = {
     "seed_cnn": "8,3,32,32",
@@ -76,3 +79,22 @@ def test_the_native_seed_cnn_is_the_torchx_one_written_by_hand() -> None:
     torchx_model.load_state_dict(native.state_dict())
     x = torch.randn(2, 3, 32, 32)
     torch.testing.assert_close(torchx_model.eval()(x), native.eval()(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "resnet50"])
+def test_named_resnets_have_exactly_torchvisions_state_dict_keys(name: str) -> None:
+    """The key lists in tests/data are torchvision's (its module structure, written out)."""
+    expected = (DATA / f"torchvision_{name}_keys.txt").read_text().split()
+    make, _, _ = vision_models.MODELS[name]
+    assert list(make().state_dict()) == expected
+
+
+@pytest.mark.parametrize("name", list(vision_models.MODELS))
+def test_vision_models_match_torchvision_counts_and_the_hand_written_models(name: str) -> None:
+    make, native, parameters = vision_models.MODELS[name]
+    model, reference = make().eval(), native().eval()
+    assert vision_models.parameter_count(model) == vision_models.parameter_count(reference) == parameters
+    model.load_state_dict(reference.state_dict(), strict=True)  # a torchvision-layout checkpoint
+    image = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        assert torch.equal(model(image), reference(image))
