@@ -22,6 +22,7 @@ from bench_examples import bench_examples
 from bench_functional import bench_functional
 from bench_layers import bench_abstract_build, bench_build, bench_construct, bench_forward, bench_import
 from bench_rnn import bench_rnn
+from bench_vision import bench_vision
 
 import torchx
 
@@ -32,6 +33,7 @@ BENCHMARKS: dict[str, Callable[[bool], list[Result]]] = {
     "abstract": bench_abstract_build,
     "import": bench_import,
     "functional": bench_functional,
+    "vision": bench_vision,
     "rnn": bench_rnn,
     "device": bench_device,
     "examples": bench_examples,

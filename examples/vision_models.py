@@ -22,8 +22,12 @@ from torch import nn
 import torchx.layers as L
 from torchx.functional import Functional, Placeholder
 
-IMAGE = (None, 3, 224, 224)
-"""The input every model here is defined on: a batch of 224x224 RGB images."""
+
+def _image(batch: int | None) -> Placeholder:
+    """The input every model here is defined on: a batch of 224x224 RGB images
+    (``None``: any batch size)."""
+    return Placeholder((batch, 3, 224, 224), name="image")
+
 
 # -- ResNet ---------------------------------------------------------------------------
 
@@ -54,10 +58,13 @@ def _shortcut(x: Placeholder, name: str, out: int, stride: int) -> Placeholder:
 
 
 def resnet(
-    block: Callable[[Placeholder, str, int, int], Placeholder], depths: tuple[int, ...], classes: int = 1000
+    block: Callable[[Placeholder, str, int, int], Placeholder],
+    depths: tuple[int, ...],
+    classes: int = 1000,
+    batch: int | None = None,
 ) -> Functional:
     """A ResNet of ``block``s, ``depths[i]`` of them in stage ``i + 1``."""
-    x = Placeholder(IMAGE, name="image")
+    x = _image(batch)
     y = L.ReLU(inplace=True)(_conv_bn(x, "conv1", "bn1", 64, 7, stride=2))
     y = L.MaxPool2d(3, stride=2, padding=1)(y)
     for stage, (depth, width) in enumerate(zip(depths, (64, 128, 256, 512), strict=True), start=1):
@@ -67,12 +74,12 @@ def resnet(
     return Functional(inputs=x, outputs=L.Linear(classes, name="fc")(y))
 
 
-def resnet18(classes: int = 1000) -> Functional:
-    return resnet(_basic_block, (2, 2, 2, 2), classes)
+def resnet18(classes: int = 1000, batch: int | None = None) -> Functional:
+    return resnet(_basic_block, (2, 2, 2, 2), classes, batch)
 
 
-def resnet50(classes: int = 1000) -> Functional:
-    return resnet(_bottleneck, (3, 4, 6, 3), classes)
+def resnet50(classes: int = 1000, batch: int | None = None) -> Functional:
+    return resnet(_bottleneck, (3, 4, 6, 3), classes, batch)
 
 
 # -- DenseNet -------------------------------------------------------------------------
@@ -83,9 +90,11 @@ def _norm_relu_conv(x: Placeholder, name: str, suffix: str, out: int, kernel: in
     return L.Conv2d(out, kernel, padding=kernel // 2, bias=False, name=f"{name}.conv{suffix}")(y)
 
 
-def densenet121(classes: int = 1000, growth: int = 32, bottleneck: int = 4) -> Functional:
+def densenet121(
+    classes: int = 1000, batch: int | None = None, growth: int = 32, bottleneck: int = 4
+) -> Functional:
     """DenseNet-121: four dense blocks of 6, 12, 24 and 16 layers."""
-    x = Placeholder(IMAGE, name="image")
+    x = _image(batch)
     y = L.Conv2d(64, 7, stride=2, padding=3, bias=False, name="features.conv0")(x)
     y = L.ReLU(inplace=True)(L.BatchNorm2d(name="features.norm0")(y))
     y = L.MaxPool2d(3, stride=2, padding=1)(y)
@@ -131,8 +140,8 @@ def _inverted_residual(x: Placeholder, name: str, out: int, stride: int, expansi
     return x + y if stride == 1 and x.shape[1] == out else y
 
 
-def mobilenet_v2(classes: int = 1000) -> Functional:
-    x = Placeholder(IMAGE, name="image")
+def mobilenet_v2(classes: int = 1000, batch: int | None = None) -> Functional:
+    x = _image(batch)
     y = _conv_bn_relu6(x, "features.0", 32, 3, stride=2)
     index = 1
     for expansion, channels, blocks, stride in _MOBILENET_V2:
@@ -385,7 +394,7 @@ def native_mobilenet_v2(classes: int = 1000) -> MobileNetV2:
     return MobileNetV2(classes)
 
 
-MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], nn.Module], int]] = {
+MODELS: dict[str, tuple[Callable[..., Functional], Callable[[], nn.Module], int]] = {
     "resnet18": (resnet18, native_resnet18, 11_689_512),
     "resnet50": (resnet50, native_resnet50, 25_557_032),
     "densenet121": (densenet121, native_densenet121, 7_978_856),

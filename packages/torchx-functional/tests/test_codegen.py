@@ -144,3 +144,41 @@ def test_training_step_with_an_in_place_layer_matches_the_plain_run() -> None:
     expected = linear(torch.flatten(torch.relu(norm(conv_out)) + conv_out, 1))
     expected.sum().backward()
     assert all(torch.allclose(g, p.grad) for g, p in zip(grads, model.parameters(), strict=True))  # type: ignore[arg-type]
+
+
+def test_a_residual_sum_is_computed_into_the_norm_output_as_hand_written() -> None:
+    x = Placeholder((None, 4, 6, 6))
+    out = L.BatchNorm2d()(L.Conv2d(4, 3, padding=1)(x))
+    model = Functional(inputs=x, outputs=L.ReLU(inplace=True)(out + x))
+    assert "add = batch_norm2d.add_(x);  batch_norm2d = None" in model.code
+    data = torch.randn(3, 4, 6, 6, requires_grad=True)
+    result = model(data)
+    conv, norm = model.conv2d, model.batch_norm2d
+    expected = torch.relu(norm(conv(data)) + data)
+    assert torch.equal(result, expected)
+    (grad,) = torch.autograd.grad(result.sum(), data)
+    (expected_grad,) = torch.autograd.grad(expected.sum(), data)
+    assert torch.equal(grad, expected_grad)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda x, h: (h + x, h * 2), id="the operand is read again"),
+        pytest.param(lambda x, h: (torch.sigmoid(h) + x,), id="its producer's backward reads it (sigmoid)"),
+        pytest.param(lambda x, h: (h[:, :1] + x,), id="it is a view"),
+        pytest.param(lambda x, h: (L.Linear(1)(h) + x,), id="the sum broadcasts it"),
+        pytest.param(
+            lambda x, h: (x + x.sum(dim=1, keepdim=True).expand(-1, 4),), id="it is the caller's input"
+        ),
+    ],
+)
+def test_a_sum_stays_out_of_place_where_overwriting_could_be_seen(make: Any) -> None:
+    x = Placeholder((None, 4))
+    h = L.Linear(4)(x)
+    outputs = make(x, h)
+    model = Functional(inputs=x, outputs=list(outputs))
+    assert ".add_(" not in model.code
+    data = torch.randn(5, 4, requires_grad=True)
+    results = model(data)
+    sum(result.sum() for result in results).backward()  # autograd finds nothing overwritten

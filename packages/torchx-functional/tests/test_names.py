@@ -131,7 +131,9 @@ def test_a_sequential_holds_named_layers_under_their_names() -> None:
     assert list(dict(model.named_children())) == ["body", "1", "head"]
     again = L.Sequential.from_spec(model.to_spec())
     assert list(dict(again.named_children())) == ["body", "1", "head"]
-    with pytest.raises(ArgumentError, match=r"Sequential\[1\] is named 'a', which Sequential\[0\] is named too"):
+    with pytest.raises(
+        ArgumentError, match=r"Sequential\[1\] is named 'a', which Sequential\[0\] is named too"
+    ):
         L.Sequential(L.Linear(2, name="a"), L.Linear(2, name="a"))
     with pytest.raises(ArgumentError, match="is not a key of a Sequential"):
         L.Sequential(L.Linear(2, name="a.b"))

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 from torchx.core import TorchXError
 from torchx.core.symbolic import find_symbolic, is_symbolic
-from torchx.functional._liveness import liveness
+from torchx.functional._liveness import IN_PLACE_METHODS, liveness
 from torchx.functional._ops import INFIX, name_of_function
 from torchx.functional._program import BatchOf, Input, Parameter, Program, Step, Var, normal_form
 
@@ -111,9 +111,13 @@ class _Writer:
         ]
         return f"{function}({', '.join(parts)})"
 
-    def step(self, step: Step, copy_input: bool = False) -> str:
+    def step(self, step: Step, copy_input: bool = False, into: int | None = None) -> str:
         """The call ``step`` makes; ``copy_input``: on a copy of its first input
-        (a layer working in place on memory the graph reads again)."""
+        (a layer working in place on memory the graph reads again); ``into``:
+        arithmetic computed into that operand (``bn3.add_(identity)``)."""
+        if into is not None:
+            operand, other = step.args[into], step.args[1 - into]
+            return f"{self.value(operand)}.{IN_PLACE_METHODS[step.target]}({self.value(other)})"
         if step.kind == "module":
             module = submodule_expression(step.target)
             if copy_input:
@@ -204,8 +208,10 @@ def _statements(writer: _Writer, program: Program, release: bool = True) -> list
     the release of the values it read for the last time (``conv2d = None``)."""
     live = liveness(program)
     statements = []
-    for step, released, copied in zip(program.steps, live.released, live.copied, strict=True):
-        statement = f"{step.var} = {writer.step(step, copied)}"
+    for step, released, copied, into in zip(
+        program.steps, live.released, live.copied, live.into, strict=True
+    ):
+        statement = f"{step.var} = {writer.step(step, copied, into)}"
         if release and released:
             statement += f";  {' = '.join(released)} = None"
         statements.append(statement)

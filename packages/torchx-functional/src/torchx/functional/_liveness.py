@@ -10,28 +10,46 @@ the input itself, nor any value sharing its memory (a view of it, a value an
 operation returned unchanged), nor anything the caller passed in. Where that
 holds, the step runs in place, as in a hand-written forward; elsewhere it runs
 on a copy, so the result is the one the graph means.
+
+A sum or difference (``out + identity``) is computed into one of its
+operands, as a hand-written ``out += identity`` is, where that changes nothing
+anyone can see: the operand is read by this step alone, shares its memory
+with nothing, has the result's shape and dtype, and was made by an operation
+whose backward never reads its own output (a convolution, a linear layer, a
+norm, a sum or a product). A fresh result would cost a large allocation; this
+one costs none, and the values are the same.
 """
 
 from __future__ import annotations
 
+import operator
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from torch.utils._pytree import tree_leaves
 
-from torchx.functional._program import BatchOf, Program, Var
+from torchx.functional._program import BatchOf, Program, Step, Var
 
-__all__ = ["Liveness", "liveness"]
+__all__ = ["IN_PLACE_METHODS", "Liveness", "liveness"]
+
+IN_PLACE_METHODS = {operator.add: "add_", operator.sub: "sub_"}
+"""Operators a step may compute into an operand, and the tensor method that
+does: those whose backward reads neither operand (a product's does)."""
+
+_COMMUTATIVE = frozenset((operator.add,))
 
 
 @dataclass(frozen=True)
 class Liveness:
-    """For each step (by index): the variables to release after it, and whether
-    its in-place layer must run on a copy of its input."""
+    """For each step (by index): the variables to release after it, whether
+    its in-place layer must run on a copy of its input, and which operand (by
+    position) its arithmetic is computed into, if any."""
 
     released: list[list[str]]
     copied: list[bool]
+    into: list[int | None]
 
 
 def _read(value: Any) -> Iterator[str]:
@@ -41,49 +59,81 @@ def _read(value: Any) -> Iterator[str]:
             yield leaf.name
 
 
+class _Memory:
+    """Which values share memory, and how long each piece of memory is read."""
+
+    def __init__(self, program: Program) -> None:
+        steps = program.steps
+        self.outputs = {leaf.name for leaf in tree_leaves(program.outputs) if isinstance(leaf, Var)}
+        self.produced = {step.var: step for step in steps}
+        self.last_use: dict[str, int] = {}
+        self.uses: Counter[str] = Counter(self.outputs)
+        for index, step in enumerate(steps):
+            for name in _read((step.args, step.kwargs)):
+                self.last_use[name] = index
+                self.uses[name] += 1
+        # The values whose memory a variable may share (its "roots"): itself, when
+        # its step returns fresh memory; else whatever its arguments share.
+        self.roots: dict[str, frozenset[str]] = {}
+        for step in steps:
+            if step.fresh:
+                self.roots[step.var] = frozenset((step.var,))
+            else:
+                shared = [self.roots.get(name, frozenset((name,))) for name in _read(step.args)]
+                self.roots[step.var] = frozenset().union(*shared)
+        self.readers: dict[str, list[str]] = {}
+        for name, shared in self.roots.items():
+            for root in shared:
+                self.readers.setdefault(root, []).append(name)
+
+    def overwritable(self, name: str, index: int, result: str) -> bool:
+        """Whether step ``index`` may overwrite the memory of ``name``: nothing
+        but its own ``result`` reads that memory afterwards, and it is not the
+        caller's."""
+        for root in self.roots.get(name, frozenset((name,))):
+            if root not in self.produced:
+                return False
+            for reader in self.readers[root]:
+                if reader != result and (reader in self.outputs or self.last_use.get(reader, -1) > index):
+                    return False
+        return True
+
+    def into(self, step: Step, index: int) -> int | None:
+        """The operand (by position) arithmetic ``step`` may be computed into."""
+        if (
+            step.kind != "function"
+            or step.target not in IN_PLACE_METHODS
+            or step.kwargs
+            or len(step.args) != 2
+        ):
+            return None
+        positions = (0, 1) if step.target in _COMMUTATIVE else (0,)
+        for position in positions:
+            operand = step.args[position]
+            producer = self.produced.get(operand.name) if isinstance(operand, Var) else None
+            if (
+                producer is not None
+                and producer.fresh
+                and not producer.output_saved
+                and self.uses[operand.name] == 1
+                and (producer.shape, producer.dtype) == (step.shape, step.dtype)
+                and self.overwritable(operand.name, index, step.var)
+            ):
+                return position
+        return None
+
+
 def liveness(program: Program) -> Liveness:
-    """Release points and in-place safety for ``program``'s steps."""
-    steps = program.steps
-    outputs = {leaf.name for leaf in tree_leaves(program.outputs) if isinstance(leaf, Var)}
-    produced = {step.var for step in steps}
-    last_use: dict[str, int] = {}
-    for index, step in enumerate(steps):
-        for name in _read((step.args, step.kwargs)):
-            last_use[name] = index
-
-    # The values whose memory a variable may share (its "roots"): itself, when
-    # its step returns fresh memory; else whatever its arguments share.
-    roots: dict[str, frozenset[str]] = {}
-    for step in steps:
-        if step.fresh:
-            roots[step.var] = frozenset((step.var,))
-        else:
-            tensor_args = [name for name in _read(step.args) if name in roots or name not in produced]
-            roots[step.var] = frozenset().union(*(roots.get(name, {name}) for name in tensor_args))
-    # How long each root's memory is read, by each variable sharing it.
-    readers: dict[str, list[str]] = {}
-    for name, shared in roots.items():
-        for root in shared:
-            readers.setdefault(root, []).append(name)
-
-    def read_after(name: str, index: int, exempt: str) -> bool:
-        return name != exempt and (name in outputs or last_use.get(name, -1) > index)
-
-    released: list[list[str]] = [[] for _ in steps]
-    for name, index in last_use.items():
-        if name in produced and name not in outputs:
+    """Release points and in-place decisions for ``program``'s steps."""
+    memory = _Memory(program)
+    released: list[list[str]] = [[] for _ in program.steps]
+    for name, index in memory.last_use.items():
+        if name in memory.produced and name not in memory.outputs:
             released[index].append(name)
     copied = []
-    for index, step in enumerate(steps):
+    for index, step in enumerate(program.steps):
         first = next(_read(step.args[:1]), None) if step.in_place else None
-        if first is None:
-            copied.append(False)
-            continue
         # The step's own output shares the memory it overwrites: that is the point.
-        copied.append(
-            any(
-                root not in produced or any(read_after(name, index, step.var) for name in readers[root])
-                for root in roots.get(first, frozenset((first,)))
-            )
-        )
-    return Liveness(released, copied)
+        copied.append(first is not None and not memory.overwritable(first, index, step.var))
+    into = [memory.into(step, index) for index, step in enumerate(program.steps)]
+    return Liveness(released, copied, into)

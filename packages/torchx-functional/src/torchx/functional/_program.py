@@ -18,6 +18,7 @@ unchanged. Two input names Python reads as one identifier are refused.
 from __future__ import annotations
 
 import keyword
+import operator
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -99,10 +100,15 @@ class Step:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     shape: tuple[int | None, ...] | None
+    dtype: torch.dtype | None = None
+    """The output's dtype (None: not one tensor)."""
     fresh: bool = True
     """Whether the step returns new memory (not an input, nor a view of one)."""
     in_place: bool = False
     """Whether the step's layer overwrites its first input (``inplace=True``)."""
+    output_saved: bool = True
+    """Whether the step's backward may read its output (False only where known
+    not to: convolutions, linear layers, norms, sums and products)."""
 
 
 @dataclass
@@ -369,8 +375,7 @@ def trace(inputs: Any, outputs: Any) -> Program:
                 return BatchOf(variables[id(leaf.node)])
             return leaf
 
-        shape = node.shape if isinstance(node.meta, torch.Tensor) else None
-        in_place = node.kind == "module" and getattr(node.target, "inplace", False) is True
+        tensor, plain = isinstance(node.meta, torch.Tensor), _is_plain(node)
         steps.append(
             Step(
                 var,
@@ -378,9 +383,11 @@ def trace(inputs: Any, outputs: Any) -> Program:
                 target,
                 tree_map(ref, node.args),
                 tree_map(ref, node.kwargs),
-                shape,
-                fresh=node.fresh,
-                in_place=in_place,
+                node.shape if tensor else None,
+                dtype=node.meta.dtype if tensor else None,
+                fresh=node.fresh or plain,
+                in_place=node.kind == "module" and getattr(node.target, "inplace", False) is True,
+                output_saved=not plain,
             )
         )
 
@@ -393,6 +400,27 @@ def trace(inputs: Any, outputs: Any) -> Program:
     names = dict(input_names.values())
     parameters = _parameters(program_inputs, names, entries)
     return Program(program_inputs, steps, program_outputs, parameters, names, modules)
+
+
+_PLAIN_MODULES = (
+    nn.modules.conv._ConvNd,
+    nn.Linear,
+    nn.modules.batchnorm._BatchNorm,
+    nn.GroupNorm,
+    nn.LayerNorm,
+)
+"""Torch modules whose forward always returns new memory and whose backward
+never reads their output (convolutions, linear layers, norms)."""
+_PLAIN_FUNCTIONS = frozenset((operator.add, operator.sub, operator.mul))
+"""Operators whose backward never reads their output."""
+
+
+def _is_plain(node: Node) -> bool:
+    """Whether ``node`` computes new memory that its backward never reads."""
+    if node.kind == "module":
+        # torch's own classes only: a subclass may return something else
+        return isinstance(node.target, _PLAIN_MODULES) and type(node.target).__module__.startswith("torch.nn")
+    return node.kind == "function" and node.target in _PLAIN_FUNCTIONS and node.fresh
 
 
 def _named_modules(nodes: list[Node], attributes: Namespace) -> dict[int, str]:

@@ -1,0 +1,94 @@
+"""torchx-functional on real architectures: ResNet-50, DenseNet-121 and MobileNetV2
+(examples/vision_models.py) against the same models written by hand, at batch 8.
+
+Peak memory of a no-grad forward (tensor storage held at once), forward time,
+training-step time (forward, backward, SGD), and the time to define and build
+each model with a dynamic batch against the hand-written constructor (which
+runs torchvision's weight initialisation) and against a fixed batch.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import torch
+from _memory import peak_bytes
+from _timing import Result, interleaved_medians
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+MODELS = ("resnet50", "densenet121", "mobilenet_v2")
+BATCH = 8
+
+
+def _sgd_step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor) -> None:
+    optimizer.zero_grad(set_to_none=True)
+    model(x).sum().backward()
+    optimizer.step()
+
+
+def _median_seconds(make: Callable[[], object], rounds: int) -> float:
+    runs = []
+    for _ in range(rounds):
+        gc.collect()
+        start = time.perf_counter()
+        make()
+        runs.append(time.perf_counter() - start)
+    return statistics.median(runs)
+
+
+def bench_vision(quick: bool) -> list[Result]:
+    try:
+        import vision_models
+    except ImportError:
+        print("vision: torchx-functional is not installed; skipped")
+        return []
+    rounds = 3 if quick else 9
+    results = []
+    for name in MODELS:
+        make, native, _ = vision_models.MODELS[name]
+        model, reference = make(), native()
+        model.load_state_dict(reference.state_dict(), strict=True)
+        x = torch.randn(BATCH, 3, 224, 224)
+        model.eval()
+        reference.eval()
+        with torch.no_grad():
+            assert torch.equal(model(x), reference(x))
+            memory = (
+                peak_bytes(partial(model, x), model, x) / 2**20,
+                peak_bytes(partial(reference, x), reference, x) / 2**20,
+            )
+            results.append(Result(f"vision: {name} no-grad forward peak memory", *memory, 1.05, unit="MiB"))
+            timed = interleaved_medians(partial(model, x), partial(reference, x), rounds=rounds, per_round=1)
+            results.append(Result(f"vision: {name} forward, batch {BATCH}", *timed, 1.03))
+        model.train()
+        reference.train()
+        optimizers = (
+            torch.optim.SGD(model.parameters(), lr=1e-3),
+            torch.optim.SGD(reference.parameters(), lr=1e-3),
+        )
+        timed = interleaved_medians(
+            partial(_sgd_step, model, optimizers[0], x),
+            partial(_sgd_step, reference, optimizers[1], x),
+            rounds=rounds,
+            per_round=1,
+        )
+        results.append(Result(f"vision: {name} training step (SGD), batch {BATCH}", *timed, 1.03))
+        del model, reference, optimizers
+        dynamic = _median_seconds(make, rounds)
+        fixed = _median_seconds(partial(make, batch=BATCH), rounds)
+        by_hand = _median_seconds(native, rounds)
+        results.append(
+            Result(f"vision: {name} define+build (None batch) vs constructor", dynamic, by_hand, 1.5)
+        )
+        results.append(
+            Result(f"vision: {name} define+build, None batch vs batch {BATCH}", dynamic, fixed, 1.2)
+        )
+    return results
