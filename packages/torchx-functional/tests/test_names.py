@@ -95,7 +95,7 @@ def test_names_that_cannot_be_submodule_paths_are_refused(names: tuple[str, str]
 
 @pytest.mark.parametrize("name", ["", "a..b", ".a", "a b", "tab\there"])
 def test_a_name_that_is_no_path_is_refused_at_construction(name: str) -> None:
-    with pytest.raises(ArgumentError, match="Linear: layer name .* is not a submodule path"):
+    with pytest.raises(ArgumentError, match=r"Linear: layer name .* is not a submodule path"):
         L.Linear(3, name=name)
 
 

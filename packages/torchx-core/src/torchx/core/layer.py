@@ -26,6 +26,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import re
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -71,7 +72,7 @@ from torchx.core.pending import (
     save_pending_state,
     stand_in_size,
 )
-from torchx.core.shapes import BuildTarget, Shape, current_build_target, run_on_meta
+from torchx.core.shapes import Shape, current_build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
 from torchx.core.tree import submodules
 
@@ -86,6 +87,7 @@ __all__ = [
     "LayerRecord",
     "all_or_nothing",
     "cannot_build_while_compiling",
+    "closed_form_output",
     "describe_inputs",
     "explain_failure",
     "given_name",
@@ -260,14 +262,17 @@ class LayerRecord:
     in specs, summaries, plots and errors."""
 
 
+_NAME = re.compile(r"[^\s.]+(?:\.[^\s.]+)*")
+"""Dot-separated non-empty parts without whitespace."""
+
+
 def name_problem(name: object) -> str | None:
     """Why ``name`` cannot name a layer, or None when it can: a name is a
     non-empty string of dot-separated parts (a submodule path, ``"layer1.0.conv1"``),
     each part without spaces."""
     if not isinstance(name, str):
         return f"a layer name is a string, got {type(name).__name__}"
-    parts = name.split(".")
-    if not all(parts) or not all(part.isprintable() and not any(c.isspace() for c in part) for part in parts):
+    if not _NAME.fullmatch(name) or not name.isprintable():
         return (
             f"layer name {short_repr(name)} is not a submodule path: give non-empty parts "
             "without spaces, separated by dots (like 'head' or 'layer1.0.conv1')"
@@ -616,7 +621,7 @@ class Layer(nn.Module):
             built_here = type(self) is layer_class
             if built_here:
                 if abstract and not kwargs:
-                    shape = self._closed_form_output(positional, target)  # type: ignore[arg-type]
+                    shape = closed_form_output(self, positional, target.swap.meta)  # type: ignore[union-attr]
                 self._build(positional, tensors, target if abstract else None)
             try:
                 if not abstract:
@@ -635,18 +640,6 @@ class Layer(nn.Module):
                 if classified is error:
                     raise
                 raise classified from error
-
-    def _closed_form_output(self, inputs: tuple[Any, ...], target: BuildTarget) -> Any:
-        """The meta output from the layer's formula (or its input, for
-        ``same_shape`` layers), or None when there is none."""
-        if not inputs or not all(isinstance(value, torch.Tensor) for value in inputs):
-            return None
-        if self.same_shape:
-            return inputs[0]  # a meta tensor: only its shape and dtype are read
-        shape = self.infer_output_shape(*(tuple(value.shape) for value in inputs))
-        if shape is None or None in shape or any(dim < 0 for dim in shape):  # type: ignore[operator]
-            return None  # no formula, or an input it does not fit: the meta run says why
-        return target.swap.meta(shape, inputs[0].dtype)  # type: ignore[arg-type]
 
     def _build(self, inputs: tuple[Any, ...], tensors: list[torch.Tensor], target: Any) -> None:
         """Become the native module, built for ``inputs``.
@@ -1007,6 +1000,26 @@ def _autocasting(device_type: str) -> bool:
         return bool(torch.is_autocast_enabled(device_type))
     except (TypeError, RuntimeError):  # a device type autocast does not know
         return False
+
+
+def closed_form_output(
+    module: nn.Module, inputs: tuple[Any, ...], make_meta: Callable[[Shape, torch.dtype], torch.Tensor]
+) -> Any:
+    """The meta output of ``module``, a TorchX leaf layer built or not, for meta
+    ``inputs``, from its layer's formula (its input, for ``same_shape``
+    layers; else ``make_meta(shape, dtype)``), or None when there is none."""
+    if not inputs or not all(isinstance(value, torch.Tensor) for value in inputs):
+        return None
+    record = record_of(module)
+    if record is None or record.layer_class.native_class is None:
+        return None
+    if record.layer_class.same_shape:
+        return inputs[0]  # a meta tensor: only its shape and dtype are read
+    view = module if isinstance(module, Layer) else layer_view(module)
+    shape = view.infer_output_shape(*(tuple(value.shape) for value in inputs))
+    if shape is None or None in shape or any(dim < 0 for dim in shape):  # type: ignore[operator]
+        return None  # no formula, or an input it does not fit: the meta run says why
+    return make_meta(shape, inputs[0].dtype)
 
 
 def explain_failure(module: nn.Module, inputs: tuple[Any, ...], error: BaseException) -> LayerError | None:

@@ -267,6 +267,15 @@ def current_build_target() -> BuildTarget | None:
     return _target.get()
 
 
+_CPU = torch.device("cpu")
+
+
+def default_device() -> torch.device:
+    """``torch.get_default_device()``, without its walk of the function-mode
+    stack when that stack is empty (``torch.set_default_device`` pushes a mode)."""
+    return torch.get_default_device() if torch._C._len_torch_function_stack() else _CPU
+
+
 @contextmanager
 def build_target(device: torch.device, dtype: torch.dtype | None) -> Iterator[BuildTarget]:
     """Inside the block, layers that see meta inputs build on ``device``.
@@ -274,7 +283,7 @@ def build_target(device: torch.device, dtype: torch.dtype | None) -> Iterator[Bu
     Every tensor swapped to meta during the block is restored when it exits.
     """
     # Inside a device scope, "default" means the scope's device: say the device.
-    is_default = current_scope() is None and device == torch.get_default_device()
+    is_default = current_scope() is None and device == default_device()
     target = BuildTarget(device, dtype, is_default, MetaSwap())
     token, inferring = _target.set(target), _inferring.set(True)
     try:

@@ -210,7 +210,8 @@ class SpecReader:
         extra = sorted(set(fields) - {"args"}, key=str)
         if extra:
             raise SpecError(
-                f"{self.where}.{extra[0]}", f"unknown key; a {cls.__name__} spec has only 'type', 'name' and 'args'"
+                f"{self.where}.{extra[0]}",
+                f"unknown key; a {cls.__name__} spec has only 'type', 'name' and 'args'",
             )
         raw = fields.get("args", {})
         if not isinstance(raw, Mapping):

@@ -28,9 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from torch.utils._pytree import tree_leaves
-
 from torchx.functional._program import BatchOf, Program, Step, Var
+from torchx.functional._tree import leaves_of
 
 __all__ = ["IN_PLACE_METHODS", "Liveness", "liveness"]
 
@@ -52,11 +51,12 @@ class Liveness:
     into: list[int | None]
 
 
-def _read(value: Any) -> Iterator[str]:
-    """The variables a step argument reads (a batch size reads its variable)."""
-    for leaf in tree_leaves(value):
-        if isinstance(leaf, (Var, BatchOf)):
-            yield leaf.name
+def _read(*values: Any) -> Iterator[str]:
+    """The variables step arguments read (a batch size reads its variable)."""
+    for value in values:
+        for leaf in leaves_of(value):
+            if isinstance(leaf, (Var, BatchOf)):
+                yield leaf.name
 
 
 class _Memory:
@@ -64,12 +64,12 @@ class _Memory:
 
     def __init__(self, program: Program) -> None:
         steps = program.steps
-        self.outputs = {leaf.name for leaf in tree_leaves(program.outputs) if isinstance(leaf, Var)}
+        self.outputs = {leaf.name for leaf in leaves_of(program.outputs) if isinstance(leaf, Var)}
         self.produced = {step.var: step for step in steps}
         self.last_use: dict[str, int] = {}
         self.uses: Counter[str] = Counter(self.outputs)
         for index, step in enumerate(steps):
-            for name in _read((step.args, step.kwargs)):
+            for name in _read(step.args, step.kwargs):
                 self.last_use[name] = index
                 self.uses[name] += 1
         # The values whose memory a variable may share (its "roots"): itself, when

@@ -20,14 +20,14 @@ from typing import Any, Literal
 
 import torch
 from torch import nn
-from torch.utils._pytree import tree_flatten, tree_leaves, tree_map
 
 from torchx.core import Layer, ShapeError, TorchXError
 from torchx.core.errors import format_shape, torch_message
-from torchx.core.layer import all_or_nothing, layer_name, unbuilt_layers
-from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
+from torchx.core.layer import all_or_nothing, closed_form_output, layer_name, unbuilt_layers
+from torchx.core.shapes import DYNAMIC_PROBES, build_target, default_device, run_on_meta
 from torchx.core.symbolic import find_symbolic
 from torchx.functional._ops import UNINITIALISED_METHODS, ZERO_FILLED_FUNCTIONS, ZERO_FILLED_METHODS
+from torchx.functional._tree import leaves_of, map_leaves
 
 __all__ = ["BatchSize", "Node", "Placeholder", "accept_placeholders"]
 
@@ -78,7 +78,7 @@ class Node:
 
     def inputs(self) -> list[Node]:
         """The nodes this node reads."""
-        leaves, _ = tree_flatten((self.args, self.kwargs))
+        leaves = leaves_of(self.args) + leaves_of(self.kwargs)
         return [
             leaf.node if isinstance(leaf, BatchSize) else leaf
             for leaf in leaves
@@ -118,16 +118,16 @@ def _as_meta(value: Any, probe: Literal[0, 1]) -> Any:
             return meta.shape[0]
         return leaf
 
-    return tree_map(convert, value)
+    return map_leaves(convert, value)
 
 
 def _as_nodes(value: Any) -> Any:
-    return tree_map(lambda leaf: leaf.node if isinstance(leaf, Placeholder) else leaf, value)
+    return map_leaves(lambda leaf: leaf.node if isinstance(leaf, Placeholder) else leaf, value)
 
 
 def _check_leaves(what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Refuse real tensors beside placeholders; say whether any input is dynamic."""
-    leaves, _ = tree_flatten((args, kwargs))
+    leaves = leaves_of(args) + leaves_of(kwargs)
     dynamic = False
     for leaf in leaves:
         if isinstance(leaf, Placeholder):
@@ -200,10 +200,10 @@ def _signature(value: Any) -> Any:
 def shares_input(output: Any, inputs: Any) -> bool:
     """Whether a meta ``output`` may share memory with ``inputs``: a tensor in
     it is one of them, or a view."""
-    given = {id(leaf) for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)}
+    given = {id(leaf) for leaf in leaves_of(inputs) if isinstance(leaf, torch.Tensor)}
     return any(
         isinstance(leaf, torch.Tensor) and (leaf._is_view() or id(leaf) in given)
-        for leaf in tree_leaves(output)
+        for leaf in leaves_of(output)
     )
 
 
@@ -252,7 +252,7 @@ def _compute(
             raise
         shapes = ", ".join(
             format_shape(leaf.shape) if isinstance(leaf, Placeholder) else repr(leaf)
-            for leaf in tree_flatten((args, kwargs))[0]
+            for leaf in leaves_of(args) + leaves_of(kwargs)
         )
         raise ShapeError(
             what,
@@ -299,25 +299,45 @@ def _outputs(node: Node) -> Any:
     )
 
 
-def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-    """Build ``module`` for the placeholders' shapes if needed; its meta outputs."""
+def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
+    """Build ``module`` for the placeholders' shapes if needed; its meta
+    outputs, and whether its output is fresh memory."""
     what = layer_name(module)
     dynamic = _check_leaves(what, args, kwargs)
     metas, meta_kwargs = _as_meta(args, 0), _as_meta(kwargs, 0)
     if unbuilt_layers(module):
         with (
             all_or_nothing(module),
-            build_target(torch.get_default_device(), None) as target,
+            build_target(default_device(), None) as target,
             torch.no_grad(),
         ):
             target.swap.add(module)
             first = module(*metas, **meta_kwargs)
             # Still the build's own module: the second probe runs on its swapped stand-ins.
-            second = module(*_as_meta(args, 1), **_as_meta(kwargs, 1)) if dynamic else None
-        return first, second
-    first = run_on_meta(module, metas, meta_kwargs)
-    second = run_on_meta(module, _as_meta(args, 1), _as_meta(kwargs, 1)) if dynamic else None
-    return first, second
+            second = (
+                _probe(module, _as_meta(args, 1), _as_meta(kwargs, 1), building=True) if dynamic else None
+            )
+    else:
+        first = _probe(module, metas, meta_kwargs)
+        second = _probe(module, _as_meta(args, 1), _as_meta(kwargs, 1)) if dynamic else None
+    shares = shares_input(first, metas) or (bool(meta_kwargs) and shares_input(first, meta_kwargs))
+    return first, second, not shares and not _may_return_input(module)
+
+
+def _probe(
+    module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *, building: bool = False
+) -> Any:
+    """``module``'s meta output for meta inputs: from its layer's formula where
+    it has one (a TorchX leaf: no meta forward to run), else from a meta run
+    (of the module itself while it builds: its tensors are stand-ins already)."""
+    output = None if kwargs else closed_form_output(module, args, _new_meta)
+    if output is not None:
+        return output
+    return module(*args, **kwargs) if building else run_on_meta(module, args, kwargs)
+
+
+def _new_meta(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    return torch.empty(shape, dtype=dtype, device="meta")
 
 
 def _may_return_input(module: nn.Module) -> bool:
@@ -485,12 +505,11 @@ class Placeholder:
 
     def __torchx_call__(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Record ``module(*args, **kwargs)``, building the module first if needed."""
-        meta, meta_b = _call_module(module, args, kwargs)
+        meta, meta_b, fresh = _call_module(module, args, kwargs)
         if not isinstance(module, Layer):
             accept_placeholders(
                 module
             )  # a layer built here is its native module now: shared, it is called again
-        fresh = not shares_input(meta, _as_meta((args, kwargs), 0)) and not _may_return_input(module)
         node = Node("module", module, _as_nodes(args), _as_nodes(kwargs), meta, meta_b, fresh=fresh)
         return _outputs(node)
 

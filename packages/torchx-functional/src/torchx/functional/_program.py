@@ -33,6 +33,7 @@ from torchx.core import TorchXError
 from torchx.core.errors import format_shape, short_repr
 from torchx.core.layer import given_name, layer_name
 from torchx.functional._placeholder import BatchSize, Node, Placeholder
+from torchx.functional._tree import map_leaves
 
 __all__ = [
     "RESERVED",
@@ -381,8 +382,8 @@ def trace(inputs: Any, outputs: Any) -> Program:
                 var,
                 node.kind,
                 target,
-                tree_map(ref, node.args),
-                tree_map(ref, node.kwargs),
+                map_leaves(ref, node.args),
+                map_leaves(ref, node.kwargs),
                 node.shape if tensor else None,
                 dtype=node.meta.dtype if tensor else None,
                 fresh=node.fresh or plain,
