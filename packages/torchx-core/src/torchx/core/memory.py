@@ -41,7 +41,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from torchx.core.errors import AllocationError, format_call
-from torchx.core.scope import current_scope
+from torchx.core.scope import current_scope, default_device
 from torchx.core.tree import submodules
 
 if TYPE_CHECKING:
@@ -438,7 +438,7 @@ def _construction_device(device: torch.device | None) -> torch.device:
     if device is not None:
         return torch.device(device)
     scope = current_scope()
-    return torch.get_default_device() if scope is None else scope.device
+    return default_device() if scope is None else scope.device
 
 
 def format_bytes(count: int) -> str:

@@ -45,6 +45,7 @@ __all__ = [
     "DeviceScope",
     "ScopeFrame",
     "current_scope",
+    "default_device",
     "device_scope",
     "resolve_device",
 ]
@@ -153,6 +154,15 @@ class _ConstructorMode(TorchFunctionMode):
         if kwargs:
             return func(*args, **kwargs)
         return func(*args)
+
+
+_CPU = torch.device("cpu")
+
+
+def default_device() -> torch.device:
+    """``torch.get_default_device()``, without its walk of the function-mode
+    stack when that stack is empty (``torch.set_default_device`` pushes a mode)."""
+    return torch.get_default_device() if _len_torch_function_stack() else _CPU
 
 
 def _depth_of(mode: object) -> int | None:

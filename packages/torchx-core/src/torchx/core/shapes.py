@@ -30,7 +30,7 @@ from torch.utils._pytree import tree_map
 from torchx.core.arguments import INT64_MAX
 from torchx.core.errors import LayerError, ShapeError, format_shape
 from torchx.core.pending import unfilled
-from torchx.core.scope import current_scope
+from torchx.core.scope import current_scope, default_device
 from torchx.core.tree import submodules
 
 __all__ = [
@@ -265,15 +265,6 @@ _target: contextvars.ContextVar[BuildTarget | None] = contextvars.ContextVar(
 def current_build_target() -> BuildTarget | None:
     """The abstract build running in this context, if any."""
     return _target.get()
-
-
-_CPU = torch.device("cpu")
-
-
-def default_device() -> torch.device:
-    """``torch.get_default_device()``, without its walk of the function-mode
-    stack when that stack is empty (``torch.set_default_device`` pushes a mode)."""
-    return torch.get_default_device() if torch._C._len_torch_function_stack() else _CPU
 
 
 @contextmanager

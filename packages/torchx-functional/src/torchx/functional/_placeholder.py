@@ -24,7 +24,8 @@ from torch import nn
 from torchx.core import Layer, ShapeError, TorchXError
 from torchx.core.errors import format_shape, torch_message
 from torchx.core.layer import all_or_nothing, closed_form_output, layer_name, unbuilt_layers
-from torchx.core.shapes import DYNAMIC_PROBES, build_target, default_device, run_on_meta
+from torchx.core.scope import default_device
+from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
 from torchx.functional._ops import UNINITIALISED_METHODS, ZERO_FILLED_FUNCTIONS, ZERO_FILLED_METHODS
 from torchx.functional._tree import leaves_of, map_leaves
