@@ -138,8 +138,21 @@ def test_outputs_that_need_a_missing_input_name_it() -> None:
         TorchXError, match=r"depend on the placeholder 'meta' \(2, 3\), which is not among the inputs"
     ):
         Functional(inputs=a, outputs=a + b)
-    with pytest.raises(TorchXError, match=r"input 'meta' \(2, 3\) is not used by any output"):
-        Functional(inputs=[a, b], outputs=a * 2)
+
+
+def test_an_unused_input_is_taken_and_ignored_with_a_warning() -> None:
+    """As Keras does: a model's signature may carry an input a later version uses."""
+    a, b = Placeholder((None, 3), name="a"), Placeholder((None, 3), name="meta")
+    with pytest.warns(torchx.BuildWarning, match=r"input 'meta' \(None, 3\) is not used by any output"):
+        model = Functional(inputs=[a, b], outputs=a * 2)
+    data = torch.randn(2, 3)
+    assert torch.equal(model(data, torch.zeros(5, 3)), data * 2)
+    assert torch.equal(model(a=data, meta=None), data * 2)
+    with pytest.raises(TypeError, match=r"missing inputs \['meta'\]"):
+        model(data)
+    with pytest.warns(torchx.BuildWarning, match="'meta'"):
+        again = Functional.from_spec(model.to_spec())
+    assert [item.name for item in again.inputs] == ["a", "meta"]
 
 
 def test_two_inputs_with_the_same_name_are_refused() -> None:

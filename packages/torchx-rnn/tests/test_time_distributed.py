@@ -150,3 +150,23 @@ def test_torch_fx_and_torchscript_take_a_built_time_distributed() -> None:
     lengths = torch.tensor([3, 6])
     assert torch.equal(scripted(x, lengths), layer(x, lengths))
     assert list(scripted.state_dict()) == list(layer.state_dict())
+
+
+@pytest.mark.parametrize(
+    ("lengths", "match"),
+    [
+        (torch.tensor([5, 2, 1]), r"lengths has shape \(3,\), but the batch has 2 samples"),
+        (torch.tensor([[5, 2]]), r"lengths has shape \(1, 2\)"),
+        (torch.tensor([6, 2]), r"lengths must lie in \[0, 5\]"),
+        (torch.tensor([-1, 2]), r"lengths must lie in \[0, 5\]"),
+    ],
+)
+def test_lengths_are_checked_as_the_recurrent_layers_check_them(lengths: torch.Tensor, match: str) -> None:
+    with pytest.raises(ShapeError, match=rf"^TimeDistributed: {match}"):
+        TimeDistributed(L.Linear(3))(torch.randn(2, 5, 4), lengths=lengths)
+
+
+def test_a_length_of_zero_zeroes_every_step_of_that_sample() -> None:
+    x = torch.randn(2, 5, 4)
+    out = TimeDistributed(L.Linear(3))(x, lengths=torch.tensor([0, 5]))
+    assert torch.equal(out[0], torch.zeros(5, 3)) and not torch.equal(out[1], torch.zeros(5, 3))

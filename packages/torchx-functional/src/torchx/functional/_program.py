@@ -21,6 +21,7 @@ import keyword
 import operator
 import re
 import unicodedata
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,7 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_map
 
-from torchx.core import TorchXError
+from torchx.core import BuildWarning, TorchXError
 from torchx.core.errors import format_shape, short_repr
 from torchx.core.layer import given_name, layer_name
 from torchx.functional._placeholder import BatchSize, Node, Placeholder
@@ -345,9 +346,11 @@ def trace(inputs: Any, outputs: Any) -> Program:
     used_inputs = {id(node) for node in needed if id(node) in input_names}
     for leaf in _leaves(inputs, Placeholder):
         if id(leaf.node) not in used_inputs:
-            raise TorchXError(
+            warnings.warn(
                 f"Functional input {input_names[id(leaf.node)][0]!r} {format_shape(leaf.shape)} is not used by "
-                "any output; remove it from inputs or use it"
+                "any output: the model takes it and ignores it",
+                BuildWarning,
+                stacklevel=3,
             )
 
     variables: dict[int, str] = {key: variable for key, (_, variable) in input_names.items()}

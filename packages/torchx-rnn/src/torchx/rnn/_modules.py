@@ -14,7 +14,15 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 from torchx.core import ShapeError
 from torchx.core.layer import layer_name
 
-__all__ = ["GRUModule", "GetRNNOutputModule", "GetRNNStateModule", "LSTMModule", "RNNModule", "last_step"]
+__all__ = [
+    "GRUModule",
+    "GetRNNOutputModule",
+    "GetRNNStateModule",
+    "LSTMModule",
+    "RNNModule",
+    "checked_lengths",
+    "last_step",
+]
 
 
 class _Selecting:
@@ -51,7 +59,7 @@ class _Selecting:
     def _run(self, native: Any, input: Any, hx: Any, lengths: torch.Tensor | None) -> Any:
         if lengths is not None and not isinstance(input, PackedSequence) and not input.is_meta:
             time_dim = 1 if self.batch_first else 0
-            on_cpu = _checked_lengths(
+            on_cpu = checked_lengths(
                 layer_name(self),  # type: ignore[arg-type]  # a mixin of an nn.Module
                 lengths,
                 input.shape[1 - time_dim],
@@ -127,14 +135,14 @@ class _ScriptableRNN(_ScriptableSelection):
         return output
 
 
-def _checked_lengths(layer: str, lengths: Any, batch: int, time: int) -> torch.Tensor:
-    """``lengths`` as a CPU tensor of one length in [1, time] per sample, or a ShapeError."""
+def checked_lengths(layer: str, lengths: Any, batch: int, time: int, shortest: int = 1) -> torch.Tensor:
+    """``lengths`` as a CPU tensor of one length in [shortest, time] per sample, or a ShapeError."""
     values = torch.as_tensor(lengths).cpu()
     if values.shape != (batch,):
         raise ShapeError(layer, f"lengths has shape {tuple(values.shape)}, but the batch has {batch} samples",
                          fix="pass one length per sample")  # fmt: skip
-    if values.numel() and (values.min() < 1 or values.max() > time):
-        raise ShapeError(layer, f"lengths must lie in [1, {time}] (the time steps), got {values.tolist()}",
+    if values.numel() and (values.min() < shortest or values.max() > time):
+        raise ShapeError(layer, f"lengths must lie in [{shortest}, {time}] (the time steps), got {values.tolist()}",
                          fix="give each sample its number of valid steps")  # fmt: skip
     return values
 

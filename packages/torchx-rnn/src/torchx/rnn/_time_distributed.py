@@ -17,6 +17,7 @@ from torchx.core.layer import is_fx_tracing
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic
 from torchx.layers import Sequential
+from torchx.rnn._modules import checked_lengths
 
 __all__ = ["TimeDistributed"]
 
@@ -87,6 +88,8 @@ class TimeDistributed(Layer, nnx.Module):
                 fix="give it (batch, time, features...): a batch of sequences",
             )
         batch, time = input.shape[0], input.shape[1]
+        if lengths is not None and not tracing:
+            checked_lengths("TimeDistributed", lengths, batch, time, shortest=0)
         try:
             output = self.layers(input.flatten(0, 1))
         except LayerError as error:
