@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -278,17 +278,21 @@ def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exce
     """A ShapeError naming the input whose shape does not fit, or the layer
     (by its attribute name) whose built size the input no longer fits; else
     ``error`` itself."""
-    for parameter in parameters_of(model._torchx_program):
-        value, structure = given.get(parameter.key), parameter.structure
-        if isinstance(structure, Input) and isinstance(value, torch.Tensor):
-            got = tuple(value.shape)
-            if not _fits(structure.shape, got):
-                shown = format_shape((None, *structure.shape[1:]) if structure.shape else ())
-                return ShapeError(
-                    f"Functional input {parameter.key!r}",
-                    f"expected shape {shown} (dim 0 is the batch), got {format_shape(got)}",
-                    fix="pass inputs shaped as the placeholders the model was defined with",
-                )
+    program = model._torchx_program
+    for index, parameter in enumerate(parameters_of(program)):
+        structure = parameter.structure
+        start = (
+            repr(parameter.key)
+            if isinstance(structure, Input)
+            else _entry(program.inputs, index, parameter.key)
+        )
+        for where, expected, value in _misfits(start, structure, given.get(parameter.key)):
+            shown = format_shape((None, *expected.shape[1:]) if expected.shape else ())
+            return ShapeError(
+                f"Functional input {where}",
+                f"expected shape {shown} (dim 0 is the batch), got {format_shape(tuple(value.shape))}",
+                fix="pass inputs shaped as the placeholders the model was defined with",
+            )
     step, values = _failing_step(model, error)
     if step is None or step.kind != "module":
         if step is not None:
@@ -300,6 +304,27 @@ def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exce
         add_note(error, f"raised in Functional.{step.target} ({layer_name(module)})")
         return error
     return explained.within(f"Functional.{step.target}", model)
+
+
+def _entry(inputs: Any, index: int, key: str) -> str:
+    """How messages name a top-level entry holding several inputs: ``inputs[0]``, ``inputs['meta']``."""
+    return f"inputs[{key!r}]" if isinstance(inputs, dict) else f"inputs[{index}]"
+
+
+def _misfits(where: str, structure: Any, value: Any) -> Iterator[tuple[str, Input, torch.Tensor]]:
+    """The inputs inside ``structure`` whose tensors in ``value`` do not fit
+    their placeholders, each with its path (``inputs[0]['foo']``)."""
+    if isinstance(structure, Input):
+        if isinstance(value, torch.Tensor) and not _fits(structure.shape, tuple(value.shape)):
+            yield where, structure, value
+        return
+    items = structure.items() if isinstance(structure, dict) else enumerate(structure)
+    for key, item in items:
+        try:
+            inner = value[key]
+        except (KeyError, IndexError, TypeError):
+            continue  # a missing or odd value: the forward's own error says so
+        yield from _misfits(f"{where}[{key!r}]", item, inner)
 
 
 def _failing_step(model: Functional, error: BaseException) -> tuple[Step | None, dict[str, Any]]:
