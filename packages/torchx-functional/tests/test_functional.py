@@ -498,11 +498,11 @@ def test_the_namespace_hands_out_normalised_identifiers_only() -> None:
 def test_a_nested_input_of_the_wrong_shape_is_named_by_its_path() -> None:
     image, extra = Placeholder((None, 3), name="image"), Placeholder((None, 2), name="extra")
     model = Functional(inputs=[{"foo": image, "bar": extra}], outputs=L.Linear(2)(image) + extra)
-    model([{"foo": torch.zeros(4, 3), "bar": torch.zeros(4, 2)}])
+    model({"foo": torch.zeros(4, 3), "bar": torch.zeros(4, 2)})
     with pytest.raises(
         ShapeError, match=r"^Functional input inputs\[0\]\['foo'\]: expected shape \(None, 3\)"
     ):
-        model([{"foo": torch.zeros(4, 5), "bar": torch.zeros(4, 2)}])
+        model({"foo": torch.zeros(4, 5), "bar": torch.zeros(4, 2)})
     named = Functional(inputs={"meta": [image, extra]}, outputs=L.Linear(2)(image) + extra)
     with pytest.raises(
         ShapeError, match=r"^Functional input inputs\['meta'\]\[1\]: expected shape \(None, 2\)"
