@@ -508,3 +508,21 @@ def test_a_nested_input_of_the_wrong_shape_is_named_by_its_path() -> None:
         ShapeError, match=r"^Functional input inputs\['meta'\]\[1\]: expected shape \(None, 2\)"
     ):
         named(meta=[torch.zeros(4, 3), torch.zeros(4, 7)])
+
+
+def test_a_functional_with_dict_outputs_nests_inside_another_graph() -> None:
+    inputs, outputs = two_tower()
+    tower = Functional(inputs=inputs, outputs=outputs)
+    image, meta = Placeholder((None, 3, 8, 8)), Placeholder((None, 5))
+    result = tower(image=image, meta=meta)
+    assert set(result) == {"logits", "embedding"} and result["logits"].shape == (None, 3)
+    outer = Functional(inputs=[image, meta], outputs={"score": L.Linear(1)(result["embedding"]), **result})
+    data = (torch.randn(2, 3, 8, 8), torch.randn(2, 5))
+    got = outer(*data)
+    expected = tower(image=data[0], meta=data[1])
+    assert list(got) == ["score", "logits", "embedding"]
+    assert torch.equal(got["logits"], expected["logits"])
+    assert "['embedding']" in outer.code
+    again = Functional.from_spec(outer.to_spec())
+    again.load_state_dict(outer.state_dict())
+    assert torch.equal(again(*data)["score"], got["score"])

@@ -280,21 +280,25 @@ def record(
 
 def _outputs(node: Node) -> Any:
     """Placeholder(s) for ``node``'s output: one per tensor, via getitem nodes,
-    through any nesting of tuples and lists (an LSTM returns ``(out, (h, c))``)."""
+    through any nesting of tuples, lists and dicts (an LSTM returns ``(out,
+    (h, c))``, a Functional may return a dict)."""
     if isinstance(node.meta, torch.Tensor):
         return Placeholder._of(node)
-    if isinstance(node.meta, (tuple, list)):
-        parts = []
-        for index, part in enumerate(node.meta):
-            if isinstance(part, (torch.Tensor, tuple, list)):
-                part_b = None if node.meta_b is None else node.meta_b[index]
-                # A part shares its tuple's memory: the tuple's node stands for both.
-                part_node = Node("function", operator.getitem, (node, index), {}, part, part_b, fresh=False)
-                parts.append(_outputs(part_node))
+    if isinstance(node.meta, (tuple, list, dict)):
+        items = node.meta.items() if isinstance(node.meta, dict) else enumerate(node.meta)
+        parts = {}
+        for key, part in items:
+            if isinstance(part, (torch.Tensor, tuple, list, dict)):
+                part_b = None if node.meta_b is None else node.meta_b[key]
+                # A part shares its container's memory: the container's node stands for both.
+                part_node = Node("function", operator.getitem, (node, key), {}, part, part_b, fresh=False)
+                parts[key] = _outputs(part_node)
             else:
-                parts.append(part)
+                parts[key] = part
+        if isinstance(node.meta, dict):
+            return parts
         # tuple subclasses keep their type: torch.return_types give .values/.indices
-        return type(node.meta)(parts) if isinstance(node.meta, tuple) else parts
+        return type(node.meta)(parts.values()) if isinstance(node.meta, tuple) else list(parts.values())
     raise TorchXError(
         f"{node.describe()} returned {type(node.meta).__name__}; graph nodes must return tensors"
     )
