@@ -526,3 +526,35 @@ def test_a_functional_with_dict_outputs_nests_inside_another_graph() -> None:
     again = Functional.from_spec(outer.to_spec())
     again.load_state_dict(outer.state_dict())
     assert torch.equal(again(*data)["score"], got["score"])
+
+
+def test_two_scripted_functionals_of_one_signature_keep_their_own_forwards() -> None:
+    x = Placeholder((None, 4))
+    plus, times = torch.jit.script(Functional(x, x + 1)), torch.jit.script(Functional(x, x * 3))
+    ones = torch.ones(2, 4)
+    assert torch.equal(plus(ones), ones + 1) and torch.equal(times(ones), ones * 3)
+
+
+def test_nested_inputs_dict_outputs_and_recurrent_state_script() -> None:
+    x, y, z = (
+        Placeholder((None, 4), name="x"),
+        Placeholder((None, 3), name="y"),
+        Placeholder((None, 3), name="z"),
+    )
+    sequence = Placeholder((None, 5, 4), name="sequence")
+    output, (hidden, _) = L.LSTM(6, return_state=True)(sequence)
+    model = Functional(
+        inputs=[(x, [y, z]), {"sequence": sequence}],
+        outputs={"sum": L.Linear(3)(x) + y + z, "last": output[:, -1] + hidden[0]},
+    ).eval()
+    data = [(torch.randn(2, 4), [torch.randn(2, 3), torch.randn(2, 3)]), {"sequence": torch.randn(2, 5, 4)}]
+    scripted, expected = torch.jit.script(model)(*data), model(*data)
+    assert scripted.keys() == expected.keys()
+    assert all(torch.allclose(scripted[key], expected[key]) for key in expected)
+
+
+def test_inputs_torchscript_cannot_type_are_named() -> None:
+    x, y = Placeholder((None, 4)), Placeholder((None, 3))
+    model = Functional(inputs=[[x, [y]]], outputs=L.Linear(2)(x) + L.Linear(2)(y))
+    with pytest.raises(TorchXError, match=r"'inputs_0' holds a list of Tensor and list\[Tensor\]"):
+        torch.jit.script(model)

@@ -187,20 +187,44 @@ def parameters_of(program: Program) -> list[Parameter]:
 
 
 def generate_scriptable(program: Program) -> tuple[str, dict[str, Any]]:
-    """A forward for ``torch.jit.script``: the steps alone, one tensor per input
-    (no input checks, no placeholder calls, no error translation)."""
+    """A forward for ``torch.jit.script``: the steps alone, its parameters
+    typed for TorchScript (no input checks, no placeholder calls, no error
+    translation)."""
     writer = _Writer()
     parameters = parameters_of(program)
-    nested = [parameter.key for parameter in parameters if not isinstance(parameter.structure, Input)]
-    if nested:
-        raise TorchXError(
-            f"torch.jit.script takes a Functional whose inputs are single placeholders; "
-            f"{', '.join(map(repr, nested))} holds several (a list or dict in one argument)"
-        )
-    lines = [f"def forward(self, {', '.join(parameter.variable for parameter in parameters)}):"]
+    typed = ", ".join(
+        f"{parameter.variable}: {_script_type(parameter.key, parameter.structure)}"
+        for parameter in parameters
+    )
+    lines = [f"def forward(self, {typed}):"]
+    for parameter in parameters:
+        lines += [
+            f"    {line}"
+            for line in _unpack_lines(writer, program.variables, parameter.variable, parameter.structure)
+        ]
     lines += [f"    {statement}" for statement in _statements(writer, program, release=False)]
     lines.append(f"    return {_structure(writer, program.outputs)}")
+    writer.globals["Tensor"] = torch.Tensor
     return "\n".join(lines) + "\n", writer.globals
+
+
+def _script_type(key: str, structure: Any) -> str:
+    """The TorchScript type of a parameter receiving ``structure``: ``Tensor``,
+    ``list[Tensor]``, ``dict[str, Tensor]``, ``tuple[Tensor, list[Tensor]]``..."""
+    if isinstance(structure, Input):
+        return "Tensor"
+    if isinstance(structure, tuple):
+        return f"tuple[{', '.join(_script_type(key, item) for item in structure)}]"
+    items = list(structure.values() if isinstance(structure, dict) else structure)
+    kinds = {_script_type(key, item) for item in items}
+    if len(kinds) != 1:
+        raise TorchXError(
+            f"torch.jit.script types each input: {key!r} holds a {type(structure).__name__} of "
+            f"{' and '.join(sorted(kinds)) or 'nothing'}, which TorchScript cannot type (a list or dict "
+            "holds one type); pass those inputs as a tuple, or as separate inputs"
+        )
+    inner = kinds.pop()
+    return f"dict[str, {inner}]" if isinstance(structure, dict) else f"list[{inner}]"
 
 
 def _statements(writer: _Writer, program: Program, release: bool = True) -> list[str]:

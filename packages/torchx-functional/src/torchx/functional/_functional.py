@@ -86,9 +86,11 @@ class Functional(Layer, nnx.Module):
     def __prepare_scriptable__(self) -> nn.Module:
         """``torch.jit.script`` compiles the steps alone, over the same submodules."""
         source, namespace = generate_scriptable(self._torchx_program)
-        form = _ScriptableFunctional(self._modules)
-        form.__dict__["forward"] = compile_forward(source, namespace).__get__(form)
-        return form
+        # A class of its own: TorchScript shares one compiled forward among
+        # modules of one class with the same attributes.
+        form_class = type("ScriptableFunctional", (_ScriptableFunctional,), {})
+        form_class.forward = compile_forward(source, namespace)  # type: ignore[method-assign]
+        return form_class(self._modules)
 
     @property
     def code(self) -> str:

@@ -1,3 +1,5 @@
+# ruff: noqa: UP006, UP045
+# (TorchScript reads typing's Optional and Tuple in annotations)
 """The native modules behind the recurrent layers: torch's RNN/LSTM/GRU plus
 the output selection TorchX adds (``return_sequences``, ``return_state``,
 ``lengths=``). They add no parameters: ``state_dict`` keys and weights are
@@ -87,7 +89,7 @@ class _Selecting:
             (key, value) for key, value in self.__dict__.items() if key not in ("_torchx", *_SELECTION)
         )
         plain._init_flat_weights()  # a list of its own, read from the parameters as they are now
-        scriptable = _ScriptableLSTM if native is nn.LSTM else _ScriptableRNN
+        scriptable = _SCRIPTABLE[native is nn.LSTM, bool(self.return_state)]
         return scriptable(plain, self.return_sequences, self.return_state)
 
 
@@ -104,7 +106,8 @@ def last_step(hidden: torch.Tensor, directions: int) -> torch.Tensor:
 class _ScriptableSelection(nn.Module):
     """What ``torch.jit.script`` compiles for a TorchX recurrent layer: torch's
     module, then the layer's selection (``lengths=`` is not offered in
-    TorchScript). A subclass types the state: LSTMs' is ``(h, c)``."""
+    TorchScript). Subclasses type what it returns: the output, with the state
+    or not (an LSTM's state is ``(h, c)``), so scripted code can index it."""
 
     __constants__ = _SELECTION  # TorchScript compiles only the branch the flags take
 
@@ -116,23 +119,44 @@ class _ScriptableSelection(nn.Module):
 
 
 class _ScriptableLSTM(_ScriptableSelection):
-    def forward(self, input: torch.Tensor, hx: Optional[Tuple[torch.Tensor, torch.Tensor]] = None) -> Any:  # noqa: UP006, UP045 - TorchScript reads these annotations
+    def forward(
+        self, input: torch.Tensor, hx: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+    ) -> torch.Tensor:
         output, state = self.rnn(input, hx)
-        if not self.return_sequences:
-            output = last_step(state[0], self.directions)
-        if self.return_state:
-            return output, state
-        return output
+        return output if self.return_sequences else last_step(state[0], self.directions)
+
+
+class _ScriptableLSTMWithState(_ScriptableSelection):
+    def forward(
+        self,
+        input: torch.Tensor,
+        hx: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+    ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+        output, state = self.rnn(input, hx)
+        return (output if self.return_sequences else last_step(state[0], self.directions)), state
 
 
 class _ScriptableRNN(_ScriptableSelection):
-    def forward(self, input: torch.Tensor, hx: Optional[torch.Tensor] = None) -> Any:  # noqa: UP045 - TorchScript reads this annotation
+    def forward(self, input: torch.Tensor, hx: Optional[torch.Tensor] = None) -> torch.Tensor:
         output, state = self.rnn(input, hx)
-        if not self.return_sequences:
-            output = last_step(state, self.directions)
-        if self.return_state:
-            return output, state
-        return output
+        return output if self.return_sequences else last_step(state, self.directions)
+
+
+class _ScriptableRNNWithState(_ScriptableSelection):
+    def forward(
+        self, input: torch.Tensor, hx: Optional[torch.Tensor] = None
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        output, state = self.rnn(input, hx)
+        return (output if self.return_sequences else last_step(state, self.directions)), state
+
+
+_SCRIPTABLE = {
+    (True, False): _ScriptableLSTM,
+    (True, True): _ScriptableLSTMWithState,
+    (False, False): _ScriptableRNN,
+    (False, True): _ScriptableRNNWithState,
+}
+"""The typed form TorchScript compiles, by (is an LSTM, returns its state)."""
 
 
 def checked_lengths(layer: str, lengths: Any, batch: int, time: int, shortest: int = 1) -> torch.Tensor:
