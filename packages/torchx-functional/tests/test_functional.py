@@ -558,3 +558,19 @@ def test_inputs_torchscript_cannot_type_are_named() -> None:
     model = Functional(inputs=[[x, [y]]], outputs=L.Linear(2)(x) + L.Linear(2)(y))
     with pytest.raises(TorchXError, match=r"'inputs_0' holds a list of Tensor and list\[Tensor\]"):
         torch.jit.script(model)
+
+
+def test_a_functional_defined_in_a_meta_scope_allocates_nothing() -> None:
+    with torchx.device_scope("meta"):
+        x = Placeholder((None, 100_000))
+        model = Functional(x, L.Linear(10)(L.Linear(200_000)(x)))  # 80 GB of float32 weights
+    assert {parameter.device.type for parameter in model.parameters()} == {"meta"}
+    assert sum(parameter.numel() for parameter in model.parameters()) == 20_002_200_010
+
+
+def test_a_functional_defined_in_a_scope_takes_its_dtype() -> None:
+    with torchx.device_scope("cpu", dtype=torch.float64):
+        x = Placeholder((None, 4))
+        model = Functional(x, L.Linear(3)(x))
+    assert {parameter.dtype for parameter in model.parameters()} == {torch.float64}
+    assert model(torch.randn(2, 4, dtype=torch.float64)).dtype == torch.float64

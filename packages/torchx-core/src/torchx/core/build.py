@@ -11,7 +11,7 @@ from torch import nn
 from torchx.core.errors import ShapeError, dynamic_dims_shown_as_none, format_shape, torch_message
 from torchx.core.layer import all_or_nothing, explain_failure, is_shape_problem, layer_name, unbuilt_layers
 from torchx.core.memory import BuildNeed, Rehearsal, weight_bytes
-from torchx.core.scope import current_scope, default_device
+from torchx.core.scope import current_scope, scope_device
 from torchx.core.shapes import (
     DYNAMIC_PROBES,
     InputLike,
@@ -36,8 +36,7 @@ def _target_device(inputs: Sequence[InputLike], device: torch.device | str | int
     for value in inputs:
         if isinstance(value, torch.Tensor) and value.device.type != "meta":
             return value.device
-    scope = current_scope()
-    return default_device() if scope is None else scope.device
+    return scope_device()
 
 
 def _meta_forward(

@@ -41,7 +41,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from torchx.core.errors import AllocationError, format_call
-from torchx.core.scope import current_scope, default_device
+from torchx.core.scope import scope_device
 from torchx.core.tree import submodules
 
 if TYPE_CHECKING:
@@ -435,10 +435,7 @@ def _check(
 
 def _construction_device(device: torch.device | None) -> torch.device:
     """Where a native constructor given ``device`` (None: not passed) allocates."""
-    if device is not None:
-        return torch.device(device)
-    scope = current_scope()
-    return default_device() if scope is None else scope.device
+    return scope_device() if device is None else torch.device(device)
 
 
 def format_bytes(count: int) -> str:

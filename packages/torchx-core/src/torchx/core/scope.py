@@ -48,6 +48,7 @@ __all__ = [
     "default_device",
     "device_scope",
     "resolve_device",
+    "scope_device",
 ]
 
 _CONSTRUCTORS = frozenset(
@@ -163,6 +164,12 @@ def default_device() -> torch.device:
     """``torch.get_default_device()``, without its walk of the function-mode
     stack when that stack is empty (``torch.set_default_device`` pushes a mode)."""
     return torch.get_default_device() if _len_torch_function_stack() else _CPU
+
+
+def scope_device() -> torch.device:
+    """Where tensors are created now: the device scope's device, else torch's default."""
+    scope = current_scope()
+    return default_device() if scope is None else scope.device
 
 
 def _depth_of(mode: object) -> int | None:

@@ -24,7 +24,7 @@ from torch import nn
 from torchx.core import Layer, ShapeError, TorchXError
 from torchx.core.errors import format_shape, torch_message
 from torchx.core.layer import all_or_nothing, closed_form_output, layer_name, unbuilt_layers
-from torchx.core.scope import default_device
+from torchx.core.scope import current_scope, scope_device
 from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
 from torchx.functional._ops import UNINITIALISED_METHODS, ZERO_FILLED_FUNCTIONS, ZERO_FILLED_METHODS
@@ -313,7 +313,7 @@ def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
     if unbuilt_layers(module):
         with (
             all_or_nothing(module),
-            build_target(default_device(), None) as target,
+            build_target(scope_device(), _scope_dtype()) as target,
             torch.no_grad(),
         ):
             target.swap.add(module)
@@ -327,6 +327,12 @@ def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
         second = _probe(module, _as_meta(args, 1), _as_meta(kwargs, 1)) if dynamic else None
     shares = shares_input(first, metas) or (bool(meta_kwargs) and shares_input(first, meta_kwargs))
     return first, second, not shares and not _may_return_input(module)
+
+
+def _scope_dtype() -> torch.dtype | None:
+    """The floating dtype the device scope asks for, if any (the layers' default otherwise)."""
+    scope = current_scope()
+    return None if scope is None else scope.dtype
 
 
 def _probe(
