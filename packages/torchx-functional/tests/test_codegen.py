@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import torchx.layers as L
+from torchx.core import TorchXError
 from torchx.functional import Functional, Placeholder, accept_placeholders
 
 
@@ -182,3 +183,50 @@ def test_a_sum_stays_out_of_place_where_overwriting_could_be_seen(make: Any) -> 
     data = torch.randn(5, 4, requires_grad=True)
     results = model(data)
     sum(result.sum() for result in results).backward()  # autograd finds nothing overwritten
+
+
+class Counting(nn.Module):
+    """A block that counts its forward runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+        self.runs = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.runs += 1
+        return torch.tanh(self.linear(x))
+
+
+def test_a_checkpointed_block_runs_again_in_backward_with_the_same_results() -> None:
+    torch.manual_seed(0)
+    block = Counting()
+    x = Placeholder((None, 8))
+    model = Functional(x, L.Linear(2)(L.Checkpoint(accept_placeholders(block))(L.Linear(8)(x))))
+    assert "self.checkpoint(linear)" in model.code
+    plain = Functional(x, L.Linear(2)(accept_placeholders(block)(L.Linear(8)(x))))
+    plain.load_state_dict(
+        {key.replace("checkpoint.0.", "counting."): value for key, value in model.state_dict().items()}
+    )
+    data = torch.randn(4, 8)
+    block.runs = 0
+    model(data).sum().backward()
+    assert block.runs == 2  # the forward, and again in backward
+    grads = {name: parameter.grad.clone() for name, parameter in model.named_parameters()}  # type: ignore[union-attr]
+    model.zero_grad(set_to_none=True)  # the block is shared by both models
+    block.runs = 0
+    plain(data).sum().backward()
+    assert block.runs == 1
+    for name, parameter in plain.named_parameters():
+        assert torch.allclose(grads[name.replace("counting.", "checkpoint.0.")], parameter.grad)  # type: ignore[arg-type]
+    with torch.no_grad():
+        block.runs = 0
+        assert torch.equal(model(data), plain(data)) and block.runs == 2
+
+
+def test_torchs_checkpoint_on_placeholders_is_refused_naming_the_fix() -> None:
+    from torch.utils.checkpoint import checkpoint
+
+    x = Placeholder((None, 8))
+    with pytest.raises(TorchXError, match=r"inside torch.utils.checkpoint.checkpoint.*L.Checkpoint\(block\)"):
+        checkpoint(L.Linear(8), x, use_reentrant=False)

@@ -23,6 +23,7 @@ from torchx.layers._merge import (
     MultiplyModule,
     SubtractModule,
 )
+from torchx.layers._parameter import ParameterModule
 from torchx.layers._reshape import PermuteModule, ReshapeModule
 
 
@@ -263,6 +264,12 @@ CASES: list[Case] = [
         PAIR,
     ),
     Case(lambda: L.Lambda(twice), lambda: LambdaModule(twice), randn(2, 3), spec=False),
+    Case(lambda: L.Parameter((1, 1, 4)), lambda: ParameterModule((1, 1, 4)), randn(3, 5, 4)),
+    Case(
+        lambda: L.Parameter((5, 4), init="trunc_normal", std=0.5),
+        lambda: ParameterModule((5, 4), "trunc_normal", 0.5),
+        randn(3, 5, 4),
+    ),
 ]
 
 for case in CASES:

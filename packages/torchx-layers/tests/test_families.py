@@ -30,7 +30,8 @@ def test_every_exported_layer_has_a_case() -> None:
     exported = {
         obj for name in L.__all__ if isinstance(obj := getattr(L, name), type) and issubclass(obj, L.Layer)
     }
-    missing = sorted(cls.__name__ for cls in exported - covered - {L.Sequential, L.Layer})
+    containers = {L.Sequential, L.Checkpoint, L.Layer}  # tested with their own files
+    missing = sorted(cls.__name__ for cls in exported - covered - containers)
     assert not missing, f"layers without a parity case: {missing}"
 
 

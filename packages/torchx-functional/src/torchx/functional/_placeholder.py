@@ -126,8 +126,23 @@ def _as_nodes(value: Any) -> Any:
     return map_leaves(lambda leaf: leaf.node if isinstance(leaf, Placeholder) else leaf, value)
 
 
+def _refuse_torch_checkpoint(what: str) -> None:
+    """``torch.utils.checkpoint.checkpoint(block, x)`` on placeholders would
+    record the block as plain calls, silently without checkpointing: refuse it
+    (it is recognised by the saved-tensor hooks its non-reentrant form pushes)."""
+    hooks = torch._C._autograd._top_saved_tensors_default_hooks(False)
+    if hooks and "_checkpoint_hook" in getattr(hooks[0], "__qualname__", ""):
+        raise TorchXError(
+            f"{what} was called on placeholders inside torch.utils.checkpoint.checkpoint, which a graph "
+            "cannot record: the block would run without checkpointing. Wrap it instead: "
+            "L.Checkpoint(block)(x) checkpoints it in the generated forward"
+        )
+
+
 def _check_leaves(what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Refuse real tensors beside placeholders; say whether any input is dynamic."""
+    """Refuse real tensors beside placeholders, and recording inside torch's
+    checkpoint; say whether any input is dynamic."""
+    _refuse_torch_checkpoint(what)
     leaves = leaves_of(args) + leaves_of(kwargs)
     dynamic = False
     for leaf in leaves:

@@ -106,6 +106,9 @@ from torchx.layers._attention import (
 from torchx.layers._attention import (
     TransformerEncoderLayer as TransformerEncoderLayer,
 )
+from torchx.layers._checkpoint import (
+    Checkpoint as Checkpoint,
+)
 from torchx.layers._conv import (
     Conv1d as Conv1d,
 )
@@ -262,6 +265,9 @@ from torchx.layers._padding import (
 from torchx.layers._padding import (
     ZeroPad3d as ZeroPad3d,
 )
+from torchx.layers._parameter import (
+    Parameter as Parameter,
+)
 from torchx.layers._pool import (
     AdaptiveAvgPool1d as AdaptiveAvgPool1d,
 )
@@ -357,6 +363,8 @@ from torchx.layers._sequential import (
 )
 
 __all__ = [
+    "Checkpoint",
+    "Parameter",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d",
