@@ -153,6 +153,44 @@ def mobilenet_v2(classes: int = 1000, batch: int | None = None) -> Functional:
     return Functional(inputs=x, outputs=L.Linear(classes, name="classifier.1")(y))
 
 
+# -- Vision Transformer ---------------------------------------------------------------
+
+
+def vision_transformer(
+    image: int = 224,
+    patch: int = 16,
+    layers: int = 12,
+    heads: int = 12,
+    hidden: int = 768,
+    mlp: int = 3072,
+    classes: int = 1000,
+    batch: int | None = None,
+) -> Functional:
+    """A Vision Transformer: patches, a learned class token and position
+    embedding (``L.Parameter``), pre-norm encoder blocks, a linear head."""
+    x = Placeholder((batch, 3, image, image), name="image")
+    tokens = L.Conv2d(hidden, patch, stride=patch, name="conv_proj")(x).flatten(2).transpose(1, 2)
+    tokens = torch.cat([L.Parameter((1, 1, hidden), name="class_token")(tokens), tokens], dim=1)
+    position = L.Parameter((1, tokens.shape[1], hidden), init="normal", name="encoder.pos_embedding")
+    y = position(tokens) + tokens
+    for index in range(layers):
+        name = f"encoder.layers.encoder_layer_{index}"
+        normed = L.LayerNorm(eps=1e-6, name=f"{name}.ln_1")(y)
+        attended, _ = L.MultiheadAttention(heads, batch_first=True, name=f"{name}.self_attention")(
+            normed, normed, normed, need_weights=False
+        )
+        y = y + attended
+        h = L.GELU()(L.Linear(mlp, name=f"{name}.mlp.0")(L.LayerNorm(eps=1e-6, name=f"{name}.ln_2")(y)))
+        y = y + L.Linear(hidden, name=f"{name}.mlp.3")(h)
+    y = L.LayerNorm(eps=1e-6, name="encoder.ln")(y)
+    return Functional(inputs=x, outputs=L.Linear(classes, name="heads.head")(y[:, 0]))
+
+
+def vit_b_16(classes: int = 1000, batch: int | None = None) -> Functional:
+    """ViT-B/16: 12 blocks of width 768 on 16x16 patches of a 224x224 image."""
+    return vision_transformer(classes=classes, batch=batch)
+
+
 # -- the same models by hand, as torchvision writes them --------------------------------
 
 

@@ -98,3 +98,20 @@ def test_vision_models_match_torchvision_counts_and_the_hand_written_models(name
     image = torch.randn(2, 3, 64, 64)
     with torch.no_grad():
         assert torch.equal(model(image), reference(image))
+
+
+def test_vit_b_16_needs_no_custom_layer_and_has_torchvisions_parameter_count() -> None:
+    with torchx.device_scope("meta"):  # 330 MB of weights, defined without allocating them
+        model = vision_models.vit_b_16()
+    assert vision_models.parameter_count(model) == 86_567_656
+
+
+def test_a_small_vision_transformer_trains_its_class_token_and_position_embedding() -> None:
+    model = vision_models.vision_transformer(image=32, patch=8, layers=2, heads=2, hidden=16, mlp=32, classes=3)
+    logits = model(torch.randn(4, 3, 32, 32))
+    assert logits.shape == (4, 3)
+    logits.sum().backward()
+    token, position = model.get_submodule("class_token"), model.get_submodule("encoder.pos_embedding")
+    assert token.value.shape == (1, 1, 16) and position.value.shape == (1, 17, 16)
+    assert token.value.grad is not None and position.value.grad is not None
+    assert token.value.grad.abs().sum() > 0
