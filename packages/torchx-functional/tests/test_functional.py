@@ -574,3 +574,31 @@ def test_a_functional_defined_in_a_scope_takes_its_dtype() -> None:
         model = Functional(x, L.Linear(3)(x))
     assert {parameter.dtype for parameter in model.parameters()} == {torch.float64}
     assert model(torch.randn(2, 4, dtype=torch.float64)).dtype == torch.float64
+
+
+def test_plots_name_inputs_and_outputs_and_draw_a_recurrent_result_as_one_node() -> None:
+    from torchx.core.graph import model_graph
+
+    tokens = Placeholder((None, 7, 4), name="tokens")
+    out, (h, c) = L.LSTM(6, return_state=True)(tokens)
+    model = Functional(tokens, {"class": L.Linear(3)(out[:, -1]), "state": h[0] + c[0]})
+    graph = model_graph(model, (2, 7, 4))
+    labels = [node.label for node in graph.nodes.values()]
+    assert "tokens" in labels and "class" in labels and "state" in labels
+    assert not any(label.startswith(("input", "output")) for label in labels)
+    assert (
+        labels.count("LSTM") == 1 and labels.count("getitem") == 3
+    )  # out[:, -1], h[0], c[0]: no tuple splits
+
+
+def test_a_deep_copy_of_a_graph_with_a_recurrent_layer_runs_its_own_weights() -> None:
+    x = Placeholder((None, 5, 4))
+    model = Functional(x, L.LSTM(3)(x))
+    copied = copy.deepcopy(model)
+    with torch.no_grad():
+        for parameter in copied.parameters():
+            parameter.zero_()
+    data = torch.randn(2, 5, 4)
+    assert torch.equal(copied(data), torch.zeros(2, 5, 3))
+    assert not torch.equal(model(data), torch.zeros(2, 5, 3))
+    assert torch.equal(pickle.loads(pickle.dumps(model))(data), model(data))

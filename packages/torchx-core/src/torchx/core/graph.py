@@ -193,12 +193,20 @@ def model_graph(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None 
 def _graph(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None) -> Graph:
     calls = record_calls(model, list(model.named_modules()), inputs, dtype).calls
     graph = Graph({key: [call.shape for call in recorded] for key, recorded in calls.items()})
+    input_names, output_names = model.io_names() if isinstance(model, Layer) else (None, None)
+    if input_names is None or len(input_names) != len(inputs):
+        input_names = [f"input {index}" for index in range(len(inputs))]
     sources = [
-        graph.node(f"input {index}", _input_shape(value), "input") for index, value in enumerate(inputs)
+        graph.node(name, _input_shape(value), "input")
+        for name, value in zip(input_names, inputs, strict=True)
     ]
     outputs = graph.draw(model, sources)
-    for index, source in enumerate(outputs):
-        graph.node("output" if len(outputs) == 1 else f"output {index}", "", "output", [source])
+    if output_names is None or len(output_names) != len(outputs):
+        output_names = (
+            ["output"] if len(outputs) == 1 else [f"output {index}" for index in range(len(outputs))]
+        )
+    for name, source in zip(output_names, outputs, strict=True):
+        graph.node(name, "", "output", [source])
     return graph
 
 

@@ -587,6 +587,11 @@ class Layer(nn.Module):
         arguments = reader.arguments(cls, fields)
         return reader.construct(cls, arguments)
 
+    def io_names(self) -> tuple[list[str] | None, list[str] | None]:
+        """The names of this model's inputs and of its outputs, in order, for
+        pictures (None: they are numbered); a Functional's are its own."""
+        return None, None
+
     def draw_graph(self, graph: Graph, inputs: list[str]) -> list[str]:
         """Draw this layer into ``graph``, fed by the nodes ``inputs``; returns its
         output nodes. A layer is one node; containers draw their children."""

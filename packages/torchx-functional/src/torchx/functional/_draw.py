@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any
 
 from torch.utils._pytree import tree_leaves
 
-from torchx.functional._program import Var
+from torchx.functional._program import Step, Var
 
 if TYPE_CHECKING:
     from torchx.core.graph import Graph
@@ -29,8 +30,12 @@ def draw_program(model: Functional, graph: Graph, inputs: list[str]) -> list[str
             placed.update(
                 (program.variables[item.name], graph.node(item.name, "", "op", inputs)) for item in items
             )
+        produced = {step.var: step for step in program.steps}
         for step in program.steps:
             sources = list(dict.fromkeys(placed[var.name] for var in _vars((step.args, step.kwargs))))
+            if _part_of_a_result(step, produced):  # (out, (h, c)) of an LSTM is its one node
+                placed[step.var] = sources[0]
+                continue
             if step.kind == "module":
                 outputs = graph.draw(model.get_submodule(step.target), sources)
                 placed[step.var] = (
@@ -45,6 +50,14 @@ def draw_program(model: Functional, graph: Graph, inputs: list[str]) -> list[str
                     shape = (batch, *shape[1:])
                 placed[step.var] = graph.node(label, shape or "", "op", sources)
         return [placed[var.name] for var in _vars(program.outputs)]
+
+
+def _part_of_a_result(step: Step, produced: dict[str, Step]) -> bool:
+    """Whether ``step`` only takes a part of a step's tuple or dict result."""
+    if step.target is not operator.getitem or not isinstance(step.args[0], Var):
+        return False
+    source = produced.get(step.args[0].name)
+    return source is not None and source.shape is None
 
 
 def _batch(shape: Any) -> int | None:

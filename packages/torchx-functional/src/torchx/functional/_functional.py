@@ -152,6 +152,13 @@ class Functional(Layer, nnx.Module):
         with as_spec_error(reader.where):
             return cls(inputs, outputs)
 
+    def io_names(self) -> tuple[list[str] | None, list[str] | None]:
+        """The inputs' names, and the outputs' dict keys (``aux.loss`` when
+        nested; None for outputs in a list or tuple)."""
+        outputs = self._torchx_program.outputs
+        output_names = _key_paths(outputs, "") if isinstance(outputs, dict) else None
+        return [item.name for item in self.inputs], output_names
+
     def draw_graph(self, graph: Graph, inputs: list[str]) -> list[str]:
         from torchx.functional._draw import draw_program
 
@@ -306,6 +313,22 @@ def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exce
         add_note(error, f"raised in Functional.{step.target} ({layer_name(module)})")
         return error
     return explained.within(f"Functional.{step.target}", model)
+
+
+def _key_paths(structure: Any, prefix: str) -> list[str] | None:
+    """The dotted key of each leaf of a structure of dicts (None if a list or
+    tuple is inside: its entries have no names)."""
+    if isinstance(structure, Var):
+        return [prefix]
+    if not isinstance(structure, dict):
+        return None
+    paths: list[str] = []
+    for key, item in structure.items():
+        inner = _key_paths(item, f"{prefix}{key}." if isinstance(item, dict) else f"{prefix}{key}")
+        if inner is None:
+            return None
+        paths.extend(inner)
+    return paths
 
 
 def _entry(inputs: Any, index: int, key: str) -> str:

@@ -375,13 +375,22 @@ def _may_return_input(module: nn.Module) -> bool:
 class _PlaceholderCalls:
     """Stands in ``module._compiled_call_impl`` (the hook ``nn.Module.__call__``
     consults before anything else): a call on placeholders is recorded as a
-    graph node, any other call runs as usual. Torch drops it from copies and
-    pickles, as it does a compiled call."""
+    graph node, any other call runs as usual. ``nn.Module`` drops it from
+    copies and pickles, as it does a compiled call; modules whose own
+    ``__getstate__`` keeps it (torch's recurrent layers) get one bound to the
+    copy, and none in a pickle."""
 
     __slots__ = ("_module",)
 
     def __init__(self, module: nn.Module) -> None:
         self._module = weakref.ref(module)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _PlaceholderCalls | None:
+        copied = memo.get(id(self._module()))  # the module's copy, made before its state is copied
+        return _PlaceholderCalls(copied) if isinstance(copied, nn.Module) else None
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return type(None), ()  # unpickles as None: a plain call
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         module = self._module()
