@@ -87,7 +87,7 @@ def test_a_shared_layer_is_one_module_with_one_set_of_parameters() -> None:
     assert sum(p.numel() for p in model.parameters()) == 25
     x = torch.randn(3, 4)
     assert torch.allclose(model(x, x), torch.zeros(3, 5))
-    assert "(shared: 25)" in model.summary()
+    assert "(shared: 25)" in model.node_table()
 
 
 def test_nesting_in_graphs_sequentials_and_plain_modules() -> None:
@@ -234,7 +234,7 @@ def test_pickle_and_deepcopy_regenerate_the_forward() -> None:
 
 def test_summary_counts_parameters_like_torch() -> None:
     model = Functional(*two_tower())
-    text = model.summary()
+    text = model.node_table()
     total = sum(p.numel() for p in model.parameters())
     assert f"total parameters: {total:,}" in text
     assert "(None, 3, 8, 8)" in text and "Conv2d (conv2d)" in text
@@ -299,7 +299,7 @@ def test_summary_numbers_match_torchinfo() -> None:
     report = torchinfo.summary(
         model, input_data={"image": torch.randn(2, 3, 8, 8), "meta": torch.randn(2, 5)}, verbose=0
     )
-    text = model.summary()
+    text = model.node_table()
     assert f"total parameters: {report.total_params:,} (trainable {report.trainable_params:,}" in text
     rows = {line.split()[0]: line for line in text.splitlines()[2:-1]}
     assert (

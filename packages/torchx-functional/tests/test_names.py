@@ -141,7 +141,7 @@ def test_a_sequential_holds_named_layers_under_their_names() -> None:
 
 def test_names_appear_in_summaries_plots_and_errors() -> None:
     model = block()
-    assert "Conv2d (layer1.0.conv1)" in model.summary()
+    assert "Conv2d (layer1.0.conv1)" in model.node_table()
     rows = {row.path: row for row in torchx.summarize(model, (2, 3, 8, 8)).rows}
     assert "layer1.0.conv1" in rows
     dot = model_graph(model, (2, 3, 8, 8)).to_dot()

@@ -104,3 +104,32 @@ def test_a_forward_larger_than_memory_warns(monkeypatch: pytest.MonkeyPatch) -> 
         torchx.MemoryWarning, match=r"a tensor of 64\.0 MiB per sample \(aten\.constant_pad_nd"
     ):
         torchx.summarize(model, (None, 3, 32))
+
+
+def test_every_container_summarises_with_depth_columns_and_mult_adds() -> None:
+    model = L.Sequential(L.Conv2d(4, 3), L.Sequential(L.ReLU(), L.Flatten(), L.Linear(5)))
+    summary = model.summary((None, 3, 8, 8), depth=1, columns=("output_size", "num_params", "mult_adds"))
+    text = str(summary)
+    assert "mult-adds" in text and "frozen" not in text.splitlines()[0]
+    lines = text.splitlines()
+    table = lines[2 : lines.index(lines[1], 2)]  # the rows shown, between the two rules
+    assert [line.split()[0] for line in table] == ["(model)", "0", "1"]  # depth 1: not 1.0, 1.1, 1.2
+    conv = next(row for row in summary.rows if row.path == "0")
+    linear = next(row for row in summary.rows if row.path == "1.2")
+    assert conv.mult_adds == 4 * 3 * 3 * 3 * 6 * 6  # per sample: out channels x kernel x output positions
+    assert linear.mult_adds == 144 * 5
+    assert summary.total_mult_adds == conv.mult_adds + linear.mult_adds and summary.per_sample
+    assert torchx.summarize(model, (2, 3, 8, 8)).total_mult_adds == 2 * summary.total_mult_adds  # type: ignore[operator]
+    with pytest.raises(ValueError, match="unknown summary columns"):
+        model.summary((2, 3, 8, 8), columns=("size",))
+
+
+def test_mult_adds_match_torchinfo_for_convolutions_and_products_without_biases() -> None:
+    torchinfo = pytest.importorskip("torchinfo")
+    model = L.Sequential(  # no biases: torchinfo counts their additions, torch's FLOP formulas do not
+        L.Conv2d(8, 3, bias=False), L.ReLU(), L.Conv2d(4, 3, stride=2, bias=False),
+        L.Flatten(), L.Linear(10, bias=False),
+    )  # fmt: skip
+    torchx.build(model, (1, 3, 32, 32))
+    theirs = torchinfo.summary(model, (1, 3, 32, 32), verbose=0).total_mult_adds
+    assert torchx.summarize(model, (1, 3, 32, 32)).total_mult_adds == theirs

@@ -25,6 +25,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+from torch.utils.flop_counter import flop_registry
 
 from torchx.core import memory
 from torchx.core.build import build
@@ -76,6 +77,10 @@ class SummaryRow:
     trainable: int
     calls: int
     """How many times the module ran in one forward (shared layers: more than once)."""
+    mult_adds: int | None = None
+    """Multiply-adds of this module and below in one forward (convolutions,
+    matrix products, attention), as torchinfo counts them; per sample with a
+    dynamic batch; None where they do not scale with it."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,22 @@ class Summary:
     largest_tensor: Allocation | None = None
     """The largest tensor one forward allocates (any op, inside layers or not):
     a forward needs at least this much memory at once."""
+    per_sample: bool = False
+    """Whether mult-adds are per sample (the batch is dynamic)."""
+    depth: int | None = None
+    """How deep the table shows modules (None: every level; 1: the model's children)."""
+    columns: tuple[str, ...] = ("output_size", "num_params", "frozen")
+    """The table's columns after the layer and its type, of :data:`COLUMNS`."""
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.columns if name not in COLUMNS]
+        if unknown:
+            raise ValueError(f"unknown summary columns {unknown}; choose from {sorted(COLUMNS)}")
+
+    @property
+    def total_mult_adds(self) -> int | None:
+        """Multiply-adds of one forward (per sample with a dynamic batch)."""
+        return self.rows[0].mult_adds if self.rows else None
 
     @property
     def frozen_parameters(self) -> int:
@@ -109,27 +130,32 @@ class Summary:
                 "dtype": str(self.largest_tensor.dtype).removeprefix("torch."),
                 "bytes": self.largest_tensor.bytes,
             }
+        for name in ("depth", "columns"):
+            data.pop(name)
         data["frozen_parameters"] = self.frozen_parameters
+        data["total_mult_adds"] = self.total_mult_adds
         data["total_bytes"] = self.total_bytes
         return json.dumps(data, indent=2)
 
     def __str__(self) -> str:
-        headers = ("layer", "type", "output shape", "parameters", "frozen")
+        headers = ("layer", "type", *(COLUMNS[name][0] for name in self.columns))
         table = [
             (
                 "  " * row.depth + (row.path.rsplit(".", 1)[-1] if row.path else "(model)"),
                 row.type + (f" x{row.calls}" if row.calls > 1 else ""),
-                shape_text(row.output_shape),
-                f"{row.parameters:,}",
-                f"{row.parameters - row.trainable:,}",
+                *(COLUMNS[name][1](row, self) for name in self.columns),
             )
             for row in self.rows
+            if self.depth is None or row.depth <= self.depth
         ]
-        lines = format_table(headers, table, numeric=2)
+        right = [COLUMNS[name][2] for name in self.columns]
+        trailing = next((index for index, flag in enumerate(reversed(right)) if not flag), len(right))
+        lines = format_table(headers, table, numeric=trailing)
         rule = lines[1]
         totals = [
             f"total parameters: {self.total_parameters:,} (trainable {self.trainable_parameters:,}, "
             f"frozen {self.frozen_parameters:,})",
+            f"total mult-adds{' per sample' if self.per_sample else ''} (M): {_millions(self.total_mult_adds)}",
             f"input size (MB): {self.input_bytes / _MB:.2f}",
             f"forward/backward pass size (MB): {self.activation_bytes / _MB:.2f}",
             f"params size (MB): {self.parameter_bytes / _MB:.2f}",
@@ -142,6 +168,29 @@ class Summary:
                 f"({largest.op}, {shape_text(largest.shape)})"
             )
         return "\n".join([*lines, rule, *totals])
+
+
+def _millions(count: int | None) -> str:
+    return "-" if count is None else f"{count / 1e6:,.2f}"
+
+
+COLUMNS: dict[str, tuple[str, Any, bool]] = {
+    "output_size": ("output shape", lambda row, summary: shape_text(row.output_shape), False),
+    "num_params": ("parameters", lambda row, summary: f"{row.parameters:,}", True),
+    "trainable": ("trainable", lambda row, summary: f"{row.trainable:,}", True),
+    "frozen": ("frozen", lambda row, summary: f"{row.parameters - row.trainable:,}", True),
+    "params_percent": (
+        "% params",
+        lambda row, summary: f"{100 * row.parameters / max(summary.total_parameters, 1):.2f}%",
+        True,
+    ),
+    "mult_adds": (
+        "mult-adds",
+        lambda row, summary: "-" if row.mult_adds is None else f"{row.mult_adds:,}",
+        True,
+    ),
+}
+"""The columns a summary table can show, by torchinfo's names: (header, cell, right-aligned)."""
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, numeric: int = 1) -> list[str]:
@@ -253,6 +302,7 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
     activation = 0
     for path, module in named:
         parameters = list(module.parameters())
+        mult_adds = recording.mult_adds.get(id(module), 0 if calls[id(module)] else None)
         if parameters and not any(True for _ in module.children()):  # torchinfo: leaves with parameters
             activation += 2 * sum(
                 _bytes(shape, leaf_dtype) for call in calls[id(module)] for shape, leaf_dtype in call.leaves
@@ -266,6 +316,7 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
                 parameters=sum(p.numel() for p in parameters),
                 trainable=sum(p.numel() for p in parameters if p.requires_grad),
                 calls=len(calls[id(module)]),
+                mult_adds=mult_adds,
             )
         )
     all_parameters = list(model.parameters())
@@ -278,6 +329,7 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
         activation_bytes=activation,
         parameter_bytes=sum(p.numel() * p.element_size() for p in all_parameters),
         largest_tensor=recording.largest,
+        per_sample=any(is_dynamic(value) for value in inputs),
     )
 
 
@@ -297,16 +349,25 @@ class Allocation:
         return _bytes(self.shape, self.dtype)
 
 
-class _AllocationRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
+class _ForwardRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Records every tensor the ops of a meta forward allocate (views and
-    in-place results, which share their input's memory, are not allocations)."""
+    in-place results, which share their input's memory, are not allocations),
+    and the multiply-adds of each module running (``running``: their ids,
+    kept by the module hooks), counted by torch's FLOP formulas."""
 
     def __init__(self) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.allocations: list[tuple[str, Shape, torch.dtype]] = []
+        self.running: list[int] = []
+        self.mult_adds: dict[int, int] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         output = func(*args, **(kwargs or {}))
+        flops = flop_registry.get(func.overloadpacket)
+        if flops is not None and self.running:
+            count = flops(*args, **(kwargs or {}), out_val=output) // 2
+            for module in set(self.running):
+                self.mult_adds[module] = self.mult_adds.get(module, 0) + count
         returns = func._schema.returns
         tensors = output if isinstance(output, (tuple, list)) else (output,)
         for index, tensor in enumerate(tensors):
@@ -358,11 +419,15 @@ class _Call:
 
 @dataclass(frozen=True)
 class Recording:
-    """What one meta forward did: every module's calls, and its largest tensor."""
+    """What one meta forward did: every module's calls, its largest tensor,
+    and each module's multiply-adds."""
 
     calls: dict[int, list[_Call]]
     """By ``id`` of the module: its calls in order."""
     largest: Allocation | None
+    mult_adds: dict[int, int | None]
+    """By ``id`` of the module (and below); per sample with dynamic inputs, or
+    None where the count does not scale with them."""
 
 
 def record_calls(
@@ -376,16 +441,24 @@ def record_calls(
     :func:`built_on_meta`)."""
     dynamic = any(is_dynamic(value) for value in inputs)
     probes: list[dict[int, list[_Call]]] = []
-    allocations = []
+    recorders = []
     for probe in DYNAMIC_PROBES[: 2 if dynamic else 1]:
         seen: dict[int, list[_Call]] = {id(module): [] for _, module in named}
-        handles = [
-            module.register_forward_hook(
-                lambda module, args, output, seen=seen: seen[id(module)].append(_Call.of(output))
-            )
-            for _, module in named
-        ]
-        recorder = _AllocationRecorder()
+        recorder = _ForwardRecorder()
+
+        def enter(module: nn.Module, args: Any, recorder: _ForwardRecorder = recorder) -> None:
+            recorder.running.append(id(module))
+
+        def leave(
+            module: nn.Module, args: Any, output: Any, seen: dict[int, list[_Call]] = seen,
+            recorder: _ForwardRecorder = recorder,
+        ) -> None:  # fmt: skip
+            recorder.running.pop()
+            seen[id(module)].append(_Call.of(output))
+
+        handles = [hook for _, module in named for hook in (
+            module.register_forward_pre_hook(enter), module.register_forward_hook(leave, always_call=True)
+        )]  # fmt: skip
         try:
             metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
             with torch.no_grad(), recorder:
@@ -394,7 +467,20 @@ def record_calls(
             for handle in handles:
                 handle.remove()
         probes.append(seen)
-        allocations.append(recorder.allocations)
+        recorders.append(recorder)
     first, last = probes[0], probes[-1]
     calls = {key: [a.merged(b) for a, b in zip(first[key], last[key], strict=True)] for key in first}
-    return Recording(calls, _largest(allocations[0], allocations[-1]))
+    largest = _largest(recorders[0].allocations, recorders[-1].allocations)
+    return Recording(calls, largest, _mult_adds(recorders[0].mult_adds, recorders[-1].mult_adds, dynamic))
+
+
+def _mult_adds(first: dict[int, int], last: dict[int, int], dynamic: bool) -> dict[int, int | None]:
+    """Multiply-adds by module: as counted, or with dynamic inputs per sample,
+    where the two probes' counts are proportional to their sizes (else None)."""
+    if not dynamic:
+        return dict(first)
+    small, large = DYNAMIC_PROBES
+    return {
+        key: count // small if count * large == last.get(key, 0) * small and count % small == 0 else None
+        for key, count in first.items()
+    }

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -12,7 +14,8 @@ from torch import nn
 
 from torchx.core.helpers import ModuleHelpers
 from torchx.core.scope import ACTIVE, OPEN_SCOPES, DeviceScope, ScopeFrame
-from torchx.core.shapes import inferring_shapes
+from torchx.core.shapes import InputLike, inferring_shapes
+from torchx.core.summary import Summary, summarize
 
 __all__ = ["Module", "release_parallel_wrappers"]
 
@@ -80,6 +83,27 @@ class Module(ModuleHelpers):
         >>> with torchx.device_scope(0):
         ...     y = MLP()(torch.zeros(4, 10))   # the model moves to cuda:0
     """
+
+    def summary(
+        self,
+        *inputs: InputLike,
+        depth: int | None = None,
+        columns: Sequence[str] | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> Summary:
+        """A torchinfo-style summary for ``inputs`` (shapes, with ``None`` for a
+        dynamic batch, or tensors): each module's output shape, parameters and
+        mult-adds, and the totals; print it for the table. The model is left
+        as it is (the summary runs on a meta copy).
+
+        :param depth: the deepest level of modules shown (None: all; 1: the children).
+        :param columns: from :data:`torchx.core.summary.COLUMNS`: ``"output_size"``,
+            ``"num_params"``, ``"trainable"``, ``"frozen"``, ``"params_percent"``,
+            ``"mult_adds"`` (torchinfo's names). Default: output size, parameters, frozen.
+        """
+        found = summarize(self, *inputs, dtype=dtype)
+        chosen = found.columns if columns is None else tuple(columns)
+        return dataclasses.replace(found, depth=depth, columns=chosen)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # The tail is nn.Module.__call__ (``_wrapped_call_impl``) inlined: one

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -14,7 +14,9 @@ from torchx.core.errors import add_note, format_shape
 from torchx.core.graph import Graph
 from torchx.core.layer import explain_failure, is_fx_tracing, layer_name
 from torchx.core.memory import allocation_budget
+from torchx.core.shapes import InputLike, TypedShape
 from torchx.core.specs import SpecReader, SpecWriter
+from torchx.core.summary import Summary
 from torchx.functional._codegen import MISSING, compile_forward, generate, generate_scriptable, parameters_of
 from torchx.functional._program import BatchOf, Input, Program, Step, Var, normal_form, trace
 
@@ -164,11 +166,29 @@ class Functional(Layer, nnx.Module):
 
         return draw_program(self, graph, inputs)
 
-    def summary(self) -> str:
-        """A table: node, layer or operation, output shape, parameters; and totals."""
-        from torchx.functional._summary import summarize
+    def summary(
+        self,
+        *inputs: InputLike,
+        depth: int | None = None,
+        columns: Sequence[str] | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> Summary:
+        """``torchx.nn.Module.summary``, for the model's own input shapes when
+        no ``inputs`` are given (inputs in a list or dict: give them)."""
+        if not inputs:
+            if any(
+                not isinstance(parameter.structure, Input) for parameter in self._torchx_program.parameters
+            ):
+                raise TypeError("this Functional takes a list or dict of inputs: give summary() their shapes")
+            inputs = tuple(TypedShape(item.shape, item.dtype) for item in self.inputs)
+        return super().summary(*inputs, depth=depth, columns=columns, dtype=dtype)
 
-        return summarize(self)
+    def node_table(self) -> str:
+        """A table of the graph's steps: node, layer or operation, output
+        shape, parameters (shared layers once); and totals."""
+        from torchx.functional._summary import node_table
+
+        return node_table(self)
 
 
 class _ScriptableFunctional(nn.Module):

@@ -1,4 +1,4 @@
-"""``Functional.summary()``: one row per node, with output shapes and parameter counts."""
+"""``Functional.node_table()``: one row per node, with output shapes and parameter counts."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from torchx.core.summary import format_table
 if TYPE_CHECKING:
     from torchx.functional._functional import Functional
 
-__all__ = ["summarize"]
+__all__ = ["node_table"]
 
 
-def summarize(model: Functional) -> str:
+def node_table(model: Functional) -> str:
     """The summary table of ``model`` as text."""
     rows = [(item.name, "Placeholder", format_shape(item.shape), "0") for item in model.inputs]
     counted: set[str] = set()
