@@ -107,7 +107,9 @@ def test_vit_b_16_needs_no_custom_layer_and_has_torchvisions_parameter_count() -
 
 
 def test_a_small_vision_transformer_trains_its_class_token_and_position_embedding() -> None:
-    model = vision_models.vision_transformer(image=32, patch=8, layers=2, heads=2, hidden=16, mlp=32, classes=3)
+    model = vision_models.vision_transformer(
+        image=32, patch=8, layers=2, heads=2, hidden=16, mlp=32, classes=3
+    )
     logits = model(torch.randn(4, 3, 32, 32))
     assert logits.shape == (4, 3)
     logits.sum().backward()

@@ -29,7 +29,7 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -1008,7 +1008,9 @@ def _autocasting(device_type: str) -> bool:
 
 
 def closed_form_output(
-    module: nn.Module, inputs: tuple[Any, ...], make_meta: Callable[[Shape, torch.dtype], torch.Tensor]
+    module: nn.Module,
+    inputs: tuple[Any, ...],
+    make_meta: Callable[[Sequence[int], torch.dtype], torch.Tensor],
 ) -> Any:
     """The meta output of ``module``, a TorchX leaf layer built or not, for meta
     ``inputs``, from its layer's formula (its input, for ``same_shape``
@@ -1022,9 +1024,10 @@ def closed_form_output(
         return inputs[0]  # a meta tensor: only its shape and dtype are read
     view = module if isinstance(module, Layer) else layer_view(module)
     shape = view.infer_output_shape(*(tuple(value.shape) for value in inputs))
-    if shape is None or None in shape or any(dim < 0 for dim in shape):  # type: ignore[operator]
+    sizes = [dim for dim in shape or () if dim is not None and dim >= 0]
+    if shape is None or len(sizes) != len(shape):
         return None  # no formula, or an input it does not fit: the meta run says why
-    return make_meta(shape, inputs[0].dtype)
+    return make_meta(sizes, inputs[0].dtype)
 
 
 def explain_failure(module: nn.Module, inputs: tuple[Any, ...], error: BaseException) -> LayerError | None:

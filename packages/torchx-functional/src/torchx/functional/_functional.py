@@ -90,9 +90,11 @@ class Functional(Layer, nnx.Module):
         source, namespace = generate_scriptable(self._torchx_program)
         # A class of its own: TorchScript shares one compiled forward among
         # modules of one class with the same attributes.
-        form_class = type("ScriptableFunctional", (_ScriptableFunctional,), {})
-        form_class.forward = compile_forward(source, namespace)  # type: ignore[method-assign]
-        return form_class(self._modules)
+        form_class = type(
+            "ScriptableFunctional", (_ScriptableFunctional,), {"forward": compile_forward(source, namespace)}
+        )
+        form: nn.Module = form_class(self._modules)
+        return form
 
     @property
     def code(self) -> str:
@@ -212,7 +214,7 @@ class ModuleGroup(nn.Module):
         mirror_modules(self, {})
 
     def __getstate__(self) -> dict[str, Any]:
-        return mirrored_state(self, super().__getstate__())
+        return mirrored_state(self, super().__getstate__())  # type: ignore[no-untyped-call]
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)  # type: ignore[no-untyped-call]

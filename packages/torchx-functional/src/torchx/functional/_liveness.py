@@ -79,8 +79,8 @@ class _Memory:
             if step.fresh:
                 self.roots[step.var] = frozenset((step.var,))
             else:
-                shared = [self.roots.get(name, frozenset((name,))) for name in _read(step.args)]
-                self.roots[step.var] = frozenset().union(*shared)
+                inputs = [self.roots.get(name, frozenset((name,))) for name in _read(step.args)]
+                self.roots[step.var] = frozenset().union(*inputs)
         self.readers: dict[str, list[str]] = {}
         for name, shared in self.roots.items():
             for root in shared:
