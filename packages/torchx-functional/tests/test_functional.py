@@ -542,7 +542,7 @@ def test_nested_inputs_dict_outputs_and_recurrent_state_script() -> None:
         Placeholder((None, 3), name="z"),
     )
     sequence = Placeholder((None, 5, 4), name="sequence")
-    output, (hidden, _) = L.LSTM(6, return_state=True)(sequence)
+    output, (hidden, _) = accept_placeholders(nn.LSTM(4, 6, batch_first=True))(sequence)
     model = Functional(
         inputs=[(x, [y, z]), {"sequence": sequence}],
         outputs={"sum": L.Linear(3)(x) + y + z, "last": output[:, -1] + hidden[0]},
@@ -560,7 +560,8 @@ def test_inputs_torchscript_cannot_type_are_named() -> None:
         torch.jit.script(model)
 
 
-def test_a_functional_defined_in_a_meta_scope_allocates_nothing() -> None:
+def test_a_functional_defined_in_a_meta_scope_allocates_nothing(fresh_plugins: PluginManager) -> None:
+    fresh_plugins.register(StaticDeviceBackend({"meta": torch.device("meta")}), "static")
     with torchx.device_scope("meta"):
         x = Placeholder((None, 100_000))
         model = Functional(x, L.Linear(10)(L.Linear(200_000)(x)))  # 80 GB of float32 weights
@@ -568,7 +569,8 @@ def test_a_functional_defined_in_a_meta_scope_allocates_nothing() -> None:
     assert sum(parameter.numel() for parameter in model.parameters()) == 20_002_200_010
 
 
-def test_a_functional_defined_in_a_scope_takes_its_dtype() -> None:
+def test_a_functional_defined_in_a_scope_takes_its_dtype(fresh_plugins: PluginManager) -> None:
+    fresh_plugins.register(StaticDeviceBackend({"cpu": torch.device("cpu")}), "static")
     with torchx.device_scope("cpu", dtype=torch.float64):
         x = Placeholder((None, 4))
         model = Functional(x, L.Linear(3)(x))
@@ -580,7 +582,7 @@ def test_plots_name_inputs_and_outputs_and_draw_a_recurrent_result_as_one_node()
     from torchx.core.graph import model_graph
 
     tokens = Placeholder((None, 7, 4), name="tokens")
-    out, (h, c) = L.LSTM(6, return_state=True)(tokens)
+    out, (h, c) = accept_placeholders(nn.LSTM(4, 6, batch_first=True))(tokens)
     model = Functional(tokens, {"class": L.Linear(3)(out[:, -1]), "state": h[0] + c[0]})
     graph = model_graph(model, (2, 7, 4))
     labels = [node.label for node in graph.nodes.values()]
@@ -593,7 +595,7 @@ def test_plots_name_inputs_and_outputs_and_draw_a_recurrent_result_as_one_node()
 
 def test_a_deep_copy_of_a_graph_with_a_recurrent_layer_runs_its_own_weights() -> None:
     x = Placeholder((None, 5, 4))
-    model = Functional(x, L.LSTM(3)(x))
+    model = Functional(x, accept_placeholders(nn.LSTM(4, 3, batch_first=True))(x)[0])
     copied = copy.deepcopy(model)
     with torch.no_grad():
         for parameter in copied.parameters():

@@ -235,3 +235,25 @@ def test_the_signature_offers_torchs_arguments() -> None:
         assert documented == {"return_sequences", "return_state", "device", "dtype", "name"}, documented
         assert mine["batch_first"].default is True  # the deliberate difference: batches first
         assert native(4, 3).batch_first is False
+
+
+class _IndexesTheState(nn.Module):
+    """Hand-written code that unpacks what a recurrent layer returns: it scripts
+    only when the scripted layer's output is typed."""
+
+    def __init__(self, lstm: nn.Module, gru: nn.Module) -> None:
+        super().__init__()
+        self.lstm, self.gru = lstm, gru
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, (h, c) = self.lstm(x)
+        last, state = self.gru(x)
+        return out[:, -1] + h[0] + c[0] + last + state[-1]
+
+
+def test_scripted_recurrent_layers_return_typed_outputs_and_states() -> None:
+    lstm = torchx.build(LSTM(6, return_state=True), (2, 5, 4))
+    gru = torchx.build(GRU(6, return_sequences=False, return_state=True), (2, 5, 4))
+    model = _IndexesTheState(lstm, gru).eval()
+    x = torch.randn(2, 5, 4)
+    assert torch.allclose(torch.jit.script(model)(x), model(x))
