@@ -213,7 +213,7 @@ def _signature(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def shares_input(output: Any, inputs: Any) -> bool:
+def _shares_input(output: Any, inputs: Any) -> bool:
     """Whether a meta ``output`` may share memory with ``inputs``: a tensor in
     it is one of them, or a view."""
     given = {id(leaf) for leaf in leaves_of(inputs) if isinstance(leaf, torch.Tensor)}
@@ -227,7 +227,7 @@ def _run_cached(
     key: Any, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[Any, bool]:
     """``function(*args, **kwargs)`` on meta values, remembered by signature,
-    and whether its output is fresh memory (see :func:`shares_input`).
+    and whether its output is fresh memory (see :func:`_shares_input`).
 
     Meta outputs hold no data, so the same operation on the same shapes (a
     chain of ``x + 1``, repeated residual blocks) is computed once.
@@ -235,7 +235,7 @@ def _run_cached(
 
     def run() -> tuple[Any, bool]:
         output = function(*args, **kwargs)
-        return output, not shares_input(output, (args, kwargs))
+        return output, not _shares_input(output, (args, kwargs))
 
     try:
         signature = (key, _signature(args), _signature(kwargs))
@@ -340,7 +340,7 @@ def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
     else:
         first = _probe(module, metas, meta_kwargs)
         second = _probe(module, _as_meta(args, 1), _as_meta(kwargs, 1)) if dynamic else None
-    shares = shares_input(first, metas) or (bool(meta_kwargs) and shares_input(first, meta_kwargs))
+    shares = _shares_input(first, metas) or (bool(meta_kwargs) and _shares_input(first, meta_kwargs))
     return first, second, not shares and not _may_return_input(module)
 
 
