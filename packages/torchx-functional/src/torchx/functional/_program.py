@@ -444,8 +444,8 @@ def _named_modules(nodes: list[Node], attributes: Namespace) -> dict[int, str]:
         earlier = named.get(name)
         if earlier is not None:
             raise TorchXError(
-                f"two layers of the Functional are named {name!r}: {_described(earlier)} and "
-                f"{_described(node.target)}; give each layer its own name (a layer used at several "
+                f"two layers of the Functional are named {name!r}: {short_repr(earlier)} and "
+                f"{short_repr(node.target)}; give each layer its own name (a layer used at several "
                 "places is one layer: call the same object)"
             )
         named[name] = node.target
@@ -455,7 +455,7 @@ def _named_modules(nodes: list[Node], attributes: Namespace) -> dict[int, str]:
         clash = next((part for part in name.split(".") if part in taken), None)
         if clash is not None:
             raise TorchXError(
-                f"layer name {name!r} ({_described(module)}): {clash!r} is an attribute of Functional "
+                f"layer name {name!r} ({short_repr(module)}): {clash!r} is an attribute of Functional "
                 "and nn.Module, so it cannot name a submodule; rename the layer"
             )
         parts = name.split(".")
@@ -463,18 +463,13 @@ def _named_modules(nodes: list[Node], attributes: Namespace) -> dict[int, str]:
             outer = named.get(".".join(parts[:end]))
             if outer is not None:
                 raise TorchXError(
-                    f"layer name {name!r} ({_described(module)}) puts it inside the layer named "
-                    f"{'.'.join(parts[:end])!r} ({_described(outer)}); a layer holds no other layers "
+                    f"layer name {name!r} ({short_repr(module)}) puts it inside the layer named "
+                    f"{'.'.join(parts[:end])!r} ({short_repr(outer)}); a layer holds no other layers "
                     "by name: rename one"
                 )
     for name in sorted({name.split(".")[0] for name in named}):
         attributes.reserve(name)
     return paths
-
-
-def _described(module: nn.Module) -> str:
-    """A module as messages show it: ``Conv2d(out_channels=64, ...)``."""
-    return short_repr(module)
 
 
 def _parameters(
