@@ -230,3 +230,22 @@ def test_torchs_checkpoint_on_placeholders_is_refused_naming_the_fix() -> None:
     x = Placeholder((None, 8))
     with pytest.raises(TorchXError, match=r"inside torch.utils.checkpoint.checkpoint.*L.Checkpoint\(block\)"):
         checkpoint(L.Linear(8), x, use_reentrant=False)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda h: torch.sigmoid(h), id="its producer's backward reads it (sigmoid)"),
+        pytest.param(lambda h: h, id="a product read it before and keeps it for its backward"),
+    ],
+)
+def test_an_in_place_layer_never_overwrites_what_a_backward_reads(make: Any) -> None:
+    x = Placeholder((None, 4))
+    h = L.Linear(4)(x)
+    shared = make(h)
+    product = shared * L.Linear(4)(x)  # mul keeps ``shared`` for its backward
+    model = Functional(x, L.ReLU(inplace=True)(shared) + product)
+    assert ".clone())" in model.code
+    data = torch.randn(3, 4, requires_grad=True)
+    model(data).sum().backward()  # nothing a backward needs was overwritten
+    assert data.grad is not None

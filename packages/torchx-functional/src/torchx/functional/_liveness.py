@@ -7,9 +7,11 @@ so a forward holds what a hand-written one holds, not every activation.
 A layer built with ``inplace=True`` (``L.ReLU(inplace=True)``) overwrites its
 input. In a graph that is only right when nothing reads that memory again: not
 the input itself, nor any value sharing its memory (a view of it, a value an
-operation returned unchanged), nor anything the caller passed in. Where that
-holds, the step runs in place, as in a hand-written forward; elsewhere it runs
-on a copy, so the result is the one the graph means.
+operation returned unchanged), nor anything the caller passed in, nor a
+backward (of the step that made it, or of another step that read it). Where
+that holds (a ReLU after a convolution and a norm), the step runs in place, as
+in a hand-written forward; elsewhere it runs on a copy, so the values and the
+gradients are the ones the graph means.
 
 A sum or difference (``out + identity``) is computed into one of its
 operands, as a hand-written ``out += identity`` is, where that changes nothing
@@ -98,6 +100,20 @@ class _Memory:
                     return False
         return True
 
+    def reusable(self, name: str, index: int, result: str) -> bool:
+        """Whether step ``index`` may write its ``result`` into the memory of
+        ``name``, for values and for gradients alike: ``name`` is new memory
+        that only this step reads (no other step kept it for its backward),
+        made by a step whose backward never reads it, and nothing else shares it."""
+        producer = self.produced.get(name)
+        return (
+            producer is not None
+            and producer.fresh
+            and not producer.output_saved
+            and self.uses[name] == 1
+            and self.overwritable(name, index, result)
+        )
+
     def into(self, step: Step, index: int) -> int | None:
         """The operand (by position) arithmetic ``step`` may be computed into."""
         if (
@@ -110,14 +126,11 @@ class _Memory:
         positions = (0, 1) if step.target in _COMMUTATIVE else (0,)
         for position in positions:
             operand = step.args[position]
-            producer = self.produced.get(operand.name) if isinstance(operand, Var) else None
             if (
-                producer is not None
-                and producer.fresh
-                and not producer.output_saved
-                and self.uses[operand.name] == 1
-                and (producer.shape, producer.dtype) == (step.shape, step.dtype)
-                and self.overwritable(operand.name, index, step.var)
+                isinstance(operand, Var)
+                and self.reusable(operand.name, index, step.var)
+                and (self.produced[operand.name].shape, self.produced[operand.name].dtype)
+                == (step.shape, step.dtype)
             ):
                 return position
         return None
@@ -133,7 +146,6 @@ def liveness(program: Program) -> Liveness:
     copied = []
     for index, step in enumerate(program.steps):
         first = next(_read(step.args[:1]), None) if step.in_place else None
-        # The step's own output shares the memory it overwrites: that is the point.
-        copied.append(first is not None and not memory.overwritable(first, index, step.var))
+        copied.append(first is not None and not memory.reusable(first, index, step.var))
     into = [memory.into(step, index) for index, step in enumerate(program.steps)]
     return Liveness(released, copied, into)
