@@ -1,6 +1,9 @@
 """Random DAGs of placeholder operations and layers: the Functional model's
 outputs equal an eager run of the same operations with the same layers, on
-the batch size the placeholders were defined with and on another."""
+the batch size the placeholders were defined with and on another; and so do
+the gradients, with in-place layers and values that share memory (views,
+identities, dropout in eval mode) anywhere in the graph, the caller's inputs
+untouched."""
 
 from __future__ import annotations
 
@@ -30,7 +33,13 @@ OPS = [
     "scale",
     "concat",
     "flatten",
+    "relu_",
+    "view",
+    "identity",
+    "dropout",
 ]
+IN_PLACE_OPS = {"relu_"}
+"""Ops run by a layer with ``inplace=True``: the eager reference computes their value out of place."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,7 @@ def dags(draw: st.DrawFn) -> Dag:
     nodes = inputs + len(steps)
     outputs = draw(st.lists(st.integers(0, nodes - 1), min_size=1, max_size=3, unique=True))
     for unused in sorted(set(range(inputs)) - _ancestors(inputs, steps, outputs)):
-        steps.append(Step("add", (outputs[0], unused)))  # a Functional refuses inputs no output uses
+        steps.append(Step("add", (outputs[0], unused)))  # an input no output uses would warn
         outputs[0] = inputs + len(steps) - 1
     outputs = tuple(outputs)
     structure = draw(st.sampled_from(["single", "list", "dict"] if len(outputs) == 1 else ["list", "dict"]))
@@ -89,17 +98,26 @@ def evaluate(dag: Dag, inputs: list[Any], layers: dict[int, torch.nn.Module]) ->
     for index, step in enumerate(dag.steps):
         x = values[step.operands[0]]
         y = values[step.operands[-1]]
-        if step.op in ("linear", "relu", "norm", "concat", "shared"):
+        if step.op in ("linear", "relu", "norm", "concat", "shared", "relu_", "identity", "dropout"):
             if index not in layers:
                 earlier = [i for i, s in enumerate(dag.steps[:index]) if s.op == "linear"]
                 if step.op == "shared" and earlier:
                     layers[index] = layers[earlier[-1]]
                 else:
-                    layers[index] = {"relu": L.ReLU, "norm": L.LayerNorm}.get(
-                        step.op, lambda: L.Linear(dag.features)
-                    )()
+                    layers[index] = {
+                        "relu": L.ReLU,
+                        "norm": L.LayerNorm,
+                        "relu_": lambda: L.ReLU(inplace=True),
+                        "identity": L.Identity,
+                        "dropout": lambda: L.Dropout(0.5),
+                    }.get(step.op, lambda: L.Linear(dag.features))()
             layer = layers[index]
-            value = layer(torch.cat([x, y], dim=1)) if step.op == "concat" else layer(x)
+            if step.op in IN_PLACE_OPS and isinstance(x, torch.Tensor):
+                value = torch.relu(x)  # the value the graph means
+            else:
+                value = layer(torch.cat([x, y], dim=1)) if step.op == "concat" else layer(x)
+        elif step.op == "view":
+            value = x.view(x.shape[0], -1)
         elif step.op == "tanh":
             value = x.tanh()
         elif step.op == "sigmoid":
@@ -142,13 +160,30 @@ def test_a_functional_model_computes_what_its_operations_compute(
     model.eval()
     for batch in (dag.batch, other_batch):
         tensors = [torch.randn(batch, dag.features) for _ in range(dag.inputs)]
+        kept = [tensor.clone() for tensor in tensors]
         with torch.no_grad():
             got = model(*tensors)
             expected = evaluate(dag, tensors, layers)
+        assert all(torch.equal(tensor, copy) for tensor, copy in zip(tensors, kept, strict=True))
         assert type(got) is type(expected)
         if isinstance(expected, dict):
             assert list(got) == list(expected)
         for g, e in zip(_flat(got), _flat(expected), strict=True):
             assert g.shape == e.shape
             torch.testing.assert_close(g, e, rtol=0, atol=0, equal_nan=True)
-    report.count("fuzz", "random Functional DAGs (each on two batch sizes)")
+    _same_gradients(model, dag, layers, other_batch)
+    report.count("fuzz", "random Functional DAGs (each on two batch sizes, values and gradients)")
+
+
+def _same_gradients(model: torch.nn.Module, dag: Dag, layers: dict[int, torch.nn.Module], batch: int) -> None:
+    """The model's input gradients equal the eager run's: no in-place step
+    overwrote what a backward reads (autograd would raise) or a value still in use."""
+    inputs = [torch.randn(batch, dag.features, requires_grad=True) for _ in range(dag.inputs)]
+    twins = [tensor.detach().clone().requires_grad_() for tensor in inputs]
+    sum(output.sum() for output in _flat(model(*inputs))).backward()
+    sum(output.sum() for output in _flat(evaluate(dag, twins, layers))).backward()
+    for got, expected in zip(inputs, twins, strict=True):
+        if expected.grad is None:
+            assert got.grad is None or not got.grad.any()
+        else:
+            torch.testing.assert_close(got.grad, expected.grad, rtol=1e-5, atol=1e-6)
