@@ -55,6 +55,27 @@ def test_summary_prints_the_table_and_json(capsys: pytest.CaptureFixture[str]) -
     status, out, _ = run(capsys, "summary", str(SEED_CNN), "--input", "8,3,32,32", "--format", "json")
     data = json.loads(out)
     assert data["total_parameters"] == 199_620 and data["activation_bytes"] == 855_680
+    assert data["total_mult_adds"] == 8 * 3_405_700
+
+
+def test_summary_takes_torchinfos_depth_and_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys,
+        "summary",
+        str(SEED_CNN),
+        "--input",
+        "None,3,32,32",
+        "--depth",
+        "0",
+        "--columns",
+        "num_params,mult_adds",
+    )
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["layer", "type", "parameters", "mult-adds"]
+    assert lines[2].split() == ["(model)", "Sequential", "199,620", "3,405,700"] and lines[3] == lines[1]
+    status, _, err = run(capsys, "summary", str(SEED_CNN), "--input", "2,3,32,32", "--columns", "size")
+    assert status == 2 and "--columns: unknown size" in err and err.count("\n") == 1
 
 
 def test_validate_reports_every_unreadable_entry_with_its_place(

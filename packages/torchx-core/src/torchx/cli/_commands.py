@@ -7,7 +7,7 @@ import io
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -21,7 +21,7 @@ from torchx.core.graph import model_graph
 from torchx.core.plugins import current_plugins
 from torchx.core.shapes import input_dtype, input_shape
 from torchx.core.specs import check_spec, save_spec
-from torchx.core.summary import summarize
+from torchx.core.summary import COLUMNS, summarize
 
 __all__ = ["convert", "export", "plot", "plugins", "summary", "validate"]
 
@@ -30,11 +30,27 @@ def configure_summary(parser: argparse.ArgumentParser) -> None:
     add_spec_argument(parser)
     add_input_arguments(parser, required=True)
     parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        help="the deepest level of layers in the table (1: the model's children)",
+    )
+    parser.add_argument(
+        "--columns",
+        type=lambda text: tuple(name.strip() for name in text.split(",")),
+        default=None,
+        help=f"the table's columns, comma-separated, from: {', '.join(COLUMNS)} (torchinfo's names)",
+    )
 
 
 def summary(options: argparse.Namespace) -> int:
-    """Build on meta (no memory for weights) and print every layer's shape and parameters."""
+    """Build on meta (no memory for weights) and print every layer's shape, parameters and mult-adds."""
+    unknown = [name for name in options.columns or () if name not in COLUMNS]
+    if unknown:
+        raise UsageError(f"--columns: unknown {', '.join(unknown)}; choose from {', '.join(COLUMNS)}")
     result = summarize(load_model(options.spec), *inputs_of(options), dtype=options.dtype)
+    result = replace(result, depth=options.depth, columns=options.columns or result.columns)
     print(result.to_json() if options.format == "json" else result)
     return 0
 
