@@ -197,11 +197,7 @@ def generate_scriptable(program: Program) -> tuple[str, dict[str, Any]]:
         for parameter in parameters
     )
     lines = [f"def forward(self, {typed}):"]
-    for parameter in parameters:
-        lines += [
-            f"    {line}"
-            for line in _unpack_lines(writer, program.variables, parameter.variable, parameter.structure)
-        ]
+    lines += [f"    {line}" for line in _unpacking(writer, program)]
     lines += [f"    {statement}" for statement in _statements(writer, program, release=False)]
     lines.append(f"    return {_structure(writer, program.outputs)}")
     writer.globals["Tensor"] = torch.Tensor
@@ -225,6 +221,15 @@ def _script_type(key: str, structure: Any) -> str:
         )
     inner = kinds.pop()
     return f"dict[str, {inner}]" if isinstance(structure, dict) else f"list[{inner}]"
+
+
+def _unpacking(writer: _Writer, program: Program) -> list[str]:
+    """The statements binding every input held inside a list or dict parameter."""
+    return [
+        line
+        for parameter in parameters_of(program)
+        for line in _unpack_lines(writer, program.variables, parameter.variable, parameter.structure)
+    ]
 
 
 def _statements(writer: _Writer, program: Program, release: bool = True) -> list[str]:
@@ -279,11 +284,7 @@ def generate(program: Program) -> tuple[str, dict[str, Any]]:
     body.append(f"if {symbolic}:  # called on placeholders: record this model as one node")
     body.append(f"    return _find_symbolic(({arguments}), {{}}).__torchx_call__(self, ({arguments}), {{}})")
     body.append("try:")
-    for parameter in parameters:
-        body.extend(
-            f"    {line}"
-            for line in _unpack_lines(writer, program.variables, parameter.variable, parameter.structure)
-        )
+    body.extend(f"    {line}" for line in _unpacking(writer, program))
     body.extend(f"    {statement}" for statement in _statements(writer, program))
     body.append(f"    return {_structure(writer, program.outputs)}")
     body.append("except Exception as error:")

@@ -340,7 +340,8 @@ def trace(inputs: Any, outputs: Any) -> Program:
     _check_structure(inputs, "inputs")
     _check_structure(outputs, "outputs")
     namespace = Namespace(RESERVED)
-    attributes = Namespace(_module_attributes())
+    own_attributes = _module_attributes()
+    attributes = Namespace(own_attributes)
     input_names, entries = _input_names(inputs, namespace)
     needed = _reachable(outputs, input_names)
     used_inputs = {id(node) for node in needed if id(node) in input_names}
@@ -355,7 +356,7 @@ def trace(inputs: Any, outputs: Any) -> Program:
 
     variables: dict[int, str] = {key: variable for key, (_, variable) in input_names.items()}
     ordered = sorted((node for node in needed if id(node) not in input_names), key=lambda node: node.id)
-    module_names = _named_modules(ordered, attributes)
+    module_names = _named_modules(ordered, attributes, own_attributes)
     modules: dict[str, nn.Module] = {}
     steps: list[Step] = []
     for node in ordered:
@@ -427,12 +428,12 @@ def _is_plain(node: Node) -> bool:
     return node.kind == "function" and node.target in _PLAIN_FUNCTIONS and node.fresh
 
 
-def _named_modules(nodes: list[Node], attributes: Namespace) -> dict[int, str]:
+def _named_modules(nodes: list[Node], attributes: Namespace, taken: set[str]) -> dict[int, str]:
     """The submodule path of each module given a ``name=``, by module id; the
     first part of each is taken from ``attributes``, so generated names keep
     clear of them. Refuses two modules of one name, a name inside another
-    layer's (``fc`` and ``fc.bias``), and a part that is an attribute of the
-    Functional (``forward``)."""
+    layer's (``fc`` and ``fc.bias``), and a part that is one of the
+    Functional's own attributes, ``taken`` (``forward``)."""
     named: dict[str, nn.Module] = {}
     paths: dict[int, str] = {}
     for node in nodes:
@@ -450,7 +451,6 @@ def _named_modules(nodes: list[Node], attributes: Namespace) -> dict[int, str]:
             )
         named[name] = node.target
         paths[id(node.target)] = name
-    taken = _module_attributes()
     for name, module in named.items():
         clash = next((part for part in name.split(".") if part in taken), None)
         if clash is not None:
