@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,3 +170,75 @@ def test_unbuilt_models_cannot_be_saved_but_load_builds_them(tmp_path: Path) -> 
     with pytest.raises(CheckpointError, match=r"another model.*children\[0\]\.args\.out_features"):
         other.load(tmp_path / "built.pt")
     assert not torchx.is_built(other)
+
+
+# -- safetensors checkpoints, and models rebuilt from a checkpoint alone -------------------
+
+
+def test_a_safetensors_checkpoint_holds_tensors_and_the_spec_and_no_pickle(
+    tmp_path: Path, toy_layers: None
+) -> None:
+    from safetensors import safe_open
+
+    model = torchx.build(Chain(Dense(8), Norm(), Dense(2)), (None, 4))
+    model.save(tmp_path / "chain.safetensors")
+    data = (tmp_path / "chain.safetensors").read_bytes()
+    assert not zipfile.is_zipfile(tmp_path / "chain.safetensors") and b"pickle" not in data
+    with safe_open(str(tmp_path / "chain.safetensors"), framework="pt") as file:
+        assert sorted(file.keys()) == sorted(model.state_dict())
+        assert json.loads(file.metadata()["spec"]) == model.to_spec()
+    checkpoint = nnx.read_checkpoint(tmp_path / "chain.safetensors")
+    assert checkpoint.spec == model.to_spec()
+    rebuilt = Chain(Dense(8), Norm(), Dense(2)).load(tmp_path / "chain.safetensors")
+    x = torch.randn(3, 4)
+    assert torch.equal(rebuilt.eval()(x), model.eval()(x))
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+def test_load_model_rebuilds_the_model_from_a_checkpoint_alone(
+    tmp_path: Path, toy_layers: None, suffix: str
+) -> None:
+    model = torchx.build(Chain(Dense(8), Norm(), Dense(2)), (None, 4)).eval()
+    model.save(tmp_path / f"chain{suffix}")
+    loaded = torchx.load_model(tmp_path / f"chain{suffix}")
+    assert isinstance(loaded, Chain) and torchx.is_built(loaded)
+    x = torch.randn(3, 4)
+    assert torch.equal(loaded.eval()(x), model(x))
+
+
+def test_load_model_needs_a_spec_in_the_checkpoint(tmp_path: Path) -> None:
+    Net().save(tmp_path / "net.safetensors")
+    assert nnx.read_checkpoint(tmp_path / "net.safetensors").spec is None
+    with pytest.raises(CheckpointError, match="holds weights only"):
+        torchx.load_model(tmp_path / "net.safetensors")
+
+
+def test_tied_weights_are_saved_to_safetensors(tmp_path: Path) -> None:
+    model = Net(hidden=4)
+    model.fc2.weight = nn.Parameter(model.fc1.weight[:2].clone())
+    model.register_buffer("tied", model.fc1.weight)  # the same tensor under a second name
+    model.save(tmp_path / "tied.safetensors")
+    other = Net(hidden=4)
+    other.register_buffer("tied", torch.zeros(4, 4))
+    other.load(tmp_path / "tied.safetensors")
+    assert unchanged(other, snapshot(model))
+
+
+def test_damaged_and_oversized_safetensors_files_are_refused(tmp_path: Path, toy_layers: None) -> None:
+    model = torchx.build(Chain(Dense(8), Dense(2)), (None, 4))
+    model.save(tmp_path / "chain.safetensors")
+    data = (tmp_path / "chain.safetensors").read_bytes()
+    (tmp_path / "cut.safetensors").write_bytes(data[: len(data) - 7])
+    before = snapshot(model)
+    with pytest.raises(CheckpointError, match="not readable as a safetensors file"):
+        model.load(tmp_path / "cut.safetensors")
+    (tmp_path / "noise.safetensors").write_bytes(b"\x00" * 64)
+    with pytest.raises(CheckpointError, match=r"neither a torch\.save nor a safetensors file"):
+        model.load(tmp_path / "noise.safetensors")
+    small = torchx.build(Chain(Dense(8), Dense(2)), (None, 1))
+    from safetensors.torch import save_file
+
+    save_file({"big": torch.zeros(6 << 20)}, str(tmp_path / "big.safetensors"))
+    with pytest.raises(CheckpointError, match=r"refused: its tensors hold 24\.0 MiB, more than the model"):
+        small.load(tmp_path / "big.safetensors")
+    assert unchanged(model, before)

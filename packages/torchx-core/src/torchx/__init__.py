@@ -28,12 +28,16 @@ from torchx.core import PluginWarning as PluginWarning
 from torchx.core import ShapeError as ShapeError
 from torchx.core import SpecError as SpecError
 from torchx.core import TorchXError as TorchXError
+from torchx.core import WeightMismatchError as WeightMismatchError
+from torchx.core import WeightReport as WeightReport
 from torchx.core import build as build
 from torchx.core import current_scope as current_scope
 from torchx.core import device_scope as device_scope
 from torchx.core import infer_shapes as infer_shapes
 from torchx.core import is_built as is_built
+from torchx.core import load_model as load_model
 from torchx.core import load_spec as load_spec
+from torchx.core import load_weights as load_weights
 from torchx.core import native_module as native_module
 from torchx.core import save_spec as save_spec
 from torchx.core import summarize as summarize
@@ -62,13 +66,17 @@ __all__ = [
     "ShapeError",
     "SpecError",
     "TorchXError",
+    "WeightMismatchError",
+    "WeightReport",
     "__version__",
     "build",
     "current_scope",
     "device_scope",
     "infer_shapes",
     "is_built",
+    "load_model",
     "load_spec",
+    "load_weights",
     "native_module",
     "save_spec",
     "summarize",

@@ -3,6 +3,7 @@
 from torchx.core._version import __version__ as __version__
 from torchx.core.build import build as build
 from torchx.core.build import infer_shapes as infer_shapes
+from torchx.core.checkpoint import load_model as load_model
 from torchx.core.commands import Command as Command
 from torchx.core.commands import CommandRegistry as CommandRegistry
 from torchx.core.errors import (
@@ -100,6 +101,9 @@ from torchx.core.specs import (
 )
 from torchx.core.summary import Summary as Summary
 from torchx.core.summary import summarize as summarize
+from torchx.core.weights import WeightMismatchError as WeightMismatchError
+from torchx.core.weights import WeightReport as WeightReport
+from torchx.core.weights import load_weights as load_weights
 
 __all__ = [
     "FORMAT_VERSION",
@@ -135,6 +139,8 @@ __all__ = [
     "Summary",
     "TorchXError",
     "TypedShape",
+    "WeightMismatchError",
+    "WeightReport",
     "__version__",
     "build",
     "current_plugins",
@@ -144,7 +150,9 @@ __all__ = [
     "hookimpl",
     "infer_shapes",
     "is_built",
+    "load_model",
     "load_spec",
+    "load_weights",
     "native_module",
     "record_of",
     "resolve_device",

@@ -4,8 +4,10 @@ A checkpoint is a ``torch.save`` of plain data::
 
     {"torchx_checkpoint": 1, "state_dict": {...}, "spec": {...} or None}
 
-and is read back with ``torch.load(weights_only=True)``, which refuses files
-that carry code. Loading checks the whole checkpoint against the model (spec,
+read back with ``torch.load(weights_only=True)``, which refuses files that
+carry code; or, for a path ending in ``.safetensors``, a safetensors file of
+the state dict whose metadata holds the marker and the spec as JSON text (no
+pickle at all). Reading tells the two apart by their contents. Loading checks the whole checkpoint against the model (spec,
 state-dict keys, shapes, dtypes, and that every tensor is a dense one holding
 values), then rehearses the load on a meta copy of the model, before it copies
 a single tensor: a checkpoint that does not fit leaves the model untouched.
@@ -16,6 +18,7 @@ target only once it is complete on disk, so a failed save keeps the old file.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import pickle
 import re
@@ -32,9 +35,24 @@ from torchx.core.files import write_atomically
 from torchx.core.helpers import module_device, require_built
 from torchx.core.memory import available_memory, format_bytes
 from torchx.core.pending import is_pending
+from torchx.core.safetensors_file import (
+    is_safetensors,
+    read_safetensors,
+    read_safetensors_metadata,
+    safetensors_bytes,
+)
 from torchx.core.shapes import meta_copy
 
-__all__ = ["CHECKPOINT_FORMAT", "Checkpoint", "load_checkpoint", "read_checkpoint", "save_checkpoint"]
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "Checkpoint",
+    "load_checkpoint",
+    "load_model",
+    "read_checkpoint",
+    "read_checkpoint_spec",
+    "read_weights",
+    "save_checkpoint",
+]
 
 CHECKPOINT_FORMAT = 1
 """The checkpoint format this TorchX writes; it reads this version and older."""
@@ -68,7 +86,8 @@ def _spec_of(module: nn.Module) -> dict[str, Any] | None:
 
 
 def save_checkpoint(module: nn.Module, path: str | os.PathLike[str]) -> None:
-    """Write ``module``'s state dict (and spec, when it has one) to ``path``.
+    """Write ``module``'s state dict (and spec, when it has one) to ``path``:
+    a safetensors file if ``path`` ends in ``.safetensors``, else a ``torch.save`` archive.
 
     The file at ``path`` is replaced only by a complete checkpoint: if writing
     fails (a full disk, a size limit, an interrupt), the old file stays.
@@ -81,9 +100,16 @@ def save_checkpoint(module: nn.Module, path: str | os.PathLike[str]) -> None:
             f"{os.fspath(path)}: {type(module).__name__} holds meta tensors (it was built with "
             "device='meta'), which have no values to save; build it on a real device, or load weights into it"
         )
-    data = {_MARKER: CHECKPOINT_FORMAT, "state_dict": module.state_dict(), "spec": _spec_of(module)}
+    state, spec = module.state_dict(), _spec_of(module)
     try:
-        write_atomically(path, lambda file: torch.save(data, file))
+        if os.fspath(path).lower().endswith(".safetensors"):
+            metadata = {"format": "pt", _MARKER: str(CHECKPOINT_FORMAT)}
+            if spec is not None:
+                metadata["spec"] = json.dumps(spec, separators=(",", ":"))
+            write_atomically(path, lambda file: file.write(safetensors_bytes(state, metadata)))
+        else:
+            data = {_MARKER: CHECKPOINT_FORMAT, "state_dict": state, "spec": spec}
+            write_atomically(path, lambda file: torch.save(data, file))
     except OSError as error:
         raise CheckpointError(
             f"{os.fspath(path)}: writing failed, so the old file is kept: {error.strerror or error}"
@@ -98,17 +124,114 @@ def read_checkpoint(
 ) -> Checkpoint:
     """Read a checkpoint written by ``save`` without running any code from it.
 
-    Before anything is unpacked, the archive's directory is read: a file whose
-    entries would unpack to more than ``expected_bytes`` (what the model that
-    loads it holds, plus a margin; default: the memory available) is refused.
+    Before anything is unpacked, the file's directory (a ``torch.save``
+    archive's entries, a safetensors header) is read: a file whose tensors
+    would take more than ``expected_bytes`` (what the model that loads it
+    holds, plus a margin; default: the memory available) is refused.
 
     :raises CheckpointError: the file is damaged, carries objects that
         weights-only loading refuses, is not a TorchX checkpoint, or would
         unpack to more than it can hold.
     """
-    _check_archive(path, expected_bytes, map_location)
+    return _validated(_read_data(path, map_location, expected_bytes), os.fspath(path))
+
+
+def read_checkpoint_spec(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The spec a TorchX checkpoint holds, without reading its tensors' values.
+
+    :raises CheckpointError: the file is not a TorchX checkpoint, or holds
+        weights only (saved from a plain torch module).
+    """
+    where = os.fspath(path)
+    if not zipfile.is_zipfile(path) and is_safetensors(path):
+        try:
+            metadata = read_safetensors_metadata(path)
+        except ValueError as error:
+            raise CheckpointError(f"{where}: not readable as a safetensors file: {error}") from error
+        data = _checkpoint_data({}, metadata, where)
+    else:
+        data = _read_data(path, "meta", None)
+    spec = _validated(data, where).spec
+    if spec is None:
+        raise CheckpointError(
+            f"{where}: holds weights only (it was saved from a plain torch module), so it describes no "
+            "model; construct the model and call model.load(path)"
+        )
+    return spec
+
+
+def read_weights(
+    path: str | os.PathLike[str],
+    map_location: torch.device | str | None = None,
+    *,
+    expected_bytes: int | None = None,
+) -> Checkpoint:
+    """Read the tensors of any weights file, as safely as :func:`read_checkpoint`.
+
+    Besides TorchX checkpoints, this reads a plain state dict saved with
+    ``torch.save`` (torchvision's ``.pth`` files), a ``torch.save`` of a dict
+    whose ``"state_dict"`` entry is one (Lightning's checkpoints, many
+    training scripts), and any safetensors file. The spec is None unless the
+    file is a TorchX checkpoint.
+    """
+    where = os.fspath(path)
+    data = _read_data(path, map_location, expected_bytes)
+    if isinstance(data, Mapping) and _MARKER in data:
+        return _validated(data, where)
+    if isinstance(data, Mapping) and isinstance(data.get("state_dict"), Mapping):
+        data = data["state_dict"]
+    if not isinstance(data, Mapping) or not all(
+        isinstance(key, str) and isinstance(value, torch.Tensor) for key, value in data.items()
+    ):
+        entries = ", ".join(repr(key) for key in list(data)[:5]) if isinstance(data, Mapping) else ""
+        raise CheckpointError(
+            f"{where}: holds no state dict (a mapping of names to tensors, or a dict with a "
+            f"'state_dict' entry); found a {type(data).__name__}" + (f" of {entries}" if entries else "")
+        )
+    return Checkpoint(dict(data), None)
+
+
+def _read_data(
+    path: str | os.PathLike[str], map_location: torch.device | str | None, expected_bytes: int | None
+) -> Any:
+    """What the file at ``path`` holds: a ``torch.save`` archive's object, or
+    a safetensors file's tensors (in the checkpoint's layout when its metadata
+    marks it as a TorchX checkpoint)."""
+    where = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", where)
+    limit, what = _limit(expected_bytes, map_location)
+    if zipfile.is_zipfile(path):
+        _check_archive(path, limit, what)
+        return _torch_load(path, map_location)
+    if not is_safetensors(path):
+        raise CheckpointError(
+            f"{where}: not readable as a checkpoint (damaged, truncated, or neither a torch.save "
+            "nor a safetensors file)"
+        )
+    tensors, metadata = read_safetensors(path, map_location or "cpu", limit, what)
+    return _checkpoint_data(tensors, metadata, where)
+
+
+def _checkpoint_data(tensors: dict[str, torch.Tensor], metadata: Mapping[str, str], where: str) -> Any:
+    """A safetensors file's contents in the layout of a ``torch.save`` checkpoint,
+    when its metadata marks it as a TorchX checkpoint; else its tensors."""
+    if _MARKER not in metadata:
+        return tensors
+    from torchx.core.specs import parse_spec
+
+    version = metadata[_MARKER]
+    spec_text = metadata.get("spec")
+    return {
+        _MARKER: int(version) if version.isdigit() and len(version) < 10 else version,
+        "state_dict": tensors,
+        "spec": None if spec_text is None else parse_spec(spec_text, "json", where=f"{where} (metadata)"),
+    }
+
+
+def _torch_load(path: str | os.PathLike[str], map_location: torch.device | str | None) -> Any:
     try:
-        data = torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except pickle.UnpicklingError as error:
@@ -126,22 +249,23 @@ def read_checkpoint(
             f"{os.fspath(path)}: not readable as a checkpoint (truncated, or not written by torch.save): "
             f"{type(error).__name__}: {error}"
         ) from error
-    return _validated(data, os.fspath(path))
 
 
 ARCHIVE_MARGIN = 16 << 20
 """Bytes an archive may unpack to beyond its tensors: the pickled structure and the spec."""
 
 
-def _check_archive(
-    path: str | os.PathLike[str], expected_bytes: int | None, map_location: torch.device | str | None
-) -> None:
-    """Refuse a file that is not a ``torch.save`` zip archive, or whose entries
-    declare more bytes than ``expected_bytes`` (plus a margin) or than the
-    memory available: a small compressed file may claim gigabytes."""
+def _limit(expected_bytes: int | None, map_location: torch.device | str | None) -> tuple[int | None, str]:
+    """The most bytes a checkpoint may unpack to, and whose limit that is."""
+    if expected_bytes is not None:
+        return expected_bytes + expected_bytes // 16 + ARCHIVE_MARGIN, "the model it is loaded into holds"
+    return available_memory(torch.device(map_location or "cpu")), "the memory available"
+
+
+def _check_archive(path: str | os.PathLike[str], limit: int | None, what: str) -> None:
+    """Refuse a ``torch.save`` archive whose entries declare more bytes than
+    ``limit``: a small compressed file may claim gigabytes."""
     where = os.fspath(path)
-    if os.path.isdir(path):
-        raise IsADirectoryError(errno.EISDIR, "Is a directory", where)
     try:
         with zipfile.ZipFile(path) as archive:
             declared = sum(entry.file_size for entry in archive.infolist())
@@ -149,14 +273,6 @@ def _check_archive(
         raise CheckpointError(
             f"{where}: not readable as a checkpoint (damaged, truncated, or not written by torch.save)"
         ) from error
-    if expected_bytes is not None:
-        limit, what = (
-            expected_bytes + expected_bytes // 16 + ARCHIVE_MARGIN,
-            "the model it is loaded into holds",
-        )
-    else:
-        limit = available_memory(torch.device(map_location or "cpu"))  # type: ignore[assignment]
-        what = "the memory available"
     if limit is not None and declared > limit:
         raise CheckpointError(
             f"{where}: refused: its entries unpack to {format_bytes(declared)}, more than {what} "
@@ -241,9 +357,9 @@ def _unloadable(tensor: torch.Tensor) -> str | None:
     return None
 
 
-def _fit_problems(module: nn.Module, state: Mapping[str, torch.Tensor]) -> list[str]:
+def _fit_problems(module: nn.Module, state: Mapping[str, torch.Tensor], partial: bool) -> list[str]:
     expected = module.state_dict(keep_vars=True)
-    problems = [f"missing {key!r}" for key in expected if key not in state]
+    problems = [] if partial else [f"missing {key!r}" for key in expected if key not in state]
     problems += [f"unexpected {key!r}" for key in state if key not in expected]
     problems += [
         f"{key!r} is {problem}" for key, given in state.items() if (problem := _unloadable(given)) is not None
@@ -272,13 +388,7 @@ def load_checkpoint(module: _M, path: str | os.PathLike[str]) -> _M:
         that hold no values). The module is unchanged then.
     """
     where = os.fspath(path)
-    tensors = [*module.parameters(), *module.buffers()]
-    on_meta = bool(tensors) and all(tensor.is_meta for tensor in tensors)
-    if not on_meta and any(tensor.is_meta for tensor in tensors):
-        raise CheckpointError(
-            f"{where}: {type(module).__name__} has tensors both on meta and on a real device; "
-            "load a checkpoint into a model built on one device"
-        )
+    on_meta = _on_meta(module, where)
     try:
         location: torch.device | str = "cpu" if on_meta else module_device(module)
     except TorchXError:
@@ -292,18 +402,63 @@ def load_checkpoint(module: _M, path: str | os.PathLike[str]) -> _M:
                 f"{where}: the checkpoint is of another model: its spec differs from this model's at "
                 f"{difference}"
             )
-    problems = _fit_problems(module, checkpoint.state_dict)
+    return load_state(module, checkpoint.state_dict, where, assign=on_meta)
+
+
+def load_model(path: str | os.PathLike[str], map_location: torch.device | str = "cpu") -> nn.Module:
+    """The model a TorchX checkpoint describes, built from its spec, with its weights.
+
+    No code of the user's is needed: the layers come from the spec (through
+    the installed plugins' registry, as any spec), the weights from the file.
+
+    :raises CheckpointError: the file is not a TorchX checkpoint, or holds
+        weights only (a plain torch module's checkpoint has no spec).
+    :raises SpecError: the checkpoint's spec names a layer type that no
+        installed plugin provides.
+    """
+    from torchx.core.specs import from_spec
+
+    where = os.fspath(path)
+    model: nn.Module = from_spec(read_checkpoint_spec(path))
+    checkpoint = read_checkpoint(path, map_location=map_location)
+    with torch.device(map_location):
+        return load_state(model, checkpoint.state_dict, where)
+
+
+def load_state(
+    module: _M, state: Mapping[str, torch.Tensor], where: str, *, assign: bool = False, partial: bool = False
+) -> _M:
+    """Load ``state`` into ``module`` only once all of it is known to fit: its
+    keys, shapes, dtypes and values are checked, then the load is rehearsed on
+    a meta copy. Unbuilt layers build from ``state``'s shapes. With
+    ``partial``, entries of ``module`` that ``state`` lacks keep their values.
+
+    :raises CheckpointError: ``state`` does not fit; ``module`` is unchanged.
+    """
+    problems = _fit_problems(module, state, partial)
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise CheckpointError(f"{where}: the checkpoint does not fit {type(module).__name__}: {shown}")
-    _rehearse(module, checkpoint.state_dict, where)
+    _rehearse(module, state, where, partial)
     try:
-        module.load_state_dict(checkpoint.state_dict, assign=on_meta)
+        module.load_state_dict(state, strict=not partial, assign=assign)
     except LayerError as error:  # an unbuilt layer whose arguments the checkpoint does not fit
         raise CheckpointError(
             f"{where}: the checkpoint does not fit {type(module).__name__}: {error}"
         ) from error
     return module
+
+
+def _on_meta(module: nn.Module, where: str) -> bool:
+    """Whether ``module``'s tensors are all on meta (built with ``device="meta"``)."""
+    tensors = [*module.parameters(), *module.buffers()]
+    on_meta = bool(tensors) and all(tensor.is_meta for tensor in tensors)
+    if not on_meta and any(tensor.is_meta for tensor in tensors):
+        raise CheckpointError(
+            f"{where}: {type(module).__name__} has tensors both on meta and on a real device; "
+            "load a checkpoint into a model built on one device"
+        )
+    return on_meta
 
 
 def _state_bytes(module: nn.Module) -> int | None:
@@ -316,12 +471,12 @@ def _state_bytes(module: nn.Module) -> int | None:
     return total
 
 
-def _rehearse(module: nn.Module, state: Mapping[str, torch.Tensor], where: str) -> None:
+def _rehearse(module: nn.Module, state: Mapping[str, torch.Tensor], where: str, partial: bool) -> None:
     """Load ``state`` into a meta copy of ``module`` first: whatever its modules'
     own loading code refuses, it refuses before a real tensor is overwritten."""
     try:
         with meta_copy(module) as copied, torch.device("meta"):
-            copied.load_state_dict(state, assign=True)
+            copied.load_state_dict(state, strict=not partial, assign=True)
     except Exception as error:
         raise CheckpointError(
             f"{where}: the checkpoint does not fit {type(module).__name__}: {error}"

@@ -1,0 +1,370 @@
+"""Loading weights from any source into a model, with a report of what matched.
+
+``load_weights(model, source)`` pairs the model's state-dict entries with the
+source's, by name or by position, checks every pair's shape, and loads only
+once it knows what every entry becomes. Two mismatches that users meet with
+pretrained models can be adapted on request:
+
+- ``"stem"``: the first convolution takes another number of input channels
+  (grey or multispectral images into an RGB model). For one channel its
+  filters are summed over the source's channels (a grey image gives what the
+  same image repeated as RGB gave); for more they are repeated cyclically
+  and scaled by ``source_channels / channels``, which keeps the activations'
+  scale.
+- ``"head"``: the last linear layer has another number of outputs (another
+  set of classes). It keeps its fresh initialisation, and the report says so.
+
+Nothing is ever loaded silently wrong: with ``strict=True`` (the default) the
+load raises before changing anything unless every entry was loaded or
+adapted as asked; with ``strict=False`` what fits is loaded, and the report
+lists the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+import torch
+from torch import nn
+
+from torchx.core.checkpoint import load_state, read_weights
+from torchx.core.errors import CheckpointError
+from torchx.core.pending import is_pending
+from torchx.core.summary import format_table, shape_text
+
+__all__ = ["Adapter", "Match", "WeightEntry", "WeightMismatchError", "WeightReport", "load_weights"]
+
+Match = Literal["auto", "name", "position"]
+Adapter = Literal["stem", "head"]
+Status = Literal["loaded", "adapted", "fresh", "missing", "unexpected", "mismatched"]
+
+_PROBLEMS: tuple[Status, ...] = ("missing", "unexpected", "mismatched")
+Shape = tuple[int, ...]
+
+MAX_ROWS = 20
+"""Most rows a printed report shows (its lists hold every entry)."""
+
+
+class WeightMismatchError(CheckpointError):
+    """A strict :func:`load_weights` found entries that did not match; nothing was loaded."""
+
+    def __init__(self, message: str, report: WeightReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass(frozen=True)
+class WeightEntry:
+    """What became of one state-dict entry of the model, or of the source."""
+
+    status: Status
+    target: str | None
+    """The model's key (None for an entry of the source that the model lacks)."""
+    source: str | None
+    """The source's key (None for an entry of the model that the source lacks)."""
+    target_shape: Shape | None
+    """None where the model's layer is unbuilt (it builds from the source's shape)."""
+    source_shape: Shape | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class WeightReport:
+    """Every entry of a :func:`load_weights`: loaded, adapted, left fresh, or not matched.
+
+    ``str(report)`` is a short table of everything that was not simply loaded.
+    """
+
+    source: str
+    match: Literal["name", "position"]
+    entries: tuple[WeightEntry, ...]
+    applied: bool
+    """Whether the model was changed (False when a strict load was refused)."""
+
+    def _having(self, status: Status) -> list[WeightEntry]:
+        return [entry for entry in self.entries if entry.status == status]
+
+    @property
+    def loaded(self) -> list[WeightEntry]:
+        return self._having("loaded")
+
+    @property
+    def adapted(self) -> list[WeightEntry]:
+        return self._having("adapted")
+
+    @property
+    def fresh(self) -> list[WeightEntry]:
+        """The model's entries left at their initialisation by the ``"head"`` adapter."""
+        return self._having("fresh")
+
+    @property
+    def missing(self) -> list[WeightEntry]:
+        """The model's entries the source has nothing for."""
+        return self._having("missing")
+
+    @property
+    def unexpected(self) -> list[WeightEntry]:
+        """The source's entries the model has no place for."""
+        return self._having("unexpected")
+
+    @property
+    def mismatched(self) -> list[WeightEntry]:
+        """Pairs whose shapes differ (and no requested adapter applies)."""
+        return self._having("mismatched")
+
+    @property
+    def ok(self) -> bool:
+        """Whether every entry on both sides was loaded, adapted or left fresh as asked."""
+        return not any(entry.status in _PROBLEMS for entry in self.entries)
+
+    def __str__(self) -> str:
+        counts = ", ".join(
+            f"{sum(entry.status == status for entry in self.entries)} {status}"
+            for status in ("adapted", "fresh", *_PROBLEMS)
+        )
+        targets = sum(entry.target is not None for entry in self.entries)
+        verb = "loaded" if self.applied else "would load (nothing was changed)"
+        lines = [
+            f"{verb} {len(self.loaded)} of {targets} model tensors from {self.source}, "
+            f"matched by {self.match}; {counts}"
+        ]
+        shown = [entry for entry in self.entries if entry.status != "loaded"]
+        rows = [
+            [
+                entry.status,
+                entry.target or "-",
+                shape_text(entry.target_shape) if entry.target_shape is not None else "-",
+                entry.source or "-",
+                shape_text(entry.source_shape) if entry.source_shape is not None else "-",
+                entry.note,
+            ]
+            for entry in shown[:MAX_ROWS]
+        ]
+        if rows:
+            headers = ["status", "model key", "model shape", "source key", "source shape", "note"]
+            lines += format_table(headers, rows, numeric=0)
+        if len(shown) > MAX_ROWS:
+            lines.append(f"... and {len(shown) - MAX_ROWS} more (the report's lists hold every entry)")
+        return "\n".join(lines)
+
+
+def load_weights(
+    model: nn.Module,
+    source: Mapping[str, torch.Tensor] | nn.Module | str | os.PathLike[str],
+    *,
+    match: Match = "auto",
+    strict: bool = True,
+    adapt: Collection[Adapter] = (),
+) -> WeightReport:
+    """Load ``source``'s tensors into ``model`` and report what each entry became.
+
+    :param source: a state dict, a module, or a weights file: a TorchX
+        checkpoint, a ``torch.save`` of a state dict (read with
+        ``weights_only=True``, so it cannot run code) or a ``.safetensors`` file.
+    :param match: ``"name"`` pairs entries by key; ``"position"`` pairs them in
+        registration order; ``"auto"`` pairs by name, and by position when the
+        names do not line up but the structures agree (as many tensors, the
+        same shapes in order, up to the requested adapters).
+    :param strict: raise unless every entry of both sides was loaded or
+        adapted; otherwise load what fits and report the rest.
+    :param adapt: ``"stem"`` and/or ``"head"`` (see the module's docs).
+    :raises CheckpointError: ``strict`` and not everything matched (the
+        report is the error's ``report``); a source that cannot be read. The
+        model is unchanged then.
+
+    An unbuilt model builds from the source's shapes; adapters need a built
+    model (its input decides the stem's channels).
+    """
+    if match not in get_args(Match):
+        raise ValueError(f"load_weights: match must be 'auto', 'name' or 'position', got {match!r}")
+    unknown = sorted(set(adapt) - set(get_args(Adapter)))
+    if unknown:
+        raise ValueError(f"load_weights: adapt takes 'stem' and 'head', got {', '.join(map(repr, unknown))}")
+    described, state = _source_state(source)
+    targets = model.state_dict(keep_vars=True)
+    if adapt and any(is_pending(tensor) for tensor in targets.values()):
+        raise CheckpointError(
+            f"load_weights into {type(model).__name__} with adapt={tuple(adapt)}: the model is not built, "
+            "and its input decides what to adapt; build it first: torchx.build(model, input_shape)"
+        )
+    roles = _roles(model, adapt)
+    chosen: Literal["name", "position"] = "name"
+    report_entries, tensors = _pair(targets, state, _by_name(targets, state), roles)
+    by_position = None
+    if match == "position" or (_names_disagree(report_entries) and len(targets) == len(state)):
+        by_position = _pair(targets, state, list(zip(targets, state, strict=False)), roles)
+        agrees = not any(entry.status == "mismatched" for entry in by_position[0])
+        if match == "position" or (match == "auto" and agrees):
+            chosen, (report_entries, tensors) = "position", by_position
+    report = WeightReport(described, chosen, tuple(report_entries), applied=False)
+    if strict and not report.ok:
+        hint = _hint(report, None if chosen == "position" else by_position)
+        raise WeightMismatchError(
+            f"load_weights into {type(model).__name__}: not everything matched\n{report}\nhint: {hint}",
+            report,
+        )
+    load_state(model, tensors, described, partial=not report.ok or bool(report.fresh))
+    return WeightReport(described, chosen, tuple(report_entries), applied=True)
+
+
+def _source_state(
+    source: Mapping[str, torch.Tensor] | nn.Module | str | os.PathLike[str],
+) -> tuple[str, dict[str, torch.Tensor]]:
+    """A description of ``source`` for messages, and its state dict."""
+    if isinstance(source, nn.Module):
+        return f"a {type(source).__name__}", source.state_dict()
+    if isinstance(source, Mapping):
+        bad = [
+            key
+            for key, value in source.items()
+            if not isinstance(key, str) or not isinstance(value, torch.Tensor)
+        ]
+        if bad:
+            raise CheckpointError(
+                f"load_weights: the source's entry {bad[0]!r} is not a tensor named by a string"
+            )
+        return "a state dict", dict(source)
+    return os.fspath(source), read_weights(source, map_location="cpu").state_dict
+
+
+def _by_name(
+    targets: Mapping[str, torch.Tensor], state: Mapping[str, torch.Tensor]
+) -> list[tuple[str | None, str | None]]:
+    pairs: list[tuple[str | None, str | None]] = [(key, key if key in state else None) for key in targets]
+    return pairs + [(None, key) for key in state if key not in targets]
+
+
+def _names_disagree(entries: list[WeightEntry]) -> bool:
+    return any(entry.status in ("missing", "unexpected") for entry in entries)
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """The model's keys that a requested adapter may change."""
+
+    stem: str | None
+    head: frozenset[str]
+
+
+def _roles(model: nn.Module, adapt: Collection[Adapter]) -> _Roles:
+    convolutions = [
+        name for name, module in model.named_modules() if isinstance(module, nn.modules.conv._ConvNd)
+    ]
+    linears = [name for name, module in model.named_modules() if isinstance(module, nn.Linear)]
+    stem = _key(convolutions[0], "weight") if "stem" in adapt and convolutions else None
+    head = (
+        frozenset({_key(linears[-1], "weight"), _key(linears[-1], "bias")})
+        if "head" in adapt and linears
+        else frozenset()
+    )
+    return _Roles(stem, head)
+
+
+def _key(module: str, tensor: str) -> str:
+    return f"{module}.{tensor}" if module else tensor
+
+
+def _pair(
+    targets: Mapping[str, torch.Tensor],
+    state: Mapping[str, torch.Tensor],
+    pairs: list[tuple[str | None, str | None]],
+    roles: _Roles,
+) -> tuple[list[WeightEntry], dict[str, torch.Tensor]]:
+    """Each pair's entry in the report, and the tensors to load by the model's keys."""
+    entries: list[WeightEntry] = []
+    tensors: dict[str, torch.Tensor] = {}
+    for target, source in pairs:
+        given = state[source] if source is not None else None
+        tensor = targets[target] if target is not None else None
+        target_shape = None if tensor is None or is_pending(tensor) else tuple(tensor.shape)
+        source_shape = None if given is None else tuple(given.shape)
+        if target is None or given is None or tensor is None:
+            status: Status = "unexpected" if target is None else "missing"
+            entries.append(WeightEntry(status, target, source, target_shape, source_shape))
+            continue
+        value, status, note = _fitted(target, tensor, given, roles)
+        entries.append(WeightEntry(status, target, source, target_shape, source_shape, note))
+        if value is not None:
+            tensors[target] = value
+    return entries, tensors
+
+
+def _fitted(
+    key: str, tensor: torch.Tensor, given: torch.Tensor, roles: _Roles
+) -> tuple[torch.Tensor | None, Status, str]:
+    """What to load into the model's ``tensor`` from ``given``, its status and a note."""
+    if is_pending(tensor):
+        return given, "loaded", "builds from this shape"
+    note = "" if given.dtype == tensor.dtype else f"{_dtype(given)} cast to {_dtype(tensor)}"
+    given = given.to(tensor.dtype)
+    if given.shape == tensor.shape:
+        return given, "loaded", note
+    if key == roles.stem and _differs_only_in(given.shape, tensor.shape, dim=1):
+        return _adapted_stem(given, tensor.shape[1])
+    if key in roles.head and _differs_only_in(given.shape, tensor.shape, dim=0):
+        return (
+            None,
+            "fresh",
+            f"head: {given.shape[0]} outputs in the source, {tensor.shape[0]} here; left at its initialisation",
+        )
+    return None, "mismatched", note
+
+
+def _dtype(tensor: torch.Tensor) -> str:
+    return str(tensor.dtype).removeprefix("torch.")
+
+
+def _differs_only_in(a: torch.Size, b: torch.Size, *, dim: int) -> bool:
+    """Whether shapes ``a`` and ``b`` differ in ``dim`` and nowhere else."""
+    return len(a) == len(b) > dim and [
+        index for index, (x, y) in enumerate(zip(a, b, strict=True)) if x != y
+    ] == [dim]
+
+
+def _adapted_stem(weight: torch.Tensor, channels: int) -> tuple[torch.Tensor, Status, str]:
+    """The first convolution's filters for ``channels`` input channels."""
+    have = weight.shape[1]
+    if channels == 1:
+        return (
+            weight.sum(dim=1, keepdim=True),
+            "adapted",
+            f"stem: the {have} input channels' filters summed into 1",
+        )
+    repeats = -(-channels // have)
+    adapted = weight.repeat(1, repeats, *([1] * (weight.dim() - 2)))[:, :channels] * (have / channels)
+    return (
+        adapted,
+        "adapted",
+        f"stem: the {have} input channels' filters repeated to {channels}, scaled by {have}/{channels}",
+    )
+
+
+def _hint(report: WeightReport, by_position: tuple[list[WeightEntry], dict[str, torch.Tensor]] | None) -> str:
+    """How to load what did not match."""
+    hints = []
+    if by_position is not None:
+        differing = [entry.target for entry in by_position[0] if entry.status == "mismatched"]
+        hints.append(
+            f"by position (match='position'), only {len(differing)} of {len(by_position[0])} pairs differ "
+            f"in shape: {', '.join(map(str, differing[:3]))}{', ...' if len(differing) > 3 else ''}"
+        )
+    mismatched = (
+        report.mismatched + [entry for entry in by_position[0] if entry.status == "mismatched"]
+        if by_position
+        else report.mismatched
+    )
+    if any(_differ_only_in(entry, dim=1) and len(entry.target_shape or ()) >= 3 for entry in mismatched):
+        hints.append("adapt=('stem',) adapts a first convolution to other input channels")
+    if any(_differ_only_in(entry, dim=0) and len(entry.target_shape or ()) == 2 for entry in mismatched):
+        hints.append("adapt=('head',) keeps a last linear layer with other outputs at its initialisation")
+    hints.append("strict=False loads what matches and returns this report")
+    return "; ".join(hints)
+
+
+def _differ_only_in(entry: WeightEntry, *, dim: int) -> bool:
+    if entry.target_shape is None or entry.source_shape is None:
+        return False
+    return _differs_only_in(torch.Size(entry.source_shape), torch.Size(entry.target_shape), dim=dim)
