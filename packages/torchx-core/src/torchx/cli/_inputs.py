@@ -11,7 +11,8 @@ import torch
 
 from torchx.cli._errors import UsageError
 from torchx.core.arguments import INT64_MAX
-from torchx.core.errors import short_repr
+from torchx.core.checkpoint import read_checkpoint_spec
+from torchx.core.errors import CheckpointError, short_repr
 from torchx.core.layer import Layer
 from torchx.core.shapes import InputLike, TypedShape, input_shape, shape_problem
 from torchx.core.specs import MAX_SPEC_BYTES, from_spec, parse_spec
@@ -26,8 +27,16 @@ _DTYPES = {
 }
 
 
+CHECKPOINT_SUFFIXES = (".pt", ".pth", ".safetensors")
+"""Files read as TorchX checkpoints (the spec they hold) where a spec is expected."""
+
+
 def add_spec_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", help="a .json or .yaml TorchX spec file, or - for standard input")
+    parser.add_argument(
+        "spec",
+        help="a .json or .yaml TorchX spec file, a TorchX checkpoint (.pt, .pth, .safetensors: "
+        "its spec), or - for standard input",
+    )
 
 
 def add_input_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -92,7 +101,8 @@ def _check_tensor_size(value: InputLike, dtype: torch.dtype | None) -> None:
 
 
 def read_document(source: str) -> Any:
-    """The spec document in file ``source`` (``.json``/``.yaml``/``.yml``), or on stdin for ``-``."""
+    """The spec document in file ``source`` (``.json``/``.yaml``/``.yml``, or the
+    spec a checkpoint holds), or on stdin for ``-``."""
     if source == "-":
         try:
             text = sys.stdin.read(MAX_SPEC_BYTES + 1)  # parse_spec refuses more
@@ -105,8 +115,12 @@ def read_document(source: str) -> Any:
     if path.is_dir():
         raise UsageError(f"{source}: is a directory, not a spec file")
     suffix = path.suffix.lower()
+    if suffix in CHECKPOINT_SUFFIXES:
+        return _checkpoint_spec(path)
     if suffix not in (".json", ".yaml", ".yml"):
-        raise UsageError(f"{source}: spec files end in .json, .yaml or .yml")
+        raise UsageError(
+            f"{source}: spec files end in .json, .yaml or .yml, checkpoints in {', '.join(CHECKPOINT_SUFFIXES)}"
+        )
     try:
         size = path.stat().st_size
         if size > MAX_SPEC_BYTES:  # measured, not read
@@ -120,6 +134,18 @@ def read_document(source: str) -> Any:
     except OSError as error:
         raise UsageError(f"{source}: cannot be read: {error.strerror or error}") from None
     return _parsed(text, "json" if suffix == ".json" else "yaml", source)
+
+
+def _checkpoint_spec(path: Path) -> dict[str, Any]:
+    """The spec of the TorchX checkpoint at ``path`` (its tensors are not read)."""
+    try:
+        return read_checkpoint_spec(path)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except CheckpointError as error:
+        raise UsageError(" ".join(str(error).split())) from None
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be read: {error.strerror or error}") from None
 
 
 def _parsed(text: str, kind: str, where: str) -> Any:
