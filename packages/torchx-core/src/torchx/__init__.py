@@ -27,6 +27,7 @@ from torchx.core import PluginError as PluginError
 from torchx.core import PluginWarning as PluginWarning
 from torchx.core import ShapeError as ShapeError
 from torchx.core import SpecError as SpecError
+from torchx.core import SpecMigrationWarning as SpecMigrationWarning
 from torchx.core import TorchXError as TorchXError
 from torchx.core import WeightMismatchError as WeightMismatchError
 from torchx.core import WeightReport as WeightReport
@@ -65,6 +66,7 @@ __all__ = [
     "PluginWarning",
     "ShapeError",
     "SpecError",
+    "SpecMigrationWarning",
     "TorchXError",
     "WeightMismatchError",
     "WeightReport",

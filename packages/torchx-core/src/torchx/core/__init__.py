@@ -55,6 +55,9 @@ from torchx.core.errors import (
     SpecError as SpecError,
 )
 from torchx.core.errors import (
+    SpecMigrationWarning as SpecMigrationWarning,
+)
+from torchx.core.errors import (
     TorchXError as TorchXError,
 )
 from torchx.core.helpers import ModuleHelpers as ModuleHelpers
@@ -79,6 +82,8 @@ from torchx.core.plugins import (
     use_plugins as use_plugins,
 )
 from torchx.core.registry import LayerRegistry as LayerRegistry
+from torchx.core.registry import MigrationRegistry as MigrationRegistry
+from torchx.core.registry import rename_argument as rename_argument
 from torchx.core.scope import DeviceScope as DeviceScope
 from torchx.core.scope import current_scope as current_scope
 from torchx.core.scope import device_scope as device_scope
@@ -125,6 +130,7 @@ __all__ = [
     "LayerRecord",
     "LayerRegistry",
     "MemoryWarning",
+    "MigrationRegistry",
     "MissingPackageError",
     "ModuleHelpers",
     "NotBuiltError",
@@ -136,6 +142,7 @@ __all__ = [
     "PluginWarning",
     "ShapeError",
     "SpecError",
+    "SpecMigrationWarning",
     "Summary",
     "TorchXError",
     "TypedShape",
@@ -155,6 +162,7 @@ __all__ = [
     "load_weights",
     "native_module",
     "record_of",
+    "rename_argument",
     "resolve_device",
     "save_spec",
     "summarize",

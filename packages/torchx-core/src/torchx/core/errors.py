@@ -26,6 +26,7 @@ __all__ = [
     "PluginWarning",
     "ShapeError",
     "SpecError",
+    "SpecMigrationWarning",
     "TorchXError",
     "add_note",
     "dynamic_dims_shown_as_none",
@@ -250,6 +251,10 @@ class BuildWarning(UserWarning):
 
 class MemoryWarning(UserWarning):
     """A forward the summary measured would ask for more memory than the device has."""
+
+
+class SpecMigrationWarning(UserWarning):
+    """A spec was written by an older version of a layer and was migrated as it was read."""
 
 
 class PluginWarning(UserWarning):

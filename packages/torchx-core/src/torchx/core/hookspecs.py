@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from torchx.core.commands import CommandRegistry
     from torchx.core.placement import Placement
-    from torchx.core.registry import LayerRegistry
+    from torchx.core.registry import LayerRegistry, MigrationRegistry
 
 __all__ = ["hookimpl", "hookspec"]
 
@@ -43,6 +43,19 @@ def torchx_register_layers(registry: LayerRegistry) -> None:
     :param registry: the registry to add to; see
         :meth:`~torchx.core.registry.LayerRegistry.register` and
         :meth:`~torchx.core.registry.LayerRegistry.export`.
+    """
+
+
+@hookspec
+def torchx_register_migrations(migrations: MigrationRegistry) -> None:
+    """Add the spec migrations of this plugin's own layer types.
+
+    Called once per plugin, after every plugin registered its layers. A
+    layer whose ``spec_version`` is N needs a migration from each version
+    below N that specs may have been written at.
+
+    :param migrations: the registry to add to; see
+        :meth:`~torchx.core.registry.MigrationRegistry.add`.
     """
 
 

@@ -443,6 +443,12 @@ class Layer(nn.Module):
     same_shape: ClassVar[bool] = False
     """True when the output shape always equals the input shape (a fast path)."""
 
+    spec_version: ClassVar[int] = 1
+    """The version of this layer's spec entry. Raise it when the entry changes
+    (an argument renamed, a field moved), and register a migration from the
+    previous version (:class:`~torchx.core.registry.MigrationRegistry`), so
+    that specs written before still load."""
+
     _torchx: LayerRecord
     _torchx_plain_init: ClassVar[bool] = False
 

@@ -36,7 +36,7 @@ from torchx.core import hookspecs
 from torchx.core.commands import CommandRegistry
 from torchx.core.errors import DeviceError, PluginError, PluginWarning
 from torchx.core.placement import Placement
-from torchx.core.registry import LayerRegistry
+from torchx.core.registry import LayerRegistry, MigrationRegistry
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -254,7 +254,8 @@ class PluginManager:
 
     @property
     def registry(self) -> LayerRegistry:
-        """The layer registry, filled by every plugin's ``torchx_register_layers``."""
+        """The layer registry, filled by every plugin's ``torchx_register_layers``
+        (and its migrations by every ``torchx_register_migrations``)."""
         with self._lock:
             self.load()
             if self._registry is None:
@@ -269,11 +270,20 @@ class PluginManager:
         """Call ``torchx_register_layers`` on each plugin separately.
 
         One plugin raising, or taking a name that is already taken, is reported
-        against that plugin; the others' registrations stand.
+        against that plugin; the others' registrations stand. Then each
+        plugin's ``torchx_register_migrations`` adds to ``registry.migrations``.
         """
         self._each_plugin("torchx_register_layers", "registry", registry)
+        self.register_migrations(registry.migrations)
 
-    def _each_plugin(self, hook: str, argument: str, target: LayerRegistry | CommandRegistry) -> None:
+    def register_migrations(self, migrations: MigrationRegistry) -> None:
+        """Call ``torchx_register_migrations`` on each plugin separately, isolating
+        failures and migrations of types the plugin does not own."""
+        self._each_plugin("torchx_register_migrations", "migrations", migrations)
+
+    def _each_plugin(
+        self, hook: str, argument: str, target: LayerRegistry | MigrationRegistry | CommandRegistry
+    ) -> None:
         """Call ``hook``'s implementations one by one with ``target`` (a registry)
         as ``argument``, tagging what each adds with its plugin's name; a plugin
         that raises, or takes a name already taken, is reported against it."""

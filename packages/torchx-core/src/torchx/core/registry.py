@@ -3,20 +3,43 @@
 Names are case-insensitive and may have aliases (``Dense`` for ``Linear``).
 Nothing here imports a dotted path or evaluates code: a type that no plugin
 registered does not exist.
+
+Each type's spec entry has a version, its class's ``spec_version`` (written
+as ``"version"`` when above 1). A plugin that changes a layer's entry raises
+the version and registers a migration from the previous one, a pure function
+on the entry's data, in its ``torchx_register_migrations`` hook::
+
+    @hookimpl
+    def torchx_register_migrations(migrations):
+        migrations.add("Scale", 1, rename_argument("factor", "scale"))
+
+Reading a spec applies each entry's migrations in order, from the version it
+was written at to the installed one, and warns
+(:class:`~torchx.core.errors.SpecMigrationWarning`) naming what it migrated;
+``torchx convert`` writes the spec at the current versions.
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torchx.core.errors import SpecError, short_repr
 
 if TYPE_CHECKING:
     from torchx.core.layer import Layer
 
-__all__ = ["PROVIDED_BY", "LayerRegistry", "RegistryConflict"]
+__all__ = [
+    "PROVIDED_BY",
+    "LayerRegistry",
+    "Migration",
+    "MigrationRegistry",
+    "RegistryConflict",
+    "rename_argument",
+]
 
 PROVIDED_BY = {
     **dict.fromkeys(("Placeholder", "Input", "Functional", "Model"), "torchx-functional"),
@@ -58,6 +81,8 @@ class LayerRegistry:
         self._owners: dict[str, str] = {}
         self.conflicts: list[RegistryConflict] = []
         self.current_plugin = "<direct>"
+        self.migrations = MigrationRegistry(self)
+        """Every type's spec migrations, filled by ``torchx_register_migrations`` hooks."""
 
     def register(self, cls: type[Layer], *, name: str | None = None, aliases: tuple[str, ...] = ()) -> None:
         """Register ``cls`` under ``name`` (default: its class name) and ``aliases``.
@@ -128,3 +153,106 @@ class LayerRegistry:
     def owner(self, name: str) -> str | None:
         """The plugin that registered ``name``."""
         return self._owners.get(name.lower())
+
+
+Fields = dict[str, Any]
+"""A spec entry without its ``type``, ``name`` and ``version`` (``{"args": {...}}``)."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """Turns an entry of ``type_name`` written at ``from_version`` into one of ``from_version + 1``."""
+
+    type_name: str
+    from_version: int
+    migrate: Callable[[Fields], Fields]
+    plugin: str
+
+
+class MigrationRegistry:
+    """The migrations of every layer type, by type and version."""
+
+    def __init__(self, layers: LayerRegistry) -> None:
+        self._layers = layers
+        self._migrations: dict[tuple[str, int], Migration] = {}
+        self.conflicts: list[RegistryConflict] = []
+        self.current_plugin = "<direct>"
+
+    def add(self, type_name: str, from_version: int, migrate: Callable[[Fields], Fields]) -> None:
+        """Register ``migrate`` from version ``from_version`` of ``type_name`` to the next.
+
+        ``migrate`` receives a copy of the entry's fields (everything but
+        ``type``, ``name`` and ``version``) and returns the fields at the next
+        version; it must not read anything but its argument. A type that
+        another plugin registered, or a version already migrated, is refused
+        (recorded as a conflict, reported as a plugin warning).
+        """
+        if isinstance(from_version, bool) or not isinstance(from_version, int) or from_version < 1:
+            raise ValueError(f"migration of {type_name!r}: from_version is an int >= 1, got {from_version!r}")
+        key = (type_name.lower(), from_version)
+        owner = self._layers.owner(type_name)
+        if owner is not None and self.current_plugin != "<direct>" and owner != self.current_plugin:
+            self.conflicts.append(RegistryConflict(f"migrations of {type_name}", owner, self.current_plugin))
+            return
+        if key in self._migrations:
+            first = self._migrations[key].plugin
+            self.conflicts.append(
+                RegistryConflict(
+                    f"migration of {type_name} from version {from_version}", first, self.current_plugin
+                )
+            )
+            return
+        self._migrations[key] = Migration(type_name, from_version, migrate, self.current_plugin)
+
+    def upgrade(self, type_name: str, fields: Fields, version: int, current: int, where: str) -> Fields:
+        """``fields`` of a ``type_name`` entry written at ``version``, migrated to ``current``.
+
+        :raises SpecError: ``version`` is newer than ``current``, a migration
+            on the way is missing, or one fails or returns something other
+            than an object.
+        """
+        if version > current:
+            provider = self._layers.owner(type_name) or "the plugin that provides it"
+            raise SpecError(
+                f"{where}.version",
+                f"this {type_name} entry has version {version}, newer than the version {current} that "
+                f"the installed {provider} reads; upgrade {provider}",
+            )
+        for step in range(version, current):
+            migration = self._migrations.get((type_name.lower(), step))
+            if migration is None:
+                raise SpecError(
+                    f"{where}.version",
+                    f"no migration of {type_name} from version {step} to {step + 1} is registered, so "
+                    f"an entry of version {version} cannot be read as version {current}",
+                )
+            try:
+                migrated = migration.migrate(copy.deepcopy(fields))
+            except Exception as error:
+                raise SpecError(
+                    where,
+                    f"migrating {type_name} from version {step} ({migration.plugin}) failed: "
+                    f"{type(error).__name__}: {error}",
+                ) from error
+            if not isinstance(migrated, Mapping):
+                raise SpecError(
+                    where,
+                    f"the migration of {type_name} from version {step} ({migration.plugin}) returned "
+                    f"a {type(migrated).__name__}, not the entry's fields",
+                )
+            fields = dict(migrated)
+        return fields
+
+
+def rename_argument(old: str, new: str) -> Callable[[Fields], Fields]:
+    """A migration that renames argument ``old`` of an entry to ``new``."""
+
+    def migrate(fields: Fields) -> Fields:
+        arguments = fields.get("args")
+        if isinstance(arguments, dict) and old in arguments:
+            arguments = {(new if name == old else name): value for name, value in arguments.items()}
+            return {**fields, "args": arguments}
+        return fields
+
+    migrate.__qualname__ = f"rename_argument({old!r}, {new!r})"
+    return migrate

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,15 @@ import torch
 from torch import nn
 
 from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
-from torchx.core.errors import ArgumentError, LayerError, SpecError, TorchXError, int_digits, short_repr
+from torchx.core.errors import (
+    ArgumentError,
+    LayerError,
+    SpecError,
+    SpecMigrationWarning,
+    TorchXError,
+    int_digits,
+    short_repr,
+)
 from torchx.core.files import write_bytes_atomically
 from torchx.core.layer import Layer, layer_view, name_problem, record_of, set_given_name
 from torchx.core.registry import LayerRegistry
@@ -126,7 +135,9 @@ class SpecWriter:
         # (FSDP, parametrizations) swap classes.
         type_name = self.registry.type_name(record.layer_class)
         named = {"name": record.name} if record.name is not None else {}
-        return {"type": type_name, **named, **layer_view(layer).spec_fields(child)}  # type: ignore[arg-type]
+        version = record.layer_class.spec_version
+        versioned = {"version": version} if version > 1 else {}
+        return {"type": type_name, **named, **versioned, **layer_view(layer).spec_fields(child)}  # type: ignore[arg-type]
 
     def value(self, value: Any, where: str) -> Any:
         """``value`` as JSON data (tuples become lists); refuses anything else."""
@@ -152,7 +163,8 @@ class SpecReader:
     With an ``errors`` list, reading goes on past a layer entry it cannot
     read (the error is appended, and an identity stand-in takes the layer's
     place), so that one pass finds every unreadable entry. ``places`` maps
-    each layer made to where in the document it came from.
+    each layer made to where in the document it came from; ``migrated`` lists
+    the entries read through migrations (see :mod:`torchx.core.registry`).
     """
 
     def __init__(
@@ -163,12 +175,14 @@ class SpecReader:
         *,
         errors: list[SpecError] | None = None,
         places: dict[int, str] | None = None,
+        migrated: list[str] | None = None,
     ) -> None:
         self.registry = registry
         self.where = where
         self.depth = depth
         self.errors = errors
         self.places = places if places is not None else {}
+        self.migrated = migrated if migrated is not None else []
 
     def layer(self, data: Any, where: str | None = None) -> Layer:
         """Construct the (child) layer described by ``data``."""
@@ -197,13 +211,32 @@ class SpecReader:
         problem = None if name is None else name_problem(name)
         if problem is not None:
             raise SpecError(f"{place}.name", problem)
-        fields = {key: value for key, value in data.items() if key not in ("type", "name")}
-        child = SpecReader(self.registry, place, self.depth + 1, errors=self.errors, places=self.places)
+        fields = {key: value for key, value in data.items() if key not in ("type", "name", "version")}
+        fields = self._migrated(cls, fields, data.get("version", 1), place)
+        child = SpecReader(
+            self.registry,
+            place,
+            self.depth + 1,
+            errors=self.errors,
+            places=self.places,
+            migrated=self.migrated,
+        )
         layer = cls.from_spec_fields(fields, child)
         if name is not None:
             set_given_name(layer, name)
         self.places[id(layer)] = place
         return layer
+
+    def _migrated(self, cls: type[Layer], fields: dict[str, Any], version: Any, place: str) -> dict[str, Any]:
+        """``fields`` of an entry written at ``version``, as ``cls``'s current version reads them."""
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise SpecError(f"{place}.version", f"expected a positive integer, got {_kind(version)}")
+        if version == cls.spec_version:
+            return fields
+        type_name = self.registry.type_name(cls)
+        fields = self.registry.migrations.upgrade(type_name, fields, version, cls.spec_version, place)
+        self.migrated.append(f"{place} ({type_name}: version {version} to {cls.spec_version})")
+        return fields
 
     def arguments(self, cls: type[Layer], fields: Mapping[str, Any]) -> dict[str, Any]:
         """Check ``fields`` holds only ``args``, and the args against ``cls.__init__``."""
@@ -211,7 +244,7 @@ class SpecReader:
         if extra:
             raise SpecError(
                 f"{self.where}.{extra[0]}",
-                f"unknown key; a {cls.__name__} spec has only 'type', 'name' and 'args'",
+                f"unknown key; a {cls.__name__} spec has only 'type', 'name', 'version' and 'args'",
             )
         raw = fields.get("args", {})
         if not isinstance(raw, Mapping):
@@ -399,6 +432,16 @@ def _read(spec: Mapping[str, Any], reader: SpecReader, expect: type[_L] | None) 
     body = {key: value for key, value in spec.items() if key != "format_version"}
     _measure(body)
     layer = reader.layer(body)
+    if reader.migrated:
+        shown = ", ".join(reader.migrated[:5]) + (
+            f" and {len(reader.migrated) - 5} more" if len(reader.migrated) > 5 else ""
+        )
+        warnings.warn(
+            f"the spec was written by older versions of its layers and was migrated as it was read: {shown}; "
+            "write it anew (torchx convert spec.yaml -o spec.yaml) to read it as it is",
+            SpecMigrationWarning,
+            stacklevel=3,
+        )
     if expect is not None and not isinstance(layer, expect):
         raise SpecError("$.type", f"expected a {expect.__name__} spec, got {type(layer).__name__}")
     return layer  # type: ignore[return-value]
