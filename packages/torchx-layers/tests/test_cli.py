@@ -170,7 +170,8 @@ def test_plugins_lists_what_each_registered(
     assert status == 0
     data = {entry["plugin"]: entry for entry in json.loads(out)["plugins"]}
     assert "Conv2d" in data["torchx-layers"]["layers"]
-    assert data["torchx-core"]["commands"] == ["summary", "validate", "plot", "plugins", "convert", "export"]
+    builtin = ["summary", "validate", "plot", "plugins", "convert", "export", "diff"]
+    assert data["torchx-core"]["commands"] == builtin
     status, out, _ = run(capsys, "plugins")
     assert "torchx-layers" in out and "layers (" in out
 
@@ -473,3 +474,37 @@ def test_a_forward_larger_than_memory_fails_validate_and_warns_in_summary_in_one
     status, out, err = status_of(capsys, "summary", str(spec), "--input", "None,3,32")
     assert status == 0 and "largest tensor of a forward (MB): 67.11" in out
     assert err.startswith(f"torchx summary: MemoryWarning: {too_large}") and one_line(err), err
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+def test_summary_validate_and_plot_read_the_spec_a_checkpoint_holds(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, only_core_and_layers: PluginManager, suffix: str
+) -> None:
+    import torchx
+    from torchx.core.specs import load_spec
+
+    model = torchx.build(load_spec(SEED_CNN), (None, 3, 32, 32))
+    model.save(tmp_path / f"cnn{suffix}")
+    status, from_checkpoint, _ = run(
+        capsys, "summary", str(tmp_path / f"cnn{suffix}"), "--input", "8,3,32,32"
+    )
+    assert status == 0
+    assert run(capsys, "summary", str(SEED_CNN), "--input", "8,3,32,32")[1] == from_checkpoint
+    status, out, _ = run(capsys, "validate", str(tmp_path / f"cnn{suffix}"), "--input", "8,3,32,32")
+    assert (status, out) == (
+        0,
+        f"{tmp_path / f'cnn{suffix}'}: ok (readable and builds for the given inputs)\n",
+    )
+    assert run(capsys, *arguments("plot", tmp_path / f"cnn{suffix}", tmp_path))[0] == 0
+
+
+def test_a_checkpoint_without_a_spec_is_a_one_line_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, only_core_and_layers: PluginManager
+) -> None:
+    torch.save({"weight": torch.zeros(2)}, tmp_path / "plain.pth")
+    status, out, err = run(capsys, "summary", str(tmp_path / "plain.pth"), "--input", "1,2")
+    assert (status, out) == (2, "")
+    assert (
+        err
+        == f"torchx summary: error: {tmp_path / 'plain.pth'}: not a TorchX checkpoint (write one with model.save(path))\n"
+    )
