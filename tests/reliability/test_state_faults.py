@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
@@ -53,10 +54,34 @@ def _write_damage(kind: str, path: Path, good: Path) -> None:
         ).save(path)
     elif kind == "a plain state_dict":
         torch.save(small_model().state_dict(), path)
+    elif kind == "safetensors tensors reaching past the end":
+        _with_header(path, good, lambda header: _stretched(header))
+    elif kind == "safetensors metadata whose spec is not JSON":
+        _with_header(
+            path, good, lambda header: {**header, "__metadata__": {**header["__metadata__"], "spec": "{"}}
+        )
     elif kind == "a directory":
         path.mkdir()
     elif kind == "a missing file":
         pass
+
+
+def _with_header(path: Path, good: Path, change: Any) -> None:
+    """A copy of the safetensors file ``good`` whose JSON header ``change`` rewrote."""
+    data = good.read_bytes()
+    length = int.from_bytes(data[:8], "little")
+    header = json.dumps(change(json.loads(data[8 : 8 + length]))).encode()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + data[8 + length :])
+
+
+def _stretched(header: dict[str, Any]) -> dict[str, Any]:
+    """Every tensor's byte range shifted far past the end of the file."""
+    return {
+        name: entry
+        if name == "__metadata__"
+        else {**entry, "data_offsets": [o + (1 << 40) for o in entry["data_offsets"]]}
+        for name, entry in header.items()
+    }
 
 
 DAMAGE = [
@@ -72,15 +97,23 @@ DAMAGE = [
     "a directory",
     "a missing file",
 ]
+SAFETENSORS_DAMAGE = [
+    "safetensors tensors reaching past the end",
+    "safetensors metadata whose spec is not JSON",
+]
 
 
-@pytest.mark.parametrize("damage", DAMAGE)
+@pytest.mark.parametrize(
+    ("suffix", "damage"),
+    [(".pt", damage) for damage in DAMAGE]
+    + [(".safetensors", damage) for damage in DAMAGE + SAFETENSORS_DAMAGE],
+)
 def test_a_damaged_checkpoint_is_refused_and_the_model_untouched(
-    damage: str, tmp_path: Path, report: Report
+    suffix: str, damage: str, tmp_path: Path, report: Report
 ) -> None:
-    good = tmp_path / "good.pt"
+    good = tmp_path / f"good{suffix}"
     small_model().save(good)
-    path = tmp_path / "damaged.pt"
+    path = tmp_path / f"damaged{suffix}"
     _write_damage(damage, path, good)
     model = small_model()
     before = snapshot(model)
@@ -92,7 +125,7 @@ def test_a_damaged_checkpoint_is_refused_and_the_model_untouched(
     assert not MARKER.exists(), "loading ran the payload"
     assert unchanged(model, before)
     model.load(good)  # and a good checkpoint still loads afterwards
-    report.count("fault", f"damaged checkpoint: {damage}")
+    report.count("fault", f"damaged {suffix} checkpoint: {damage}")
 
 
 class _Fails(L.Layer):

@@ -4,6 +4,7 @@ fails (full disk, size limit) after it began."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import threading
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from report import Report
 from weights import small_model, snapshot, unchanged
 
@@ -223,3 +226,58 @@ def test_freezing_before_the_build_holds_after_it(how: str, report: Report) -> N
     trainable = [name for name, parameter in model.named_parameters() if parameter.requires_grad]
     assert trainable == ["4.bias"]
     report.count("fault", f"freeze() before the build, then {how}")
+
+
+@st.composite
+def _widths(draw: st.DrawFn) -> list[int]:
+    return draw(st.lists(st.integers(1, 6), min_size=2, max_size=5))
+
+
+def _mlp(widths: list[int]) -> torch.nn.Sequential:
+    layers: list[torch.nn.Module] = []
+    for width, following in itertools.pairwise(widths):
+        layers += [torch.nn.Linear(width, following), torch.nn.LayerNorm(following)]
+    return torch.nn.Sequential(*layers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    mine=_widths(),
+    theirs=_widths(),
+    renamed=st.booleans(),
+    match=st.sampled_from(["auto", "name", "position"]),
+    strict=st.booleans(),
+    adapt=st.sampled_from([(), ("head",)]),
+)
+def test_load_weights_never_loads_a_tensor_into_a_place_of_another_shape(
+    mine: list[int],
+    theirs: list[int],
+    renamed: bool,
+    match: str,
+    strict: bool,
+    adapt: tuple[str, ...],
+    report: Report,
+) -> None:
+    """Whatever the two architectures, each entry of the model either holds
+    the source tensor it was paired with (same shape) or is unchanged; a
+    strict load that does not match everything changes nothing."""
+    model, source = _mlp(mine), _mlp(theirs)
+    state = source.state_dict()
+    if renamed:
+        state = {f"w{index}": tensor for index, tensor in enumerate(state.values())}
+    before = snapshot(model)
+    try:
+        result = torchx.load_weights(model, state, match=match, strict=strict, adapt=adapt)  # type: ignore[arg-type]
+    except torchx.WeightMismatchError as error:
+        assert strict and not error.report.ok and not error.report.applied
+        assert unchanged(model, before)
+        report.count("fuzz", "load_weights: strict loads refused, nothing changed")
+        return
+    assert result.applied and (result.ok or not strict)
+    loaded = {entry.target: entry.source for entry in result.loaded}
+    for key, tensor in model.state_dict().items():
+        if key in loaded:
+            assert torch.equal(tensor, state[loaded[key]])
+        else:
+            assert torch.equal(tensor, before[key])
+    report.count("fuzz", f"load_weights: loads checked entry by entry ({'all' if result.ok else 'partial'})")

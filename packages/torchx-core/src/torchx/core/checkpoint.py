@@ -222,10 +222,14 @@ def _checkpoint_data(tensors: dict[str, torch.Tensor], metadata: Mapping[str, st
 
     version = metadata[_MARKER]
     spec_text = metadata.get("spec")
+    try:
+        spec = None if spec_text is None else parse_spec(spec_text, "json", where="spec")
+    except SpecError as error:
+        raise CheckpointError(f"{where}: the spec in its metadata is not readable: {error}") from error
     return {
         _MARKER: int(version) if version.isdigit() and len(version) < 10 else version,
         "state_dict": tensors,
-        "spec": None if spec_text is None else parse_spec(spec_text, "json", where=f"{where} (metadata)"),
+        "spec": spec,
     }
 
 
