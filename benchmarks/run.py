@@ -23,6 +23,7 @@ from bench_functional import bench_functional
 from bench_layers import bench_abstract_build, bench_build, bench_construct, bench_forward, bench_import
 from bench_rnn import bench_rnn
 from bench_vision import bench_vision
+from bench_weights import bench_weights
 
 import torchx
 
@@ -34,6 +35,7 @@ BENCHMARKS: dict[str, Callable[[bool], list[Result]]] = {
     "import": bench_import,
     "functional": bench_functional,
     "vision": bench_vision,
+    "weights": bench_weights,
     "rnn": bench_rnn,
     "device": bench_device,
     "examples": bench_examples,

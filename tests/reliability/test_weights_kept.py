@@ -187,9 +187,13 @@ def test_a_failed_save_keeps_the_old_checkpoint(
     report.count("fault", f"saves failing half way: {fault}")
 
 
-def test_a_save_past_the_file_size_limit_keeps_the_old_checkpoint(tmp_path: Path, report: Report) -> None:
-    # A real limit, in a child process: past it, write() fails with EFBIG (SIGXFSZ ignored).
-    path = tmp_path / "model.pt"
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+def test_a_save_past_the_file_size_limit_keeps_the_old_checkpoint(
+    suffix: str, tmp_path: Path, report: Report
+) -> None:
+    # A real limit, in a child process: past it, write() fails with EFBIG (SIGXFSZ ignored),
+    # in Python's writes (torch.save) and in Rust's (safetensors) alike.
+    path = tmp_path / f"model{suffix}"
     script = f"""
 import resource, signal, torch, torchx, torchx.layers as L
 from torchx.core import CheckpointError
@@ -205,11 +209,11 @@ except CheckpointError as error:
 """
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "refused"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
     small = L.Sequential(L.Linear(4))
     small.load(path)  # the old checkpoint, whole
     assert small[0].weight.shape == (4, 3)
-    report.count("fault", "saves past the file-size limit")
+    report.count("fault", f"saves past the file-size limit ({suffix})")
 
 
 @pytest.mark.parametrize("how", ["a first call", "torchx.build", "load_state_dict"])

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from torchx.core.errors import CheckpointError, LayerError, SpecError, TorchXError
-from torchx.core.files import write_atomically
+from torchx.core.files import write_atomically, write_path_atomically
 from torchx.core.helpers import module_device, require_built
 from torchx.core.memory import available_memory, format_bytes
 from torchx.core.pending import is_pending
@@ -39,7 +39,7 @@ from torchx.core.safetensors_file import (
     is_safetensors,
     read_safetensors,
     read_safetensors_metadata,
-    safetensors_bytes,
+    write_safetensors,
 )
 from torchx.core.shapes import meta_copy
 
@@ -106,7 +106,7 @@ def save_checkpoint(module: nn.Module, path: str | os.PathLike[str]) -> None:
             metadata = {"format": "pt", _MARKER: str(CHECKPOINT_FORMAT)}
             if spec is not None:
                 metadata["spec"] = json.dumps(spec, separators=(",", ":"))
-            write_atomically(path, lambda file: file.write(safetensors_bytes(state, metadata)))
+            write_path_atomically(path, lambda filename: write_safetensors(state, metadata, filename))
         else:
             data = {_MARKER: CHECKPOINT_FORMAT, "state_dict": state, "spec": spec}
             write_atomically(path, lambda file: torch.save(data, file))
@@ -453,6 +453,19 @@ def load_state(
     return module
 
 
+def _loads_as_torch_does(module: nn.Module) -> bool:
+    """Whether ``module`` loads its own tensors with torch.nn's code and no hooks."""
+    from torchx.core.layer import Layer
+
+    if isinstance(module, Layer):
+        plain = type(module).native_class is None  # an unbuilt leaf builds as it loads; a container does not
+    else:
+        plain = type(module)._load_from_state_dict.__module__.startswith("torch.nn.modules.")
+    hooks = module._load_state_dict_pre_hooks or module._load_state_dict_post_hooks
+    tensors = [*module._parameters.values(), *module._buffers.values()]
+    return plain and not hooks and not any(is_pending(tensor) for tensor in tensors)
+
+
 def _on_meta(module: nn.Module, where: str) -> bool:
     """Whether ``module``'s tensors are all on meta (built with ``device="meta"``)."""
     tensors = [*module.parameters(), *module.buffers()]
@@ -477,7 +490,14 @@ def _state_bytes(module: nn.Module) -> int | None:
 
 def _rehearse(module: nn.Module, state: Mapping[str, torch.Tensor], where: str, partial: bool) -> None:
     """Load ``state`` into a meta copy of ``module`` first: whatever its modules'
-    own loading code refuses, it refuses before a real tensor is overwritten."""
+    own loading code refuses, it refuses before a real tensor is overwritten.
+
+    A model whose modules all load with torch's own code (no hooks, nothing
+    unbuilt) refuses only what :func:`_fit_problems` already checked (keys,
+    shapes, dtypes, dense values), so it needs no rehearsal.
+    """
+    if all(_loads_as_torch_does(each) for each in module.modules()):
+        return
     try:
         with meta_copy(module) as copied, torch.device("meta"):
             copied.load_state_dict(state, strict=not partial, assign=True)

@@ -7,9 +7,9 @@ import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["write_atomically", "write_bytes_atomically"]
+__all__ = ["write_atomically", "write_bytes_atomically", "write_path_atomically"]
 
 
 def write_atomically(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
@@ -25,10 +25,24 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[IO[bytes]], 
         is not an OSError (torch's archive writer reports a failed write as a
         RuntimeError) becomes one, with the original as its cause.
     """
+    _replace(path, write, by_path=False)
+
+
+def write_path_atomically(path: str | os.PathLike[str], write: Callable[[str], object]) -> None:
+    """:func:`write_atomically` for writers that take a file name (such as
+    safetensors' ``save_file``, which writes without a copy in memory):
+    ``write`` is called with the temporary file's name."""
+    _replace(path, write, by_path=True)
+
+
+def _replace(path: str | os.PathLike[str], write: Callable[[Any], object], *, by_path: bool) -> None:
     target = Path(path)
     if target.is_symlink():
         target = target.resolve()  # replace the file the link points to, keep the link
     if target.exists() and not target.is_file():  # a device or a pipe: written in place
+        if by_path:
+            write(str(target))
+            return
         with target.open("wb") as file:
             write(file)
         return
@@ -37,9 +51,12 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[IO[bytes]], 
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as file:
-            write(file)
-            file.flush()
-            os.fsync(file.fileno())
+            if by_path:
+                write(str(temporary))
+            else:
+                write(file)
+                file.flush()
+            os.fsync(file.fileno())  # the same file, whoever wrote it
         if target.exists():
             os.chmod(temporary, target.stat().st_mode & 0o7777)
         os.replace(temporary, target)

@@ -23,7 +23,7 @@ __all__ = [
     "is_safetensors",
     "read_safetensors",
     "read_safetensors_metadata",
-    "safetensors_bytes",
+    "write_safetensors",
 ]
 
 MAX_HEADER_BYTES = 100 << 20
@@ -44,13 +44,13 @@ def is_safetensors(path: str | os.PathLike[str]) -> bool:
     return length <= min(size - _LENGTH.size, MAX_HEADER_BYTES) and start[_LENGTH.size :] == b"{"
 
 
-def safetensors_bytes(state: Mapping[str, torch.Tensor], metadata: Mapping[str, str]) -> bytes:
-    """``state`` and ``metadata`` as the bytes of a safetensors file.
+def write_safetensors(state: Mapping[str, torch.Tensor], metadata: Mapping[str, str], filename: str) -> None:
+    """Write ``state`` and ``metadata`` to the safetensors file ``filename``.
 
     Tensors that share memory (tied weights) are written once each, as copies:
     the format stores every name's bytes separately.
     """
-    from safetensors.torch import save
+    from safetensors.torch import save_file
 
     seen: set[tuple[int, int]] = set()
     tensors: dict[str, torch.Tensor] = {}
@@ -61,7 +61,7 @@ def safetensors_bytes(state: Mapping[str, torch.Tensor], metadata: Mapping[str, 
         seen.add(key)
         tensors[name] = tensor.clone() if shared else tensor.contiguous()
     try:
-        return save(tensors, metadata=dict(metadata))
+        save_file(tensors, filename, metadata=dict(metadata))
     except (ValueError, TypeError) as error:  # a dtype the format has no name for
         raise CheckpointError(f"safetensors cannot hold this state dict: {error}") from error
 
