@@ -167,7 +167,9 @@ def vision_transformer(
     batch: int | None = None,
 ) -> Functional:
     """A Vision Transformer: patches, a learned class token and position
-    embedding (``L.Parameter``), pre-norm encoder blocks, a linear head."""
+    embedding (``L.Parameter``: parameters of the model itself, ``class_token``
+    and ``encoder.pos_embedding``, as in torchvision), pre-norm encoder blocks,
+    a linear head."""
     x = Placeholder((batch, 3, image, image), name="image")
     tokens = L.Conv2d(hidden, patch, stride=patch, name="conv_proj")(x).flatten(2).transpose(1, 2)
     tokens = torch.cat([L.Parameter((1, 1, hidden), name="class_token")(tokens), tokens], dim=1)
@@ -432,13 +434,86 @@ def native_mobilenet_v2(classes: int = 1000) -> MobileNetV2:
     return MobileNetV2(classes)
 
 
+class EncoderBlock(nn.Module):
+    def __init__(self, heads: int, hidden: int, mlp: int) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(hidden, eps=1e-6)
+        self.self_attention = nn.MultiheadAttention(hidden, heads, batch_first=True)
+        self.dropout = nn.Dropout(0.0)
+        self.ln_2 = nn.LayerNorm(hidden, eps=1e-6)
+        self.mlp = nn.Sequential(
+            nn.Linear(hidden, mlp), nn.GELU(), nn.Dropout(0.0), nn.Linear(mlp, hidden), nn.Dropout(0.0)
+        )
+        for module in self.mlp:  # torchvision's initialisation
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                nn.init.normal_(module.bias, std=1e-6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.ln_1(x)
+        y, _ = self.self_attention(y, y, y, need_weights=False)
+        x = x + self.dropout(y)
+        return x + self.mlp(self.ln_2(x))
+
+
+class Encoder(nn.Module):
+    def __init__(self, length: int, layers: int, heads: int, hidden: int, mlp: int) -> None:
+        super().__init__()
+        self.pos_embedding = nn.Parameter(torch.empty(1, length, hidden).normal_(std=0.02))
+        self.dropout = nn.Dropout(0.0)
+        self.layers = nn.Sequential(
+            OrderedDict(
+                (f"encoder_layer_{index}", EncoderBlock(heads, hidden, mlp)) for index in range(layers)
+            )
+        )
+        self.ln = nn.LayerNorm(hidden, eps=1e-6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.ln(self.layers(self.dropout(x + self.pos_embedding)))
+
+
+class VisionTransformer(nn.Module):
+    def __init__(
+        self,
+        image: int = 224,
+        patch: int = 16,
+        layers: int = 12,
+        heads: int = 12,
+        hidden: int = 768,
+        mlp: int = 3072,
+        classes: int = 1000,
+    ) -> None:
+        super().__init__()
+        self.conv_proj = nn.Conv2d(3, hidden, patch, stride=patch)
+        self.class_token = nn.Parameter(torch.zeros(1, 1, hidden))
+        self.encoder = Encoder((image // patch) ** 2 + 1, layers, heads, hidden, mlp)
+        head = nn.Linear(hidden, classes)
+        self.heads = nn.Sequential(OrderedDict([("head", head)]))
+        # torchvision's initialisation
+        nn.init.trunc_normal_(self.conv_proj.weight, std=(3 * patch * patch) ** -0.5)
+        nn.init.zeros_(self.conv_proj.bias)  # type: ignore[arg-type]
+        nn.init.zeros_(head.weight)
+        nn.init.zeros_(head.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv_proj(x).flatten(2).permute(0, 2, 1)  # (N, patches, hidden)
+        x = torch.cat([self.class_token.expand(x.shape[0], -1, -1), x], dim=1)
+        return self.heads(self.encoder(x)[:, 0])
+
+
+def native_vit_b_16(classes: int = 1000) -> VisionTransformer:
+    return VisionTransformer(classes=classes)
+
+
 MODELS: dict[str, tuple[Callable[..., Functional], Callable[[], nn.Module], int]] = {
     "resnet18": (resnet18, native_resnet18, 11_689_512),
     "resnet50": (resnet50, native_resnet50, 25_557_032),
     "densenet121": (densenet121, native_densenet121, 7_978_856),
     "mobilenet_v2": (mobilenet_v2, native_mobilenet_v2, 3_504_872),
+    "vit_b_16": (vit_b_16, native_vit_b_16, 86_567_656),
 }
-"""Name: (TorchX definition, the same model by hand, torchvision's parameter count)."""
+"""Name: (TorchX definition, the same model by hand, torchvision's parameter count).
+The convolutional models take any image size; ViT-B/16 takes 224x224 only."""
 
 
 def parameter_count(model: nn.Module) -> int:

@@ -155,3 +155,60 @@ def test_names_appear_in_summaries_plots_and_errors() -> None:
     sequential(torch.zeros(1, 3))
     with pytest.raises(ShapeError, match=r"^Sequential\.body Linear: got input \(1, 5\)"):
         sequential(torch.zeros(1, 5))
+
+
+def tokens() -> Functional:
+    """A ViT's front, as torchvision names it: the class token and the
+    position embedding are parameters of the model and of ``encoder``."""
+    x = Placeholder((None, 4, 8), name="x")
+    y = torch.cat([L.Parameter((1, 1, 8), name="class_token")(x), x], 1)
+    y = L.Parameter((1, 5, 8), init="normal", name="encoder.pos_embedding")(y) + y
+    return Functional(x, L.Linear(3, name="encoder.ln")(y) + L.Parameter((5, 3), init="normal")(y))
+
+
+def test_a_parameter_layer_is_the_models_own_parameter_at_its_name() -> None:
+    model = tokens().eval()
+    keys = ["class_token", "parameter", "encoder.pos_embedding", "encoder.ln.weight", "encoder.ln.bias"]
+    assert list(model.state_dict()) == [name for name, _ in model.named_parameters()] == keys
+    assert type(model.class_token) is nn.Parameter and model.class_token.shape == (1, 1, 8)
+    assert model.get_parameter("encoder.pos_embedding") is model.encoder.pos_embedding
+    assert "class_token = self.class_token.expand(x.shape[0], -1, -1)" in model.code
+    assert "parameter = self.parameter;" in model.code  # a leading size other than 1 is not expanded
+    data = torch.randn(2, 4, 8)
+    y = torch.cat([model.class_token.expand(2, -1, -1), data], 1) + model.encoder.pos_embedding
+    assert torch.equal(model(data), model.encoder.ln(y) + model.parameter)
+    assert model.to_spec()["modules"]["class_token"] == {
+        "type": "Parameter",
+        "name": "class_token",
+        "args": {"shape": [1, 1, 8]},
+    }
+    assert "Parameter (encoder.pos_embedding)" in model.node_table()
+    assert "class_token (Parameter)" in model_graph(model, (2, 4, 8)).to_dot()
+
+
+def test_a_parameter_layers_tensor_loads_trains_copies_and_scripts_as_a_parameter() -> None:
+    import copy
+    import pickle
+
+    model = tokens().eval()
+    again = Layer.from_spec(model.to_spec())
+    again.load_state_dict(model.state_dict(), strict=True)
+    data = torch.randn(3, 4, 8)
+    expected = model(data)
+    copies = (again, copy.deepcopy(model), pickle.loads(pickle.dumps(model)), torch.fx.symbolic_trace(model))
+    compiled = (torch.jit.script(model), torch.compile(model, fullgraph=True, backend="eager"))
+    for other in (*copies, *compiled):
+        torch.testing.assert_close(other(data), expected)
+    twin = copy.deepcopy(model)
+    assert twin.class_token is not model.class_token and list(twin.state_dict()) == list(model.state_dict())
+    moved = copy.deepcopy(model).to(device="meta")  # new parameter objects, read by the forward
+    assert moved.class_token.is_meta and moved(data.to("meta")).shape == expected.shape
+    moved.load_state_dict(model.state_dict(), assign=True)  # and the checkpoint's, once assigned
+    assert torch.equal(moved(data), expected)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    before = model.class_token.detach().clone()
+    model(data).sum().backward()
+    optimizer.step()
+    assert not torch.equal(model.class_token, before)
+    assert model.encoder.pos_embedding.grad is not None

@@ -51,9 +51,12 @@ MISSING = _Missing()
 class _Writer:
     """Renders values as source; what has no literal goes into the globals."""
 
-    def __init__(self) -> None:
+    def __init__(self, program: Program) -> None:
         self.globals: dict[str, Any] = {"torch": torch, "F": F, "operator": operator, "builtins": builtins}
         self._constants = itertools.count()
+        self._tensor_shapes = {
+            path: tuple(layer.arguments["shape"]) for path, layer in program.tensor_layers.items()
+        }
 
     def constant(self, value: Any) -> str:
         name = f"_constant_{next(self._constants)}"
@@ -118,6 +121,8 @@ class _Writer:
         if into is not None:
             operand, other = step.args[into], step.args[1 - into]
             return f"{self.value(operand)}.{IN_PLACE_METHODS[step.target]}({self.value(other)})"
+        if step.kind == "parameter":
+            return self.parameter(step)
         if step.kind == "module":
             module = submodule_expression(step.target)
             if copy_input:
@@ -139,10 +144,21 @@ class _Writer:
                 return f"{sign}{self.value(step.args[0])}"
         return self.call(self.function(target), step.args, step.kwargs)
 
+    def parameter(self, step: Step) -> str:
+        """An ``L.Parameter``'s value, as its module computes it: the parameter,
+        a leading size of 1 expanded to the batch of the step's input (a view:
+        ``self.class_token.expand(x.shape[0], -1, -1)``)."""
+        tensor = submodule_expression(step.target)
+        shape = self._tensor_shapes[step.target]
+        if not shape or shape[0] != 1:
+            return tensor
+        sizes = ", ".join([f"{self.value(step.args[0])}.shape[0]", *["-1"] * (len(shape) - 1)])
+        return f"{tensor}.expand({sizes})"
+
 
 def submodule_expression(path: str) -> str:
-    """How the forward reaches the submodule at ``path``: ``self.layer1``,
-    ``getattr(self.layer1, "0").conv1``."""
+    """How the forward reaches the submodule (or parameter) at ``path``:
+    ``self.layer1``, ``getattr(self.layer1, "0").conv1``."""
     expression = "self"
     for part in path.split("."):
         readable = part.isidentifier() and not keyword.iskeyword(part) and normal_form(part) == part
@@ -190,7 +206,7 @@ def generate_scriptable(program: Program) -> tuple[str, dict[str, Any]]:
     """A forward for ``torch.jit.script``: the steps alone, its parameters
     typed for TorchScript (no input checks, no placeholder calls, no error
     translation)."""
-    writer = _Writer()
+    writer = _Writer(program)
     parameters = parameters_of(program)
     typed = ", ".join(
         f"{parameter.variable}: {_script_type(parameter.key, parameter.structure)}"
@@ -256,7 +272,7 @@ def generate(program: Program) -> tuple[str, dict[str, Any]]:
     against the input names as Python matches identifiers: a variable is
     never a name callers can use.
     """
-    writer = _Writer()
+    writer = _Writer(program)
     parameters = parameters_of(program)
     names = [parameter.variable for parameter in parameters]
     renamed = any(parameter.key != parameter.variable for parameter in parameters)

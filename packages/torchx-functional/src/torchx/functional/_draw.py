@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch.utils._pytree import tree_leaves
 
+from torchx.core.layer import layer_caption
 from torchx.functional._program import Step, Var
 
 if TYPE_CHECKING:
@@ -41,13 +42,17 @@ def draw_program(model: Functional, graph: Graph, inputs: list[str]) -> list[str
                 placed[step.var] = (
                     outputs[0] if len(outputs) == 1 else graph.node("outputs", "", "op", outputs)
                 )
+                continue
+            shape = step.shape
+            if shape and defined and shape[0] == defined[0]:  # the batch it was defined with: this run's
+                shape = (batch, *shape[1:])
+            if step.kind == "parameter":  # an L.Parameter: a layer, whose tensor the model holds
+                label = layer_caption(program.layer_at(model, step.target))
+                placed[step.var] = graph.node(label, shape or "", "layer", sources)
             else:
                 label = (
                     f".{step.target}()" if step.kind == "method" else getattr(step.target, "__name__", "op")
                 )
-                shape = step.shape
-                if shape and defined and shape[0] == defined[0]:  # the batch it was defined with: this run's
-                    shape = (batch, *shape[1:])
                 placed[step.var] = graph.node(label, shape or "", "op", sources)
         return [placed[var.name] for var in _vars(program.outputs)]
 

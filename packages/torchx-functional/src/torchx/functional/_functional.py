@@ -37,7 +37,9 @@ class Functional(Layer, nnx.Module):
     :attr:`code`); a layer called at several places is one submodule. A layer
     given a ``name=`` is the submodule of that name (``name="layer1.0.conv1"``
     gives the state-dict keys ``layer1.0.conv1.weight``...); the others get
-    readable generated names (``conv2d``, ``conv2d_1``). A
+    readable generated names (``conv2d``, ``conv2d_1``). An ``L.Parameter``'s
+    tensor is the model's own parameter of that name (``name="class_token"``:
+    ``model.class_token``, key ``class_token``, as in torchvision). A
     Functional is a TorchX layer: call it on placeholders inside another graph,
     put it in ``L.Sequential`` or in any ``nn.Module``.
 
@@ -56,8 +58,8 @@ class Functional(Layer, nnx.Module):
     def __init__(self, inputs: Any, outputs: Any, *, name: str | None = None) -> None:
         super().__init__(name=name)
         program = trace(inputs, outputs)
-        self._mirror_modules(program.modules)
-        program.modules = {}
+        self._mirror_modules(program.modules, program.tensors)
+        program.modules, program.tensors = {}, {}
         self.__dict__["_torchx_program"] = program
         self._compile()
 
@@ -93,7 +95,7 @@ class Functional(Layer, nnx.Module):
         form_class = type(
             "ScriptableFunctional", (_ScriptableFunctional,), {"forward": compile_forward(source, namespace)}
         )
-        form: nn.Module = form_class(self._modules)
+        form: nn.Module = form_class(self._modules, self._parameters)
         return form
 
     @property
@@ -112,19 +114,30 @@ class Functional(Layer, nnx.Module):
 
     # -- copies and pickles regenerate the forward -----------------------------------
 
-    def _mirror_modules(self, modules: Mapping[str, nn.Module | None]) -> None:
+    def _mirror_modules(
+        self, modules: Mapping[str, nn.Module | None], tensors: Mapping[str, nn.Parameter]
+    ) -> None:
         """Hold ``modules`` (by submodule path) as submodules that are also
-        plain attributes; the parts of dotted paths are ModuleGroups."""
+        plain attributes, and ``tensors`` (by path) as parameters; the parts of
+        dotted paths are ModuleGroups."""
         mirror_modules(self, {})
         for path, module in modules.items():
-            *groups, last = path.split(".")
-            owner: nn.Module = self
-            for part in groups:
-                group = owner._modules.get(part)
-                if group is None:
-                    group = owner._modules[part] = ModuleGroup()
-                owner = group
+            owner, last = self._owner_of(path)
             owner._modules[last] = module
+        for path, tensor in tensors.items():
+            owner, last = self._owner_of(path)
+            owner.register_parameter(last, tensor)
+
+    def _owner_of(self, path: str) -> tuple[nn.Module, str]:
+        """The module holding what ``path`` names (made as needed), and its name there."""
+        *groups, last = path.split(".")
+        owner: nn.Module = self
+        for part in groups:
+            group = owner._modules.get(part)
+            if group is None:
+                group = owner._modules[part] = ModuleGroup()
+            owner = group
+        return owner, last
 
     def __getstate__(self) -> dict[str, Any]:
         state = mirrored_state(self, super().__getstate__())
@@ -197,17 +210,22 @@ class _ScriptableFunctional(nn.Module):
     """What ``torch.jit.script`` compiles for a Functional: its submodules and
     the plain steps of its forward."""
 
-    def __init__(self, modules: Mapping[str, nn.Module | None]) -> None:
+    def __init__(
+        self, modules: Mapping[str, nn.Module | None], parameters: Mapping[str, nn.Parameter | None]
+    ) -> None:
         super().__init__()
         for name, module in modules.items():
             self.add_module(name, module)
+        for name, parameter in parameters.items():
+            self.register_parameter(name, parameter)
 
 
 class ModuleGroup(nn.Module):
     """Holds the layers whose names share a first part: ``layer1`` of
-    ``layer1.0.conv1`` (a Functional's named layers nest as their names do).
-    It has no forward; its submodules are plain attributes, as a
-    Functional's are."""
+    ``layer1.0.conv1`` (a Functional's named layers nest as their names do),
+    and the tensors of ``L.Parameter`` layers named inside it (``encoder`` of
+    ``encoder.pos_embedding``, a parameter of the group). It has no forward;
+    its submodules are plain attributes, as a Functional's are."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -32,7 +32,7 @@ from torch.utils._pytree import tree_map
 
 from torchx.core import BuildWarning, TorchXError
 from torchx.core.errors import format_shape, short_repr
-from torchx.core.layer import given_name, layer_name
+from torchx.core.layer import Layer, given_name, layer_name, layer_view, record_of
 from torchx.functional._placeholder import BatchSize, Node, Placeholder
 from torchx.functional._tree import map_leaves
 
@@ -98,7 +98,9 @@ class Step:
 
     var: str
     kind: str
-    target: Any  # module attribute name, function, or method name
+    """``"module"`` (a submodule's call), ``"parameter"`` (an ``L.Parameter``:
+    the model's own parameter, expanded to the batch), ``"method"`` or ``"function"``."""
+    target: Any  # module or parameter path, function, or method name
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     shape: tuple[int | None, ...] | None
@@ -126,6 +128,19 @@ class Program:
     """Each input's variable in the generated forward, by the input's name: the
     name itself where Python reads it as written, else one the generator chose."""
     modules: dict[str, nn.Module] = field(default_factory=dict)
+    """The submodules, by path: handed to the Functional, which holds them."""
+    tensors: dict[str, nn.Parameter] = field(default_factory=dict)
+    """The tensors of the ``L.Parameter`` layers, by path: handed to the
+    Functional, which holds them as its own parameters."""
+    tensor_layers: dict[str, Layer] = field(default_factory=dict)
+    """The ``L.Parameter`` layers, by path: unbuilt stand-ins holding no tensor,
+    which keep what specs, tables and pictures say of them."""
+
+    def layer_at(self, model: nn.Module, path: str) -> nn.Module:
+        """The layer of the steps at ``path``: ``model``'s submodule there, or
+        the stand-in of an ``L.Parameter`` (whose tensor ``model`` holds)."""
+        layer = self.tensor_layers.get(path)
+        return model.get_submodule(path) if layer is None else layer
 
     def input_list(self) -> list[Input]:
         leaves: list[Input] = []
@@ -358,13 +373,21 @@ def trace(inputs: Any, outputs: Any) -> Program:
     ordered = sorted((node for node in needed if id(node) not in input_names), key=lambda node: node.id)
     module_names = _named_modules(ordered, attributes, own_attributes)
     modules: dict[str, nn.Module] = {}
+    tensors: dict[str, nn.Parameter] = {}
+    tensor_layers: dict[str, Layer] = {}
     steps: list[Step] = []
     for node in ordered:
+        kind: str = node.kind
         if node.kind == "module":
             attribute = module_names.get(id(node.target))
             if attribute is None:
                 attribute = module_names[id(node.target)] = attributes.claim(_snake(layer_name(node.target)))
-            modules.setdefault(attribute, node.target)
+            if is_parameter_layer(node.target):
+                kind = "parameter"
+                tensors.setdefault(attribute, node.target.value)
+                tensor_layers.setdefault(attribute, layer_view(node.target))
+            else:
+                modules.setdefault(attribute, node.target)
             var = namespace.claim(attribute)
             target: Any = attribute
         elif node.kind == "method":
@@ -384,7 +407,7 @@ def trace(inputs: Any, outputs: Any) -> Program:
         steps.append(
             Step(
                 var,
-                node.kind,
+                kind,
                 target,
                 map_leaves(ref, node.args),
                 map_leaves(ref, node.kwargs),
@@ -404,7 +427,17 @@ def trace(inputs: Any, outputs: Any) -> Program:
     program_outputs = tree_map(lambda leaf: Var(variables[id(leaf.node)]), outputs)
     names = dict(input_names.values())
     parameters = _parameters(program_inputs, names, entries)
-    return Program(program_inputs, steps, program_outputs, parameters, names, modules)
+    return Program(program_inputs, steps, program_outputs, parameters, names, modules, tensors, tensor_layers)
+
+
+def is_parameter_layer(module: nn.Module) -> bool:
+    """Whether ``module`` is a built ``L.Parameter``, whose tensor a Functional
+    holds as its own parameter at the layer's path (``class_token``, not
+    ``class_token.value``: torchvision's key), read by the generated forward
+    as a hand-written one reads it (``self.class_token.expand(n, -1, -1)``)."""
+    from torchx.layers._parameter import ParameterModule  # torchx.layers is imported by now
+
+    return type(module) is ParameterModule and record_of(module) is not None
 
 
 _PLAIN_MODULES = (

@@ -74,13 +74,13 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
     program = model._torchx_program
     where = writer.where
     names = {variable: name for name, variable in program.variables.items()}
-    paths = dict.fromkeys(step.target for step in program.steps if step.kind == "module")
-    modules = {path: writer.layer(model.get_submodule(path), f"{where}.modules.{path}") for path in paths}
+    paths = dict.fromkeys(step.target for step in program.steps if step.kind in ("module", "parameter"))
+    modules = {path: writer.layer(program.layer_at(model, path), f"{where}.modules.{path}") for path in paths}
     nodes = []
     for index, step in enumerate(program.steps):
         place = f"{where}.nodes[{index}]"
         node: dict[str, Any] = {"name": step.var}
-        if step.kind == "module":
+        if step.kind in ("module", "parameter"):  # an L.Parameter is a layer of the spec like any other
             node["module"] = step.target
         elif step.kind == "method":
             if step.target not in METHODS:

@@ -18,11 +18,14 @@ def node_table(model: Functional) -> str:
     """The summary table of ``model`` as text."""
     rows = [(item.name, "Placeholder", format_shape(item.shape), "0") for item in model.inputs]
     counted: set[str] = set()
-    for step in model._torchx_program.steps:
-        if step.kind == "module":
-            module = model.get_submodule(step.target)
-            what = f"{layer_name(module)} ({step.target})"
-            params = sum(p.numel() for p in module.parameters())
+    program = model._torchx_program
+    for step in program.steps:
+        if step.kind in ("module", "parameter"):
+            what = f"{layer_name(program.layer_at(model, step.target))} ({step.target})"
+            if step.kind == "parameter":  # an L.Parameter's tensor is the model's own
+                params = model.get_parameter(step.target).numel()
+            else:
+                params = sum(p.numel() for p in model.get_submodule(step.target).parameters())
             shown = f"{params:,}" if step.target not in counted else f"(shared: {params:,})"
             counted.add(step.target)
         else:

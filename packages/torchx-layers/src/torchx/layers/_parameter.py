@@ -27,7 +27,10 @@ _INITS = {
 
 class ParameterModule(nn.Module):
     """Holds one learned tensor, ``value``; called on an input, returns it with
-    a leading size of 1 expanded to the input's batch (a view: no copy)."""
+    a leading size of 1 expanded to the input's batch (a view: no copy).
+
+    In a ``Functional`` there is no such module: the model holds the tensor
+    itself (see :class:`Parameter`)."""
 
     def __init__(
         self,
@@ -64,6 +67,16 @@ class Parameter(Layer):
     they are and broadcast in what follows (a position embedding added to its
     input).
 
+    In a ``Functional`` the tensor is the model's own parameter, at the
+    layer's name, as a hand-written model holds it: ``name="class_token"``
+    gives ``model.class_token`` (an ``nn.Parameter``, state-dict key
+    ``class_token``) and ``name="encoder.pos_embedding"`` gives
+    ``model.encoder.pos_embedding``: torchvision's keys for its ViT, so its
+    checkpoints load with ``strict=True``. The generated forward reads it as
+    such a model does (``self.class_token.expand(x.shape[0], -1, -1)``).
+    Alone, or in an ``L.Sequential``, the layer is a module holding the tensor
+    as ``value`` (keys ``value``, ``0.value``).
+
     Args:
         shape: the tensor's shape.
         init: how it starts: ``"zeros"`` (default), ``"ones"``, ``"normal"``,
@@ -77,6 +90,9 @@ class Parameter(Layer):
         >>> token = L.Parameter((1, 1, 768), name="class_token")(x)
         >>> torch.cat([token, x], 1).shape
         (None, 197, 768)
+        >>> model = L.Functional(x, torch.cat([token, x], 1))
+        >>> list(model.state_dict()), model.class_token.shape
+        (['class_token'], torch.Size([1, 1, 768]))
     """
 
     native_class = ParameterModule
