@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from fake_backend import FakeBackend, RecordingWrapper
 from toy_layers import Chain, Dense, Norm
 
-from torchx.core import LayerRegistry, PluginManager
+from torchx.core import LayerRegistry, PluginManager, hookimpl, use_plugins
 from torchx.core.testing import fresh_plugins  # noqa: F401 - the fixture
 
 
@@ -24,3 +26,20 @@ def backend(fresh_plugins: PluginManager) -> FakeBackend:  # noqa: F811 - the fi
     plugin = FakeBackend()
     fresh_plugins.register(plugin, "fake-backend")
     return plugin
+
+
+class ToyLayers:
+    @hookimpl
+    def torchx_register_layers(self, registry: LayerRegistry) -> None:
+        registry.register(Dense)
+        registry.register(Norm)
+        registry.register(Chain)
+
+
+@pytest.fixture
+def toy_layers() -> Iterator[None]:
+    """Only the toy layers are registered (installed distributions are not loaded)."""
+    manager = PluginManager(load_entry_points=False)
+    manager.register(ToyLayers(), "toy-layers")
+    with use_plugins(manager):
+        yield

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import pathlib
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from toy_layers import Chain, Dense, Norm
 
 import torchx
 import torchx.nn as nnx
-from torchx.core import CheckpointError, LayerRegistry, PluginManager, TorchXError, hookimpl, use_plugins
+from torchx.core import CheckpointError, TorchXError
 
 
 class Net(nnx.Module):
@@ -26,23 +25,6 @@ class Net(nnx.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc2(self.fc1(x))
-
-
-class ToyLayers:
-    @hookimpl
-    def torchx_register_layers(self, registry: LayerRegistry) -> None:
-        registry.register(Dense)
-        registry.register(Norm)
-        registry.register(Chain)
-
-
-@pytest.fixture
-def toy_layers() -> Iterator[None]:
-    """Only the toy layers are registered (installed distributions are not loaded)."""
-    manager = PluginManager(load_entry_points=False)
-    manager.register(ToyLayers(), "toy-layers")
-    with use_plugins(manager):
-        yield
 
 
 def snapshot(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,11 +12,7 @@ from toy_layers import Chain, Dense
 import torchx
 from torchx.core import (
     CheckpointError,
-    LayerRegistry,
-    PluginManager,
     WeightMismatchError,
-    hookimpl,
-    use_plugins,
 )
 
 
@@ -215,21 +210,6 @@ def test_dtypes_are_cast_and_noted(source: nn.Sequential) -> None:
     report = torchx.load_weights(model, source)
     assert report.ok and model[0].weight.dtype == torch.float64
     assert report.loaded[0].note == "float32 cast to float64"
-
-
-class ToyLayers:
-    @hookimpl
-    def torchx_register_layers(self, registry: LayerRegistry) -> None:
-        registry.register(Dense)
-        registry.register(Chain)
-
-
-@pytest.fixture
-def toy_layers() -> Iterator[None]:
-    manager = PluginManager(load_entry_points=False)
-    manager.register(ToyLayers(), "toy-layers")
-    with use_plugins(manager):
-        yield
 
 
 @pytest.mark.parametrize("match", ["name", "position"])
