@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import pickle
 import threading
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 import torch
@@ -378,3 +378,53 @@ def test_racing_first_calls_build_once() -> None:
 def test_native_module_of_an_unbuilt_layer_says_how_to_build() -> None:
     with pytest.raises(TorchXError, match=r"not built yet.*torchx\.build"):
         torchx.native_module(Dense(3))
+
+
+# -- a layer's parameters are checked against its native class when it is defined ----------
+
+
+def test_a_layer_parameter_the_native_does_not_take_fails_at_class_definition() -> None:
+    with pytest.raises(
+        TypeError,
+        match=r"__init__ parameter 'out_feature' is not a parameter of Linear.*did you mean 'out_features'\?",
+    ):
+
+        class Typo(Layer):
+            native_class = nn.Linear
+
+            def __init__(self, out_feature: int) -> None:
+                super().__init__(out_features=out_feature)
+
+
+def test_an_inferred_argument_the_native_does_not_take_fails_at_class_definition() -> None:
+    with pytest.raises(TypeError, match=r"inferred argument 'in_feature' is not a parameter of Linear"):
+
+        class Typo(Layer):
+            native_class = nn.Linear
+            inferred_arguments: ClassVar = {"in_feature": FromInput(dim=-1)}
+
+            def __init__(self, out_features: int) -> None:
+                super().__init__(out_features=out_features)
+
+
+def test_keyword_arguments_passed_on_to_a_base_are_followed() -> None:
+    class Scaled(nn.Linear):
+        def __init__(self, scale: float = 1.0, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.scale = scale
+
+    class Fine(Layer):  # out_features is nn.Linear's, scale is Scaled's own
+        native_class = Scaled
+        inferred_arguments: ClassVar = {"in_features": FromInput(dim=-1)}
+
+        def __init__(self, out_features: int, *, scale: float = 1.0) -> None:
+            super().__init__(out_features=out_features, scale=scale)
+
+    assert Fine(3).arguments == {"out_features": 3, "scale": 1.0}
+    with pytest.raises(TypeError, match=r"'scales' is not a parameter of .*Scaled.*did you mean 'scale'"):
+
+        class Typo(Layer):
+            native_class = Scaled
+
+            def __init__(self, scales: float) -> None:
+                super().__init__(scale=scales)

@@ -59,6 +59,7 @@ from torchx.core.errors import (
     torch_message,
 )
 from torchx.core.memory import Rehearsal, allocation_budget, check_allocation
+from torchx.core.native_signature import check_layer_signature
 from torchx.core.pending import (
     Layout,
     PlacementRequest,
@@ -489,6 +490,7 @@ class Layer(nn.Module):
         )
         if "inferable_arguments" not in cls.__dict__ and "inferred_arguments" in cls.__dict__:
             cls.inferable_arguments = tuple(cls.inferred_arguments)
+        check_layer_signature(cls)
 
     # -- the protocol ---------------------------------------------------------
 

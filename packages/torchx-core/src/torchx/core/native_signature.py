@@ -1,0 +1,79 @@
+"""What a layer's native class takes, and the check that a layer asks for nothing else.
+
+Checked when a layer class is defined, as pluggy checks a hook implementation
+against its spec when it is registered: every parameter of the layer's
+``__init__`` and every inferred argument must be a parameter of its
+``native_class``, so that ``def __init__(self, out_feature: int)`` in a layer
+around ``nn.Linear`` fails at ``class`` time, naming ``out_features``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from torch import nn
+
+if TYPE_CHECKING:
+    from torchx.core.layer import Layer
+
+__all__ = ["check_layer_signature", "native_parameters"]
+
+LAYER_PARAMETERS = frozenset({"self", "name"})
+"""Parameters every layer's ``__init__`` may take that the native does not (``name=``)."""
+
+
+def native_parameters(native: type[nn.Module]) -> Mapping[str, inspect.Parameter] | None:
+    """The keyword parameters ``native(...)`` takes, following ``**kwargs`` up the
+    class's bases; None when that cannot be read off the signatures (an
+    ``__init__(*args, **kwargs)`` such as ``nn.LSTM``'s, which picks its
+    arguments itself)."""
+    found: dict[str, inspect.Parameter] = {}
+    for base in native.__mro__:
+        if "__init__" not in base.__dict__ or base is object:
+            continue
+        try:
+            parameters = inspect.signature(base.__dict__["__init__"]).parameters
+        except (TypeError, ValueError):
+            return None
+        named = {name: p for name, p in parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        if set(named) <= {"self"}:
+            return None  # (*args, **kwargs) alone, as nn.LSTM's: what it takes is not written down
+        found.update(named)
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+            return found
+    return found
+
+
+def check_layer_signature(cls: type[Layer]) -> None:
+    """Refuse a layer class whose ``__init__`` or ``inferred_arguments`` name a
+    parameter its ``native_class`` does not take.
+
+    :raises TypeError: naming the parameter, the native class, and the
+        closest parameter the native does take.
+    """
+    native = cls.native_class
+    if native is None:
+        return
+    accepted = native_parameters(native)
+    if accepted is None:
+        return
+    own = [
+        name
+        for name, parameter in inspect.signature(cls.__init__).parameters.items()
+        if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+    ]
+    for name, where in [
+        *((name, "__init__ parameter") for name in own),
+        *((name, "inferred argument") for name in cls.inferred_arguments),
+    ]:
+        if name in accepted or name in LAYER_PARAMETERS:
+            continue
+        close = difflib.get_close_matches(name, accepted, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise TypeError(
+            f"{cls.__qualname__}: {where} {name!r} is not a parameter of {native.__qualname__} "
+            f"(it takes {', '.join(p for p in accepted if p != 'self')}){hint}"
+        )
