@@ -33,6 +33,7 @@ from torch import nn
 from torchx.core.errors import CheckpointError, LayerError, SpecError, TorchXError
 from torchx.core.files import write_atomically, write_path_atomically
 from torchx.core.helpers import module_device, require_built
+from torchx.core.layer import Layer, record_of
 from torchx.core.memory import available_memory, format_bytes
 from torchx.core.pending import is_pending
 from torchx.core.safetensors_file import (
@@ -42,6 +43,7 @@ from torchx.core.safetensors_file import (
     write_safetensors,
 )
 from torchx.core.shapes import meta_copy
+from torchx.core.specs import from_spec, parse_spec, to_spec
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -74,9 +76,6 @@ class Checkpoint:
 
 
 def _spec_of(module: nn.Module) -> dict[str, Any] | None:
-    from torchx.core.layer import record_of
-    from torchx.core.specs import to_spec
-
     if record_of(module) is None:
         return None
     try:
@@ -218,8 +217,6 @@ def _checkpoint_data(tensors: dict[str, torch.Tensor], metadata: Mapping[str, st
     when its metadata marks it as a TorchX checkpoint; else its tensors."""
     if _MARKER not in metadata:
         return tensors
-    from torchx.core.specs import parse_spec
-
     version = metadata[_MARKER]
     spec_text = metadata.get("spec")
     try:
@@ -420,8 +417,6 @@ def load_model(path: str | os.PathLike[str], map_location: torch.device | str = 
     :raises SpecError: the checkpoint's spec names a layer type that no
         installed plugin provides.
     """
-    from torchx.core.specs import from_spec
-
     where = os.fspath(path)
     model: nn.Module = from_spec(read_checkpoint_spec(path))
     checkpoint = read_checkpoint(path, map_location=map_location)
@@ -455,8 +450,6 @@ def load_state(
 
 def _loads_as_torch_does(module: nn.Module) -> bool:
     """Whether ``module`` loads its own tensors with torch.nn's code and no hooks."""
-    from torchx.core.layer import Layer
-
     if isinstance(module, Layer):
         plain = type(module).native_class is None  # an unbuilt leaf builds as it loads; a container does not
     else:

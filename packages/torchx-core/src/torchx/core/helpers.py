@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from torchx.core.errors import NotBuiltError, ShapeError, TorchXError
+from torchx.core.layer import unbuilt_layers
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -42,8 +43,6 @@ _M = TypeVar("_M", bound=nn.Module)
 
 def require_built(module: nn.Module, action: str) -> None:
     """Raise unless every TorchX layer in ``module`` is built (their parameters exist)."""
-    from torchx.core.layer import unbuilt_layers
-
     pending = unbuilt_layers(module)
     if pending:
         names = ", ".join(sorted({layer.layer_label() for layer in pending}))

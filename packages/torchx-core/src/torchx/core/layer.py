@@ -75,6 +75,7 @@ from torchx.core.pending import (
 )
 from torchx.core.shapes import Shape, current_build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic
+from torchx.core.torch_style import positional_error
 from torchx.core.tree import submodules
 
 if TYPE_CHECKING:
@@ -455,8 +456,6 @@ class Layer(nn.Module):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if len(args) > _positional_count(cls):
-            from torchx.core.torch_style import positional_error
-
             raise positional_error(cls, args, kwargs)
         return super().__new__(cls)
 

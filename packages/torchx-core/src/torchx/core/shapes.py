@@ -30,6 +30,7 @@ from torch.utils._pytree import tree_map
 from torchx.core.arguments import INT64_MAX
 from torchx.core.errors import LayerError, ShapeError, format_shape
 from torchx.core.pending import unfilled
+from torchx.core.plugins import current_plugins
 from torchx.core.scope import current_scope, default_device
 from torchx.core.tree import submodules
 
@@ -370,8 +371,6 @@ def run_on_meta(
     except (NotImplementedError, RuntimeError) as error:
         if not lacks_meta_kernel(error):
             raise
-    from torchx.core.plugins import current_plugins
-
     hooked = current_plugins().infer_output(module, tuple(inputs))
     if hooked is not None:
         return tree_map(_as_meta, hooked)

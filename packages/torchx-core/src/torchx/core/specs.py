@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
+from torchx.core.build import build
 from torchx.core.errors import (
     ArgumentError,
     LayerError,
@@ -44,8 +45,10 @@ from torchx.core.errors import (
 )
 from torchx.core.files import write_bytes_atomically
 from torchx.core.layer import Layer, layer_view, name_problem, record_of, set_given_name
+from torchx.core.plugins import current_plugins
 from torchx.core.registry import LayerRegistry
 from torchx.core.shapes import InputLike
+from torchx.core.summary import memory_problems
 
 __all__ = [
     "FORMAT_VERSION",
@@ -108,8 +111,6 @@ _PLACEMENT = ("device", "dtype")
 def _registry(registry: LayerRegistry | None) -> LayerRegistry:
     if registry is not None:
         return registry
-    from torchx.core.plugins import current_plugins
-
     return current_plugins().registry
 
 
@@ -470,9 +471,6 @@ def check_spec(
     larger than the memory available on torch's default device. An empty list
     means the spec is sound.
     """
-    from torchx.core.build import build
-    from torchx.core.summary import memory_problems
-
     errors: list[SpecError] = []
     reader = SpecReader(_registry(registry), errors=errors)
     try:
