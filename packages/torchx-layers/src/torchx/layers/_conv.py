@@ -6,14 +6,15 @@ One declaration serves all six: ``in_channels`` is dim 1 of a batched
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
-from torchx.core import FromInput, FromState, Layer
+from torchx.core import FromState, Layer
 from torchx.core.arguments import Padding, PositiveInt, Size
 from torchx.core.shapes import Shape
+from torchx.layers._channels_first import ChannelsFirst
 
 __all__ = [
     "Conv1d",
@@ -27,20 +28,6 @@ __all__ = [
 PaddingMode = Literal["zeros", "reflect", "replicate", "circular"]
 
 
-def _channels(spatial_dims: int, state: FromState) -> dict[str, FromInput]:
-    return {"in_channels": FromInput(dim=1, ranks=(spatial_dims + 2,), state=state)}
-
-
-_CONV_STATE = FromState("weight", 1, times="groups")
-"""A convolution's weight is ``(out_channels, in_channels / groups, *kernel)``."""
-_TRANSPOSED_STATE = FromState("weight", 0)
-"""A transposed convolution's is ``(in_channels, out_channels / groups, *kernel)``."""
-
-
-def _layout(spatial_dims: int) -> str:
-    return "(N, C_in, " + ", ".join(["L"] if spatial_dims == 1 else ["D", "H", "W"][-spatial_dims:]) + ")"
-
-
 def _spatial(layer: Layer, name: str, dims: int) -> tuple[Any, ...] | None:
     """An argument given as one int (or a list of one) or one per spatial dim,
     as one per dim; None when its length fits neither (the meta run reports it)."""
@@ -51,7 +38,12 @@ def _spatial(layer: Layer, name: str, dims: int) -> tuple[Any, ...] | None:
     return values if len(values) == dims else None
 
 
-class _ConvNd(Layer):
+class _ConvNd(ChannelsFirst):
+    channels_argument = "in_channels"
+    channels_state = FromState("weight", 1, times="groups")
+    """A convolution's weight is ``(out_channels, in_channels / groups, *kernel)``."""
+    channels_name = "C_in"
+
     def __init__(
         self,
         out_channels: PositiveInt,
@@ -107,8 +99,7 @@ class Conv1d(_ConvNd):
     """``nn.Conv1d`` with ``in_channels`` inferred; input ``(N, C_in, L)``."""
 
     native_class = nn.Conv1d
-    inferred_arguments: ClassVar = _channels(1, _CONV_STATE)
-    input_layout = _layout(1)
+    spatial_dims = 1
 
 
 class Conv2d(_ConvNd):
@@ -125,19 +116,22 @@ class Conv2d(_ConvNd):
     """
 
     native_class = nn.Conv2d
-    inferred_arguments: ClassVar = _channels(2, _CONV_STATE)
-    input_layout = _layout(2)
+    spatial_dims = 2
 
 
 class Conv3d(_ConvNd):
     """``nn.Conv3d`` with ``in_channels`` inferred; input ``(N, C_in, D, H, W)``."""
 
     native_class = nn.Conv3d
-    inferred_arguments: ClassVar = _channels(3, _CONV_STATE)
-    input_layout = _layout(3)
+    spatial_dims = 3
 
 
-class _ConvTransposeNd(Layer):
+class _ConvTransposeNd(ChannelsFirst):
+    channels_argument = "in_channels"
+    channels_state = FromState("weight", 0)
+    """A transposed convolution's weight is ``(in_channels, out_channels / groups, *kernel)``."""
+    channels_name = "C_in"
+
     def __init__(
         self,
         out_channels: PositiveInt,
@@ -190,21 +184,18 @@ class ConvTranspose1d(_ConvTransposeNd):
     """``nn.ConvTranspose1d`` with ``in_channels`` inferred; input ``(N, C_in, L)``."""
 
     native_class = nn.ConvTranspose1d
-    inferred_arguments: ClassVar = _channels(1, _TRANSPOSED_STATE)
-    input_layout = _layout(1)
+    spatial_dims = 1
 
 
 class ConvTranspose2d(_ConvTransposeNd):
     """``nn.ConvTranspose2d`` with ``in_channels`` inferred; input ``(N, C_in, H, W)``."""
 
     native_class = nn.ConvTranspose2d
-    inferred_arguments: ClassVar = _channels(2, _TRANSPOSED_STATE)
-    input_layout = _layout(2)
+    spatial_dims = 2
 
 
 class ConvTranspose3d(_ConvTransposeNd):
     """``nn.ConvTranspose3d`` with ``in_channels`` inferred; input ``(N, C_in, D, H, W)``."""
 
     native_class = nn.ConvTranspose3d
-    inferred_arguments: ClassVar = _channels(3, _TRANSPOSED_STATE)
-    input_layout = _layout(3)
+    spatial_dims = 3

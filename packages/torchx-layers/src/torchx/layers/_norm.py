@@ -11,6 +11,7 @@ from torch import nn
 from torchx.core import FromInput, FromState, Layer
 from torchx.core.arguments import PositiveFloat, PositiveInt, Probability
 from torchx.core.errors import format_shape
+from torchx.layers._channels_first import ChannelsFirst
 
 __all__ = [
     "BatchNorm1d",
@@ -26,12 +27,13 @@ __all__ = [
 ]
 
 
-_FEATURES = FromState(("weight", "running_mean"), 0)
-"""Norms keep one weight (with ``affine``) or running mean (with running stats) per feature."""
+class _PerChannelNorm(ChannelsFirst):
+    """Batch and instance norms: ``num_features`` is the input's channel count."""
 
-
-def _features(ranks: tuple[int, ...]) -> dict[str, FromInput]:
-    return {"num_features": FromInput(dim=1, ranks=ranks, state=_FEATURES)}
+    channels_argument = "num_features"
+    channels_state = FromState(("weight", "running_mean"), 0)
+    """One weight (with ``affine``) or running mean (with running stats) per feature."""
+    same_shape = True
 
 
 def _optional_bias(bias: bool) -> dict[str, bool]:
@@ -40,9 +42,7 @@ def _optional_bias(bias: bool) -> dict[str, bool]:
     return {} if bias else {"bias": False}
 
 
-class _BatchNorm(Layer):
-    same_shape = True
-
+class _BatchNorm(_PerChannelNorm):
     def __init__(
         self,
         *,
@@ -73,29 +73,24 @@ class BatchNorm1d(_BatchNorm):
     """``nn.BatchNorm1d`` with ``num_features`` read off dim 1 of ``(N, C)`` or ``(N, C, L)``."""
 
     native_class = nn.BatchNorm1d
-    inferred_arguments: ClassVar = _features((2, 3))
-    input_layout = "(N, C) or (N, C, L)"
+    spatial_dims = (0, 1)
 
 
 class BatchNorm2d(_BatchNorm):
     """``nn.BatchNorm2d`` with ``num_features`` read off dim 1 of ``(N, C, H, W)``."""
 
     native_class = nn.BatchNorm2d
-    inferred_arguments: ClassVar = _features((4,))
-    input_layout = "(N, C, H, W)"
+    spatial_dims = 2
 
 
 class BatchNorm3d(_BatchNorm):
     """``nn.BatchNorm3d`` with ``num_features`` read off dim 1 of ``(N, C, D, H, W)``."""
 
     native_class = nn.BatchNorm3d
-    inferred_arguments: ClassVar = _features((5,))
-    input_layout = "(N, C, D, H, W)"
+    spatial_dims = 3
 
 
-class _InstanceNorm(Layer):
-    same_shape = True
-
+class _InstanceNorm(_PerChannelNorm):
     def __init__(
         self,
         *,
@@ -126,24 +121,21 @@ class InstanceNorm1d(_InstanceNorm):
     """``nn.InstanceNorm1d`` with ``num_features`` read off dim 1 of ``(N, C, L)``."""
 
     native_class = nn.InstanceNorm1d
-    inferred_arguments: ClassVar = _features((3,))
-    input_layout = "(N, C, L)"
+    spatial_dims = 1
 
 
 class InstanceNorm2d(_InstanceNorm):
     """``nn.InstanceNorm2d`` with ``num_features`` read off dim 1 of ``(N, C, H, W)``."""
 
     native_class = nn.InstanceNorm2d
-    inferred_arguments: ClassVar = _features((4,))
-    input_layout = "(N, C, H, W)"
+    spatial_dims = 2
 
 
 class InstanceNorm3d(_InstanceNorm):
     """``nn.InstanceNorm3d`` with ``num_features`` read off dim 1 of ``(N, C, D, H, W)``."""
 
     native_class = nn.InstanceNorm3d
-    inferred_arguments: ClassVar = _features((5,))
-    input_layout = "(N, C, D, H, W)"
+    spatial_dims = 3
 
 
 class _TrailingNorm(Layer):
