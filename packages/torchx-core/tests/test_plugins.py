@@ -190,6 +190,170 @@ def test_use_plugins_gives_each_test_a_fresh_manager(fresh_plugins: PluginManage
     assert current_plugins() is fresh_plugins
 
 
+# -- pluggy's calling rules ----------------------------------------------------
+
+
+def test_an_implementation_may_take_a_subset_of_its_hooks_arguments() -> None:
+    manager = PluginManager(load_entry_points=False)
+    seen: list[object] = []
+
+    class ModuleOnly:
+        @hookspecs.hookimpl
+        def torchx_infer_output(self, module: object) -> object:
+            seen.append(module)
+            return None
+
+    class InputsByDefault:  # a parameter with a default gets the argument of its name
+        @hookspecs.hookimpl
+        def torchx_infer_output(self, inputs: Any = None) -> object:
+            return inputs[0] * 2
+
+    class NoArguments:
+        @hookspecs.hookimpl
+        def torchx_register_layers(self) -> None:
+            seen.append("registered")
+
+    manager.register(InputsByDefault(), "inputs-by-default")
+    manager.register(ModuleOnly(), "module-only")
+    manager.register(NoArguments(), "no-arguments")
+    module, meta = torch.nn.Identity(), torch.empty(4, device="meta")
+    assert manager.infer_output(module, (meta,)).shape == (4,)
+    assert seen == [module]
+    assert manager.registry.names() == []
+    assert seen == [module, "registered"]
+    assert manager.failures == []
+
+
+@hookspecs.hookspec(firstresult=True)
+def grown_infer_output(module: object, inputs: object, dtype: torch.dtype) -> object:
+    """``torchx_infer_output`` as it may read one day: with an argument added."""
+
+
+def test_a_hookspec_that_gains_an_argument_keeps_older_implementations_working(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    import pluggy
+
+    from torchx.core import plugins
+
+    specs = {name: getattr(hookspecs, name) for name in dir(hookspecs) if name.startswith("torchx_")}
+    grown = types.SimpleNamespace(**{**specs, "torchx_infer_output": grown_infer_output})
+
+    def grown_manager() -> pluggy.PluginManager:
+        manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        manager.add_hookspecs(grown)
+        return manager
+
+    monkeypatch.setattr(plugins, "_new_pluggy_manager", grown_manager)
+
+    class GrownFacade(PluginManager):
+        def grown_infer_output(self, module: object, inputs: object, dtype: torch.dtype) -> Any:
+            return self._first_result(
+                "torchx_infer_output", lambda _: True, "anything", module=module, inputs=inputs, dtype=dtype
+            )
+
+    asked: list[tuple[object, ...]] = []
+
+    class Older:  # written against today's spec
+        @hookspecs.hookimpl
+        def torchx_infer_output(self, module: object, inputs: tuple[torch.Tensor, ...]) -> object:
+            asked.append(("older", len(inputs)))
+            return inputs[0]
+
+    class Newer:  # written against the grown spec; declines, so the older one is asked
+        @hookspecs.hookimpl
+        def torchx_infer_output(self, module: object, inputs: object, dtype: torch.dtype) -> object:
+            asked.append(("newer", dtype))
+            return None
+
+    manager = GrownFacade(load_entry_points=False)
+    manager.register(Older(), "older")
+    manager.register(Newer(), "newer")
+    meta = torch.empty(2, device="meta")
+    assert manager.grown_infer_output(torch.nn.Identity(), (meta,), torch.float16) is meta
+    assert asked == [("newer", torch.float16), ("older", 1)]
+    assert manager.failures == []
+
+
+WRAPPER_PLUGIN = """
+from torchx.core import hookimpl
+@hookimpl(OPTION=True)
+def torchx_register_layers(registry):
+    yield
+"""
+
+
+@pytest.mark.parametrize("option", ["wrapper", "hookwrapper"])
+def test_a_plugin_with_a_hook_wrapper_is_refused_at_registration(site: Path, option: str) -> None:
+    install(site, "torchx-wraps", WRAPPER_PLUGIN.replace("OPTION", option))
+    install(site, "torchx-scale", GOOD_PLUGIN)
+    manager = PluginManager()
+    with pytest.warns(PluginWarning) as record:
+        registry = manager.registry
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert message.startswith("TorchX plugin 'torchx-wraps' failed (register): PluginValidationError: ")
+    assert f"its torchx_register_layers is a hook wrapper (hookimpl({option}=True))" in message
+    assert "make torchx_register_layers a plain @hookimpl" in message
+    assert "torchx-wraps" not in manager.plugin_names()
+    assert registry.owner("ScaleLayer") == "torchx-scale"
+
+
+def test_a_hook_wrapper_raises_in_strict_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHX_STRICT_PLUGINS", "1")
+
+    class Wraps:
+        @hookspecs.hookimpl(wrapper=True)
+        def torchx_resolve_device(self, device_id: object) -> Any:
+            return (yield)
+
+    manager = PluginManager(load_entry_points=False)
+    with pytest.raises(PluginError, match=r"'wraps' failed.*torchx_resolve_device is a hook wrapper"):
+        manager.register(Wraps(), "wraps")
+    assert manager.device_backends() == []
+
+
+def test_firstresult_specs_say_so_in_their_calling_rule() -> None:
+    for name in dir(hookspecs):
+        if name.startswith("torchx_"):
+            spec = getattr(hookspecs, name)
+            firstresult = getattr(spec, f"{hookspecs.PROJECT_NAME}_spec")["firstresult"]
+            assert firstresult == ("Stops at the first non-None result." in spec.__doc__), name
+
+
+def test_each_plugins_registrations_are_tagged_per_call_not_on_the_shared_registry() -> None:
+    """While a plugin's hook runs, another thread registering in the same
+    registry is not taken for that plugin (and the registry has no
+    "current plugin" for it to be taken from)."""
+    from toy_layers import Dense, Norm
+
+    from torchx.core import LayerRegistry
+
+    registry = LayerRegistry()
+    inside, go_on = threading.Event(), threading.Event()
+
+    class Slow:
+        @hookspecs.hookimpl
+        def torchx_register_layers(self, registry: LayerRegistry) -> None:
+            inside.set()
+            assert go_on.wait(10)
+            registry.register(Dense)
+
+    manager = PluginManager(load_entry_points=False)
+    manager.register(Slow(), "slow")
+    filling = threading.Thread(target=manager.register_layers, args=(registry,))
+    filling.start()
+    assert inside.wait(10)
+    registry.register(Norm)  # directly, by this thread, while the plugin's hook runs
+    go_on.set()
+    filling.join(10)
+    assert registry.owner("Dense") == "slow"
+    assert registry.owner("Norm") == "<direct>"
+    assert not hasattr(registry, "current_plugin")
+
+
 # -- duplicate entry-point names ---------------------------------------------
 
 MARKED_PLUGIN = """

@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from torchx.core.registry import RegistryConflict
+from torchx.core.registry import RegistryConflict, registering_plugin
 
 __all__ = ["Command", "CommandRegistry"]
 
@@ -38,7 +38,6 @@ class CommandRegistry:
     def __init__(self) -> None:
         self._commands: dict[str, Command] = {}
         self.conflicts: list[RegistryConflict] = []
-        self.current_plugin = "<direct>"
 
     def add(
         self,
@@ -49,11 +48,12 @@ class CommandRegistry:
         run: Callable[[argparse.Namespace], int],
     ) -> None:
         """Add ``torchx <name>``; a name already taken is not replaced (a plugin warning)."""
+        plugin = registering_plugin()
         owner = self._commands.get(name)
         if owner is not None:
-            self.conflicts.append(RegistryConflict(name, owner.plugin, self.current_plugin))
+            self.conflicts.append(RegistryConflict(name, owner.plugin, plugin))
             return
-        self._commands[name] = Command(name, help, configure, run, self.current_plugin)
+        self._commands[name] = Command(name, help, configure, run, plugin)
 
     def __iter__(self) -> Iterator[Command]:
         return iter(self._commands.values())

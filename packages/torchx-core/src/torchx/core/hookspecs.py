@@ -5,7 +5,12 @@ names match the specs below. Plugins are found through the ``torchx.plugins``
 entry-point group; TorchX's own distributions register that way too.
 
 Hooks run at discovery and build time only, never in a built model's forward.
-Specs only grow: new arguments may be added, none is ever renamed.
+Specs only grow: new arguments may be added, none is ever renamed. An
+implementation takes any subset of its spec's arguments, by name, and is
+called with just those, so one written before an argument was added keeps
+working. Each plugin's implementation is called on its own (a plugin that
+fails is reported and the others go on), so hook wrappers
+(``hookimpl(wrapper=True)``, ``hookwrapper=True``) are refused.
 """
 
 from __future__ import annotations

@@ -11,6 +11,13 @@ with one name load one plugin; the other is reported and never imported (see
 ``TORCHX_STRICT_PLUGINS=1`` such a report raises
 :class:`~torchx.core.errors.PluginError` instead.
 
+The facade calls each plugin's implementation on its own (that is what
+isolates them), keeping pluggy's calling rules: implementations in pluggy's
+order (``tryfirst``/``trylast``, then latest registered first), each given
+only the arguments it declares, and a ``firstresult`` hook stopping at the
+first accepted non-None result. A hook wrapper has no call to wrap here, so a
+plugin with one is refused when it registers.
+
 A child of ``os.fork()`` can use the managers even when another thread held
 their lock at the fork (see :meth:`PluginManager._after_fork_in_child`).
 """
@@ -25,7 +32,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,7 +43,7 @@ from torchx.core import hookspecs
 from torchx.core.commands import CommandRegistry
 from torchx.core.errors import DeviceError, PluginError, PluginWarning
 from torchx.core.placement import Placement
-from torchx.core.registry import LayerRegistry, MigrationRegistry
+from torchx.core.registry import LayerRegistry, MigrationRegistry, registering_as
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -111,6 +118,7 @@ class PluginManager:
             try:
                 self._pm.register(plugin, name=name)
                 self._pm.check_pending()
+                _refuse_wrappers(self._pm, plugin)
             except Exception as error:  # noqa: BLE001 - isolate the plugin
                 if self._pm.is_registered(plugin):
                     self._pm.unregister(plugin)
@@ -273,48 +281,48 @@ class PluginManager:
         against that plugin; the others' registrations stand. Then each
         plugin's ``torchx_register_migrations`` adds to ``registry.migrations``.
         """
-        self._each_plugin("torchx_register_layers", "registry", registry)
+        self._each_plugin("torchx_register_layers", into="registry", registry=registry)
         self.register_migrations(registry.migrations)
 
     def register_migrations(self, migrations: MigrationRegistry) -> None:
         """Call ``torchx_register_migrations`` on each plugin separately, isolating
         failures and migrations of types the plugin does not own."""
-        self._each_plugin("torchx_register_migrations", "migrations", migrations)
+        self._each_plugin("torchx_register_migrations", into="migrations", migrations=migrations)
 
-    def _each_plugin(
-        self, hook: str, argument: str, target: LayerRegistry | MigrationRegistry | CommandRegistry
-    ) -> None:
-        """Call ``hook``'s implementations one by one with ``target`` (a registry)
-        as ``argument``, tagging what each adds with its plugin's name; a plugin
-        that raises, or takes a name already taken, is reported against it."""
+    def _each_plugin(self, hook: str, *, into: str, **arguments: Any) -> None:
+        """Call ``hook``'s implementations one by one with ``arguments``; the one
+        named ``into`` is the registry the hook adds to. What each plugin adds
+        is recorded as its own (see :func:`~torchx.core.registry.registering_as`);
+        a plugin that raises, or takes a name already taken, is reported
+        against it."""
+        target: LayerRegistry | MigrationRegistry | CommandRegistry = arguments[into]
         for impl in reversed(getattr(self._pm.hook, hook).get_hookimpls()):
-            target.current_plugin = impl.plugin_name
             seen = len(target.conflicts)
-            try:
-                returned = impl.function(**{argument: target})
-            except Exception as error:  # noqa: BLE001 - isolate the plugin
-                self._report(impl.plugin_name, hook, error)
-            else:
-                if returned is not None:
-                    self._report(
-                        impl.plugin_name,
-                        hook,
-                        f"returned {type(returned).__name__}, which is ignored: {hook} adds to its "
-                        f"{argument} argument and returns None",
-                    )
+            with registering_as(impl.plugin_name):
+                try:
+                    returned = _call(impl, arguments)
+                except Exception as error:  # noqa: BLE001 - isolate the plugin
+                    self._report(impl.plugin_name, hook, error)
+                else:
+                    if returned is not None:
+                        self._report(
+                            impl.plugin_name,
+                            hook,
+                            f"returned {type(returned).__name__}, which is ignored: {hook} adds to its "
+                            f"{into} argument and returns None",
+                        )
             for conflict in target.conflicts[seen:]:
                 self._report(
                     conflict.rejected,
                     hook,
                     f"name {conflict.name!r} is already registered by {conflict.owner!r}",
                 )
-        target.current_plugin = "<direct>"
 
     def register_commands(self, commands: CommandRegistry) -> None:
         """Call ``torchx_register_commands`` on each plugin separately, isolating
         failures and name conflicts as :meth:`register_layers` does."""
         self.load()
-        self._each_plugin("torchx_register_commands", "commands", commands)
+        self._each_plugin("torchx_register_commands", into="commands", commands=commands)
 
     def infer_output(self, module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Any | None:
         """The first plugin's ``torchx_infer_output`` result, or None.
@@ -363,12 +371,13 @@ class PluginManager:
         **arguments: Any,
     ) -> Any | None:
         """The first non-None, ``valid`` result of ``hook``'s implementations,
-        latest registered first. An exception of a ``raising`` type is the
-        answer and propagates; any other exception, or an invalid result, is
-        reported against its plugin and the next one is asked."""
+        latest registered first (the ``firstresult`` rule, with each plugin
+        isolated). An exception of a ``raising`` type is the answer and
+        propagates; any other exception, or an invalid result, is reported
+        against its plugin and the next one is asked."""
         for impl in reversed(getattr(self._pm.hook, hook).get_hookimpls()):
             try:
-                result = impl.function(**arguments)
+                result = _call(impl, arguments)
             except raising:
                 raise
             except Exception as error:  # noqa: BLE001 - isolate the plugin
@@ -444,6 +453,38 @@ def _new_pluggy_manager() -> pluggy.PluginManager:
     manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     manager.add_hookspecs(hookspecs)
     return manager
+
+
+def _call(impl: pluggy.HookImpl, arguments: Mapping[str, Any]) -> Any:
+    """Call ``impl`` as pluggy does: with only the arguments it declares.
+
+    An implementation may take any subset of its hookspec's arguments (and a
+    parameter with a default gets the argument of that name when there is
+    one), so a hookspec that gains an argument keeps every existing plugin
+    working.
+    """
+    keywords = {name: arguments[name] for name in impl.kwargnames if name in arguments}
+    return impl.function(*[arguments[name] for name in impl.argnames], **keywords)
+
+
+def _refuse_wrappers(manager: pluggy.PluginManager, plugin: object) -> None:
+    """Raise when ``plugin`` (registered in ``manager``) has a hook wrapper.
+
+    The facade calls each implementation on its own, to report a failing
+    plugin and go on with the others, so there is no call for a wrapper
+    (``wrapper=True`` or ``hookwrapper=True``) to wrap: registering it would
+    silently never run its code around the other plugins.
+    """
+    for caller in manager.get_hookcallers(plugin) or ():
+        for impl in caller.get_hookimpls():
+            if impl.plugin is plugin and (impl.wrapper or impl.hookwrapper):
+                option = "wrapper=True" if impl.wrapper else "hookwrapper=True"
+                raise pluggy.PluginValidationError(
+                    plugin,
+                    f"its {caller.name} is a hook wrapper (hookimpl({option})), which TorchX does not "
+                    f"support: each plugin's implementation is called on its own, so there is no call to "
+                    f"wrap; make {caller.name} a plain @hookimpl",
+                )
 
 
 def _imported_target(entry_point: EntryPoint) -> object:

@@ -21,9 +21,11 @@ was written at to the installed one, and warns
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,8 @@ __all__ = [
     "Migration",
     "MigrationRegistry",
     "RegistryConflict",
+    "registering_as",
+    "registering_plugin",
     "rename_argument",
 ]
 
@@ -62,6 +66,33 @@ PROVIDED_BY = {
 is missing, the ``L`` façade and spec errors say what to install."""
 
 
+DIRECT = "<direct>"
+"""Who registered what was not added by a plugin's hook (a test, a script)."""
+
+_registering: contextvars.ContextVar[str] = contextvars.ContextVar("torchx_registering", default=DIRECT)
+
+
+@contextmanager
+def registering_as(plugin: str) -> Iterator[None]:
+    """Record what is registered inside the block, in any registry, as ``plugin``'s.
+
+    The plugin manager wraps each plugin's hook call in this, so the hook gets
+    the registry itself (its whole API, unchanged) and the owner of each name
+    is known without a "current plugin" attribute on a registry that every
+    plugin and thread shares: the tag is per context (per thread, per task).
+    """
+    token = _registering.set(plugin)
+    try:
+        yield
+    finally:
+        _registering.reset(token)
+
+
+def registering_plugin() -> str:
+    """The plugin whose hook is registering in this context, or :data:`DIRECT`."""
+    return _registering.get()
+
+
 @dataclass(frozen=True)
 class RegistryConflict:
     """A name that a second plugin tried to take; the first registration wins."""
@@ -80,7 +111,6 @@ class LayerRegistry:
         self._exports: dict[str, object] = {}
         self._owners: dict[str, str] = {}
         self.conflicts: list[RegistryConflict] = []
-        self.current_plugin = "<direct>"
         self.migrations = MigrationRegistry(self)
         """Every type's spec migrations, filled by ``torchx_register_migrations`` hooks."""
 
@@ -92,25 +122,27 @@ class LayerRegistry:
         the conflict is recorded and reported as a plugin warning.
         """
         canonical = name or cls.__name__
+        plugin = registering_plugin()
         for each in (canonical, *aliases):
             key = each.lower()
             owner = self._owners.get(key)
             if owner is not None and self._types.get(key) is not cls:
-                self.conflicts.append(RegistryConflict(each, owner, self.current_plugin))
+                self.conflicts.append(RegistryConflict(each, owner, plugin))
                 continue
             self._types[key] = cls
-            self._owners[key] = self.current_plugin
+            self._owners[key] = plugin
             self._exports.setdefault(each, cls)
         self._canonical.setdefault(cls, canonical)
 
     def export(self, name: str, obj: object) -> None:
         """Offer ``obj`` as ``torchx.layers.<name>`` without making it a spec type."""
+        plugin = registering_plugin()
         if name in self._exports and self._exports[name] is not obj:
             owner = self._owners.get(name.lower(), "another plugin")
-            self.conflicts.append(RegistryConflict(name, owner, self.current_plugin))
+            self.conflicts.append(RegistryConflict(name, owner, plugin))
             return
         self._exports[name] = obj
-        self._owners.setdefault(name.lower(), self.current_plugin)
+        self._owners.setdefault(name.lower(), plugin)
 
     def resolve(self, type_name: str, *, where: str = "$.type") -> type[Layer]:
         """Return the class registered as ``type_name`` (any case, or an alias)."""
@@ -176,7 +208,6 @@ class MigrationRegistry:
         self._layers = layers
         self._migrations: dict[tuple[str, int], Migration] = {}
         self.conflicts: list[RegistryConflict] = []
-        self.current_plugin = "<direct>"
 
     def add(self, type_name: str, from_version: int, migrate: Callable[[Fields], Fields]) -> None:
         """Register ``migrate`` from version ``from_version`` of ``type_name`` to the next.
@@ -190,19 +221,18 @@ class MigrationRegistry:
         if isinstance(from_version, bool) or not isinstance(from_version, int) or from_version < 1:
             raise ValueError(f"migration of {type_name!r}: from_version is an int >= 1, got {from_version!r}")
         key = (type_name.lower(), from_version)
+        plugin = registering_plugin()
         owner = self._layers.owner(type_name)
-        if owner is not None and self.current_plugin != "<direct>" and owner != self.current_plugin:
-            self.conflicts.append(RegistryConflict(f"migrations of {type_name}", owner, self.current_plugin))
+        if owner is not None and plugin != DIRECT and owner != plugin:
+            self.conflicts.append(RegistryConflict(f"migrations of {type_name}", owner, plugin))
             return
         if key in self._migrations:
             first = self._migrations[key].plugin
             self.conflicts.append(
-                RegistryConflict(
-                    f"migration of {type_name} from version {from_version}", first, self.current_plugin
-                )
+                RegistryConflict(f"migration of {type_name} from version {from_version}", first, plugin)
             )
             return
-        self._migrations[key] = Migration(type_name, from_version, migrate, self.current_plugin)
+        self._migrations[key] = Migration(type_name, from_version, migrate, plugin)
 
     def upgrade(self, type_name: str, fields: Fields, version: int, current: int, where: str) -> Fields:
         """``fields`` of a ``type_name`` entry written at ``version``, migrated to ``current``.
