@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import torchx.layers as L
-from torchx.core import TorchXError
+from torchx.core import ShapeError, TorchXError
 from torchx.functional import Functional, Placeholder, accept_placeholders
 
 
@@ -249,3 +249,100 @@ def test_an_in_place_layer_never_overwrites_what_a_backward_reads(make: Any) -> 
     data = torch.randn(3, 4, requires_grad=True)
     model(data).sum().backward()  # nothing a backward needs was overwritten
     assert data.grad is not None
+
+
+# -- one namespace for the code's locals and globals -------------------------------
+
+
+def global_reads(function: Any) -> set[str]:
+    """The names ``function``'s code reads as globals (or builtins)."""
+    import dis
+
+    return {
+        instruction.argval
+        for instruction in dis.get_instructions(function)
+        if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+    }
+
+
+def rich_model(name: str) -> Functional:
+    """A model whose code uses each kind of name: an input called ``name`` (in
+    a dict: ``type(...) is dict``), a layer reached by ``getattr``, a float
+    written ``float('inf')``, a constant in the globals (a complex number) and
+    torch functions."""
+    x = Placeholder((None, 3), name=name)
+    y = L.Linear(3, name="block.0")(x).clamp(max=float("inf")) * (1 + 2j)
+    return Functional(inputs={name: x}, outputs=torch.cat([y, y], dim=1))
+
+
+def expected_of(model: Functional, t: torch.Tensor) -> torch.Tensor:
+    y = model.get_submodule("block.0")(t) * (1 + 2j)
+    return torch.cat([y, y], dim=1)
+
+
+def test_an_input_named_like_a_constant_keeps_its_own_value() -> None:
+    x = Placeholder((None, 3), name="_constant_0")
+    model = Functional(inputs=x, outputs=x * (1 + 2j))  # the complex number is a global of the code
+    assert "mul = _constant_0 * _constant_0_1" in model.code
+    t = torch.full((2, 3), 3.0)
+    assert torch.equal(model(t), t * (1 + 2j))
+    assert torch.equal(model(_constant_0=t), t * (1 + 2j))
+
+
+def test_an_input_named_like_a_builtin_the_code_calls_keeps_its_own_value() -> None:
+    x = Placeholder((None, 3), name="getattr")
+    model = Functional(inputs=x, outputs=L.Linear(3, name="block.0")(x))
+    assert "def forward(self, getattr_1=_MISSING, /, **_keywords):" in model.code
+    assert "block_0 = getattr(self.block, '0')(getattr_1)" in model.code
+    t = torch.randn(2, 3)
+    assert torch.equal(model(t), model.get_submodule("block.0")(t))
+    assert torch.equal(model(getattr=t), model.get_submodule("block.0")(t))
+    assert torch.equal(torch.jit.script(model)(t), model(t))
+
+
+NAMES_OF_THE_CODE = [
+    "self", "error", "_keywords", "torch", "F", "operator", "builtins", "type", "dict", "float", "slice",
+    "getattr", "Exception", "Tensor", "_MISSING", "_Tensor", "_is_symbolic", "_find_symbolic", "_keyword_inputs",
+    "_unpack_inputs", "_missing_inputs", "_explain", "_constant_0", "_constant_1", "block", "linear", "mul",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NAMES_OF_THE_CODE)
+def test_an_input_named_like_any_name_of_the_code_keeps_its_own_value(name: str) -> None:
+    model = rich_model(name)
+    t = torch.randn(2, 3)
+    expected = expected_of(model, t)
+    assert torch.equal(model(t), expected)
+    assert torch.equal(model({name: t}), expected)
+    if name != "self":  # nn.Module.__call__ takes self
+        assert torch.equal(model(**{name: t}), expected)
+    with pytest.raises(TypeError, match="missing inputs"):
+        model()
+    with pytest.raises(ShapeError, match=f"input {name!r}: expected shape"):  # explained in `except`
+        model(torch.randn(2, 4))
+
+
+def test_every_global_the_forward_reads_is_one_the_generator_put_there() -> None:
+    """Nothing reaches the code from ``builtins`` or from another module's
+    globals: an input or variable could not hide it, and no name the code
+    uses is missing from the namespace."""
+    from torchx.functional._codegen import compile_forward, generate_scriptable
+
+    for name in ("x", "getattr", "_constant_0"):
+        model = rich_model(name)
+        forward = model.__dict__["forward"].__func__
+        assert global_reads(forward) <= set(forward.__globals__) - {"__builtins__"}, model.code
+        assert {"getattr", "float", "type", "dict", "Exception"} <= global_reads(forward)  # all kinds used
+        source, namespace = generate_scriptable(model._torchx_program)
+        scriptable = compile_forward(source, dict(namespace))
+        assert global_reads(scriptable) <= set(namespace), source
+
+
+def test_a_program_not_named_from_the_code_namespace_is_refused() -> None:
+    from torchx.functional._codegen import generate_scriptable
+    from torchx.functional._program import Namespace, trace
+
+    x = Placeholder((None, 3), name="torch")
+    program = trace(x, x + 1, Namespace())
+    with pytest.raises(TorchXError, match=r"not named from code_namespace\(\) \(self, error, "):
+        generate_scriptable(program)

@@ -19,7 +19,7 @@ import torchx.nn as nnx
 from torchx.core import PluginManager, ShapeError, TorchXError
 from torchx.core.testing import StaticDeviceBackend
 from torchx.functional import Functional, Placeholder, accept_placeholders
-from torchx.functional._program import RESERVED, Namespace
+from torchx.functional._codegen import CODE_GLOBALS, CODE_LOCALS, code_namespace
 
 
 def wide(text: str) -> str:
@@ -258,7 +258,7 @@ def test_input_names_are_kept_never_silently_changed() -> None:
     mask = Placeholder((2, 3))
     model = Functional(inputs={"_mask": mask}, outputs=mask * 2)
     assert torch.equal(model(_mask=torch.ones(2, 3)), torch.full((2, 3), 2.0))
-    for name in ("self", "type", "class", "a b", "torch", "F", "error", "_MISSING", "_constant_0", "", "1st"):
+    for name in ("self", "type", "class", "a b", "torch", "F", "error", "_MISSING", "getattr", "", "1st"):
         x = Placeholder((2, 3))
         model = Functional(inputs={name: x}, outputs=x + 1)
         assert [item.name for item in model.inputs] == [name]
@@ -471,7 +471,7 @@ def test_module_attributes_from_class_names_are_normalised_and_never_the_models_
 
 
 def test_the_namespace_hands_out_normalised_identifiers_only() -> None:
-    namespace = Namespace(RESERVED)
+    namespace = code_namespace()
     claimed = [
         namespace.claim(base)
         for base in (
@@ -488,11 +488,11 @@ def test_the_namespace_hands_out_normalised_identifiers_only() -> None:
             "x",
         )
     ]
-    assert claimed[:6] == ["torch_1", "x2", "_class", "_constant_0_1", "value", "_1x"]
+    assert claimed[:6] == ["torch_1", "x2", "_class", "_constant_0", "value", "_1x"]
     assert len(set(claimed)) == len(claimed)
     for name in claimed:
         assert name.isidentifier() and unicodedata.normalize("NFKC", name) == name
-        assert not keyword.iskeyword(name) and name not in RESERVED
+        assert not keyword.iskeyword(name) and name not in {*CODE_LOCALS, *CODE_GLOBALS}
 
 
 def test_a_nested_input_of_the_wrong_shape_is_named_by_its_path() -> None:

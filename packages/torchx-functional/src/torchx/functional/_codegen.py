@@ -4,17 +4,23 @@ The code reads like a hand-written forward (``conv2d = self.conv2d(x)``,
 ``mul = conv2d * conv2d_1``) and costs what one costs: no graph walk, no
 per-call wrapper. Its source is registered with ``linecache``, so tracebacks
 show the generated line.
+
+Every name the code uses comes from one namespace (the program's): first the
+generator's own (:data:`CODE_LOCALS` and :data:`CODE_GLOBALS`, claimed by
+:func:`code_namespace` before the program's variables, so they read as
+themselves), then the variables, then the constants and the caller's helpers,
+claimed as the code is written. The globals the code is run with are exactly
+those the generator put there: none comes from ``builtins``.
 """
 
 from __future__ import annotations
 
-import builtins
 import itertools
 import keyword
 import linecache
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +31,17 @@ from torchx.core import TorchXError
 from torchx.core.symbolic import find_symbolic, is_symbolic
 from torchx.functional._liveness import IN_PLACE_METHODS, liveness
 from torchx.functional._ops import INFIX, name_of_function
-from torchx.functional._program import BatchOf, Input, Parameter, Program, Step, Var, normal_form
+from torchx.functional._program import BatchOf, Input, Namespace, Parameter, Program, Step, Var, normal_form
 
-__all__ = ["MISSING", "compile_forward", "generate", "generate_scriptable"]
+__all__ = [
+    "CODE_GLOBALS",
+    "CODE_LOCALS",
+    "MISSING",
+    "code_namespace",
+    "compile_forward",
+    "generate",
+    "generate_scriptable",
+]
 
 _files = itertools.count()
 
@@ -47,19 +61,54 @@ class _Missing:
 MISSING = _Missing()
 """Default of every forward parameter, so that missing inputs are reported together."""
 
+CODE_LOCALS = ("self", "error", "_keywords")
+"""The generated forward's own local names: its module, the exception it
+explains, the inputs passed by a name that is not their variable."""
+
+CODE_GLOBALS: dict[str, Any] = {
+    # what the steps name: torch.cat, F.relu, operator.xor, torch.float16
+    "torch": torch, "F": F, "operator": operator,
+    # builtins the code calls (as globals of its own, which no input can shadow)
+    "type": type, "dict": dict, "float": float, "slice": slice, "getattr": getattr, "Exception": Exception,
+    # the input checks of generate(), and TorchScript's parameter types
+    "_MISSING": MISSING, "_Tensor": torch.Tensor, "_is_symbolic": is_symbolic, "_find_symbolic": find_symbolic,
+    "Tensor": torch.Tensor,
+}  # fmt: skip
+"""The globals the generated code writes as they are named here, and what each is."""
+
+
+def code_namespace() -> Namespace:
+    """A namespace holding the generator's own names (:data:`CODE_LOCALS`,
+    :data:`CODE_GLOBALS`), to claim a program's variables from: see
+    :func:`~torchx.functional._program.trace`."""
+    return Namespace((*CODE_LOCALS, *CODE_GLOBALS))
+
 
 class _Writer:
-    """Renders values as source; what has no literal goes into the globals."""
+    """Renders values as source; what has no literal goes into the globals,
+    under a name claimed from the program's namespace."""
 
     def __init__(self, program: Program) -> None:
-        self.globals: dict[str, Any] = {"torch": torch, "F": F, "operator": operator, "builtins": builtins}
+        self.names = program.namespace.copy()
+        unclaimed = [name for name in (*CODE_LOCALS, *CODE_GLOBALS) if not self.names.holds(name)]
+        if unclaimed:
+            raise TorchXError(
+                f"the program's variables were not named from code_namespace() ({', '.join(unclaimed)} "
+                "not claimed), so they could hide the generated code's own names; this is a TorchX bug"
+            )
+        self.globals: dict[str, Any] = dict(CODE_GLOBALS)
         self._constants = itertools.count()
         self._tensor_shapes = {
             path: tuple(layer.arguments["shape"]) for path, layer in program.tensor_layers.items()
         }
 
     def constant(self, value: Any) -> str:
-        name = f"_constant_{next(self._constants)}"
+        return self.bind(f"_constant_{next(self._constants)}", value)
+
+    def bind(self, base: str, value: Any) -> str:
+        """A global holding ``value``, named ``base`` unless a variable (or
+        another global) has that name already."""
+        name = self.names.claim(base)
         self.globals[name] = value
         return name
 
@@ -216,7 +265,6 @@ def generate_scriptable(program: Program) -> tuple[str, dict[str, Any]]:
     lines += [f"    {line}" for line in _unpacking(writer, program)]
     lines += [f"    {statement}" for statement in _statements(writer, program, release=False)]
     lines.append(f"    return {_structure(writer, program.outputs)}")
-    writer.globals["Tensor"] = torch.Tensor
     return "\n".join(lines) + "\n", writer.globals
 
 
@@ -263,7 +311,7 @@ def _statements(writer: _Writer, program: Program, release: bool = True) -> list
     return statements
 
 
-def generate(program: Program) -> tuple[str, dict[str, Any]]:
+def generate(program: Program, helpers: Mapping[str, Callable[..., Any]]) -> tuple[str, dict[str, Any]]:
     """The forward's source and the globals it needs.
 
     Callers pass inputs by position, by name or as one dict of them. Where an
@@ -271,8 +319,18 @@ def generate(program: Program) -> tuple[str, dict[str, Any]]:
     parameter is positional-only and names arrive in ``_keywords``, matched
     against the input names as Python matches identifiers: a variable is
     never a name callers can use.
+
+    ``helpers`` are the caller's functions the forward calls with the model
+    first, by the name they are called here: ``_keyword_inputs(self, values,
+    keywords)`` and ``_unpack_inputs(self, given)`` return the inputs,
+    ``_missing_inputs(self, given)`` and ``_explain(self, error, given)`` the
+    exception to raise.
     """
     writer = _Writer(program)
+    keyword_inputs, unpack_inputs, missing_inputs, explain = (
+        writer.bind(name, helpers[name])
+        for name in ("_keyword_inputs", "_unpack_inputs", "_missing_inputs", "_explain")
+    )
     parameters = parameters_of(program)
     names = [parameter.variable for parameter in parameters]
     renamed = any(parameter.key != parameter.variable for parameter in parameters)
@@ -283,14 +341,14 @@ def generate(program: Program) -> tuple[str, dict[str, Any]]:
     body: list[str] = []
     if renamed:
         body.append("if _keywords:")
-        body.append(f"    {arguments} = _keyword_inputs(self, ({arguments}), _keywords)")
+        body.append(f"    {arguments} = {keyword_inputs}(self, ({arguments}), _keywords)")
     if isinstance(program.inputs, dict):
         rest = " and ".join(f"{name} is _MISSING" for name in names[1:]) or "True"
         body.append(f"if type({names[0]}) is dict and {rest}:")
-        body.append(f"    {arguments} = _unpack_inputs(self, {names[0]})")
+        body.append(f"    {arguments} = {unpack_inputs}(self, {names[0]})")
     missing = " or ".join(f"{name} is _MISSING" for name in names)
     body.append(f"if {missing}:")
-    body.append(f"    raise _missing_inputs(self, {given})")
+    body.append(f"    raise {missing_inputs}(self, {given})")
     symbolic = " or ".join(
         f"(type({parameter.variable}) is not _Tensor and _is_symbolic({parameter.variable}))"
         if isinstance(parameter.structure, Input)
@@ -304,11 +362,8 @@ def generate(program: Program) -> tuple[str, dict[str, Any]]:
     body.extend(f"    {statement}" for statement in _statements(writer, program))
     body.append(f"    return {_structure(writer, program.outputs)}")
     body.append("except Exception as error:")
-    body.append(f"    raise _explain(self, error, {given})")
+    body.append(f"    raise {explain}(self, error, {given})")
     lines.extend(f"    {line}" for line in body)
-    writer.globals.update(
-        _MISSING=MISSING, _Tensor=torch.Tensor, _is_symbolic=is_symbolic, _find_symbolic=find_symbolic
-    )
     return "\n".join(lines) + "\n", writer.globals
 
 

@@ -17,7 +17,14 @@ from torchx.core.memory import allocation_budget
 from torchx.core.shapes import InputLike, TypedShape
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.summary import Summary
-from torchx.functional._codegen import MISSING, compile_forward, generate, generate_scriptable, parameters_of
+from torchx.functional._codegen import (
+    MISSING,
+    code_namespace,
+    compile_forward,
+    generate,
+    generate_scriptable,
+    parameters_of,
+)
 from torchx.functional._program import BatchOf, Input, Program, Step, Var, normal_form, trace
 
 __all__ = ["Functional"]
@@ -57,19 +64,21 @@ class Functional(Layer, nnx.Module):
 
     def __init__(self, inputs: Any, outputs: Any, *, name: str | None = None) -> None:
         super().__init__(name=name)
-        program = trace(inputs, outputs)
+        program = trace(inputs, outputs, code_namespace())
         self._mirror_modules(program.modules, program.tensors)
         program.modules, program.tensors = {}, {}
         self.__dict__["_torchx_program"] = program
         self._compile()
 
     def _compile(self) -> None:
-        source, namespace = generate(self._torchx_program)
-        namespace.update(
-            _unpack_inputs=_unpack_inputs,
-            _keyword_inputs=_keyword_inputs,
-            _missing_inputs=_missing_inputs,
-            _explain=_explain,
+        source, namespace = generate(
+            self._torchx_program,
+            {
+                "_unpack_inputs": _unpack_inputs,
+                "_keyword_inputs": _keyword_inputs,
+                "_missing_inputs": _missing_inputs,
+                "_explain": _explain,
+            },
         )
         self.__dict__["_torchx_code"] = source
         self.__dict__["forward"] = compile_forward(source, namespace).__get__(self)

@@ -9,7 +9,9 @@ deterministic variable name; every module a readable attribute name
 Names never change what the program computes. Python reads an identifier in
 its NFKC form (``relu`` in fullwidth letters is ``relu``), so every variable and attribute the
 generator writes is an NFKC identifier, unique in that form, and neither a
-keyword nor a name the generated code itself uses (``self``, ``torch``...).
+keyword nor a name the generated code itself uses (``self``, ``torch``...): the
+variables are claimed from the namespace the code generator made, which holds
+its own names first, and which it then claims its constants from.
 An input's name is the user's (a keyword, a dict key: any string); its
 variable is the generator's, the name itself wherever Python would read it
 unchanged. Two input names Python reads as one identifier are refused.
@@ -22,7 +24,7 @@ import operator
 import re
 import unicodedata
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +39,6 @@ from torchx.functional._placeholder import BatchSize, Node, Placeholder
 from torchx.functional._tree import map_leaves
 
 __all__ = [
-    "RESERVED",
     "IdentifierForms",
     "Input",
     "Namespace",
@@ -46,7 +47,6 @@ __all__ = [
     "Step",
     "Var",
     "as_identifier",
-    "is_usable",
     "normal_form",
     "trace",
 ]
@@ -135,6 +135,9 @@ class Program:
     tensor_layers: dict[str, Layer] = field(default_factory=dict)
     """The ``L.Parameter`` layers, by path: unbuilt stand-ins holding no tensor,
     which keep what specs, tables and pictures say of them."""
+    namespace: Namespace = field(default_factory=lambda: Namespace())
+    """The names of the generated forward: the code generator's own, then every
+    variable; the generator claims its constants from a copy."""
 
     def layer_at(self, model: nn.Module, path: str) -> nn.Module:
         """The layer of the steps at ``path``: ``model``'s submodule there, or
@@ -157,19 +160,6 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
-_GENERATED = re.compile(r"_constant_\d+")
-"""Names the code writer gives the constants it puts in the globals."""
-
-RESERVED = {
-    "self", "torch", "F", "operator", "Tensor", "builtins", "error",  # what the generated code refers to
-    "type", "float", "dict", "slice",  # builtins it calls
-    "_MISSING", "_Tensor", "_is_symbolic", "_find_symbolic", "_unpack_inputs", "_missing_inputs", "_explain",
-    "_keywords", "_keyword_inputs",
-}  # fmt: skip
-"""Names generated code uses; no input or variable may take them (nor the
-``_constant_<n>`` names of constants)."""
-
-
 def normal_form(name: str) -> str:
     """``name`` as Python reads an identifier: its NFKC normal form."""
     return unicodedata.normalize("NFKC", name)
@@ -186,18 +176,6 @@ def as_identifier(name: str) -> str:
     if not text.isidentifier() or normal_form(text) != text:  # a rare composition: ASCII is safe
         text = re.sub(r"[^0-9A-Za-z_]", "_", text)
     return f"_{text}" if keyword.iskeyword(text) else text
-
-
-def is_usable(name: str) -> bool:
-    """Whether ``name`` can be a variable of the generated code as written:
-    an NFKC identifier that is neither a keyword nor reserved."""
-    return (
-        name.isidentifier()
-        and normal_form(name) == name
-        and not keyword.iskeyword(name)
-        and name not in RESERVED
-        and not _GENERATED.fullmatch(name)
-    )
 
 
 class IdentifierForms:
@@ -221,7 +199,7 @@ class Namespace:
     each an NFKC identifier (see :func:`as_identifier`), so two names it gives
     are two variables for Python too."""
 
-    def __init__(self, reserved: set[str]) -> None:
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
         self._taken = set(reserved)
         self._next: dict[str, int] = {}
 
@@ -229,8 +207,23 @@ class Namespace:
         """Take ``name`` as it is, so that :meth:`claim` never hands it out."""
         self._taken.add(name)
 
+    def holds(self, name: str) -> bool:
+        """Whether ``name`` is taken."""
+        return name in self._taken
+
+    def keeps(self, name: str) -> bool:
+        """Whether :meth:`claim` would hand out ``name`` as it is: an NFKC
+        identifier, not a keyword, not taken."""
+        return as_identifier(name) == name and not self.holds(name)
+
+    def copy(self) -> Namespace:
+        """A namespace holding what this one holds, claiming on its own from now on."""
+        copied = Namespace(self._taken)
+        copied._next = dict(self._next)
+        return copied
+
     def _free(self, name: str) -> bool:
-        return name not in self._taken and not _GENERATED.fullmatch(name)
+        return name not in self._taken
 
     def claim(self, base: str) -> str:
         base = as_identifier(base)
@@ -313,7 +306,7 @@ def _input_names(
     ]
     variables: dict[tuple[str, Any], str] = {}
     for ref, name in given:  # the names Python reads as written first: they keep themselves
-        if name is not None and is_usable(name):
+        if name is not None and namespace.keeps(name):
             variables[ref] = namespace.claim(name)
     for ref, name in given:
         if name is not None and ref not in variables:
@@ -350,11 +343,12 @@ def _check_distinct(names: list[str]) -> None:
         )
 
 
-def trace(inputs: Any, outputs: Any) -> Program:
-    """The program computing ``outputs`` from ``inputs`` (placeholder structures)."""
+def trace(inputs: Any, outputs: Any, namespace: Namespace) -> Program:
+    """The program computing ``outputs`` from ``inputs`` (placeholder structures),
+    its variables claimed from ``namespace`` (the code generator's: see
+    :func:`~torchx.functional._codegen.code_namespace`), which it keeps."""
     _check_structure(inputs, "inputs")
     _check_structure(outputs, "outputs")
-    namespace = Namespace(RESERVED)
     own_attributes = _module_attributes()
     attributes = Namespace(own_attributes)
     input_names, entries = _input_names(inputs, namespace)
@@ -427,7 +421,9 @@ def trace(inputs: Any, outputs: Any) -> Program:
     program_outputs = tree_map(lambda leaf: Var(variables[id(leaf.node)]), outputs)
     names = dict(input_names.values())
     parameters = _parameters(program_inputs, names, entries)
-    return Program(program_inputs, steps, program_outputs, parameters, names, modules, tensors, tensor_layers)
+    return Program(
+        program_inputs, steps, program_outputs, parameters, names, modules, tensors, tensor_layers, namespace
+    )
 
 
 def is_parameter_layer(module: nn.Module) -> bool:
