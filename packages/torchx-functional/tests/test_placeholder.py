@@ -152,6 +152,31 @@ def test_operators_record_reflected_forms() -> None:
     assert torch.allclose(a, 1.0 - t) and torch.allclose(b, 2.0 / (t + 1)) and torch.equal(c, -t)
 
 
+def test_every_operator_records_its_operator_function() -> None:
+    x, y = Placeholder((3, 3)), Placeholder((3, 3))
+    ints = Placeholder((3, 3), dtype=torch.int64)
+
+    def recorded(out: Placeholder, function: Callable[..., object], *args: object) -> bool:
+        nodes = tuple(arg.node if isinstance(arg, Placeholder) else arg for arg in args)
+        return out.node.kind == "function" and out.node.target is function and out.node.args == nodes
+
+    for name, left, other in [
+        *((name, x, 2.0) for name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow")),
+        ("matmul", x, y),
+        *((name, ints, 1) for name in ("and", "or", "xor")),
+    ]:
+        function = getattr(operator, name if hasattr(operator, name) else f"{name}_")  # and_, or_
+        assert recorded(getattr(left, f"__{name}__")(other), function, left, other), name
+        assert recorded(getattr(left, f"__r{name}__")(other), function, other, left), f"r{name}"
+    for name in ("lt", "le", "gt", "ge", "eq", "ne"):
+        assert recorded(getattr(operator, name)(x, 0.5), getattr(operator, name), x, 0.5), name
+    unary = [(operator.neg, x), (operator.pos, x), (operator.abs, x), (operator.invert, ints)]
+    for function, operand in unary:
+        assert recorded(function(operand), function, operand), function.__name__
+    assert recorded(x[:, 0], operator.getitem, x, (slice(None), 0))
+    assert recorded(2.0**x, operator.pow, 2.0, x) and recorded(x @ y, operator.matmul, x, y)
+
+
 def test_in_place_operations_are_refused_at_definition() -> None:
     x = Placeholder((8, 6))
     for record in (

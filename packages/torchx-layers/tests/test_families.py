@@ -148,3 +148,16 @@ def test_unbuilt_layers_pickle() -> None:
     layer = pickle.loads(pickle.dumps(L.Conv2d(3, 2)))
     assert not layer.is_built
     assert layer(torch.zeros(1, 2, 4, 4)).shape == (1, 3, 3, 3)
+
+
+def test_public_names_report_torchx_layers_and_pickle_by_it() -> None:
+    import pickle
+
+    for name in L.__all__:
+        obj = getattr(L, name)
+        assert name in dir(L)
+        if obj not in (L.Layer, L.FromInput):  # torchx.core's own, re-exported
+            assert obj.__module__ == "torchx.layers", name
+    data = pickle.dumps(L.Sequential(L.Linear(3), L.View((3,))))
+    assert b"torchx.layers._" not in data
+    assert [type(layer) for layer in pickle.loads(data)] == [L.Linear, L.Reshape]

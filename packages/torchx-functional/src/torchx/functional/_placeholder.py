@@ -418,6 +418,28 @@ def accept_placeholders(module: nn.Module) -> nn.Module:
     return module
 
 
+def _binary(
+    function: Callable[[Any, Any], Any], *, reflected: bool = False
+) -> Callable[[Placeholder, Any], Placeholder]:
+    """The operator method ``self <op> other``, recorded as ``function(self, other)``
+    (``function(other, self)`` when ``reflected``: ``2 * x`` calls ``x.__rmul__(2)``)."""
+
+    def method(self: Placeholder, *others: Any) -> Any:
+        args = (others[0], self) if reflected else (self, *others)
+        return record("function", function, args, {}, function, function.__name__)
+
+    return method
+
+
+def _unary(function: Callable[[Any], Any]) -> Callable[[Placeholder], Placeholder]:
+    """The operator method ``<op> self``, recorded as ``function(self)``."""
+
+    def method(self: Placeholder) -> Any:
+        return record("function", function, (self,), {}, function, function.__name__)
+
+    return method
+
+
 class Placeholder:
     """A symbolic tensor: the input of a graph, or the output of an operation on one.
 
@@ -521,6 +543,42 @@ class Placeholder:
 
     __hash__ = object.__hash__
 
+    # -- operators: recorded as the functions of ``operator`` (typed: ``x * 2 + x`` is a Placeholder) --
+
+    __add__ = _binary(operator.add)
+    __radd__ = _binary(operator.add, reflected=True)
+    __sub__ = _binary(operator.sub)
+    __rsub__ = _binary(operator.sub, reflected=True)
+    __mul__ = _binary(operator.mul)
+    __rmul__ = _binary(operator.mul, reflected=True)
+    __truediv__ = _binary(operator.truediv)
+    __rtruediv__ = _binary(operator.truediv, reflected=True)
+    __floordiv__ = _binary(operator.floordiv)
+    __rfloordiv__ = _binary(operator.floordiv, reflected=True)
+    __mod__ = _binary(operator.mod)
+    __rmod__ = _binary(operator.mod, reflected=True)
+    __pow__ = _binary(operator.pow)
+    __rpow__ = _binary(operator.pow, reflected=True)
+    __matmul__ = _binary(operator.matmul)
+    __rmatmul__ = _binary(operator.matmul, reflected=True)
+    __and__ = _binary(operator.and_)
+    __rand__ = _binary(operator.and_, reflected=True)
+    __or__ = _binary(operator.or_)
+    __ror__ = _binary(operator.or_, reflected=True)
+    __xor__ = _binary(operator.xor)
+    __rxor__ = _binary(operator.xor, reflected=True)
+    __neg__ = _unary(operator.neg)
+    __pos__ = _unary(operator.pos)
+    __abs__ = _unary(operator.abs)
+    __invert__ = _unary(operator.invert)
+    __lt__ = _binary(operator.lt)
+    __le__ = _binary(operator.le)
+    __gt__ = _binary(operator.gt)
+    __ge__ = _binary(operator.ge)
+    __eq__ = _binary(operator.eq)  # type: ignore[assignment]  # a bool tensor, as torch's
+    __ne__ = _binary(operator.ne)  # type: ignore[assignment]
+    __getitem__ = _binary(operator.getitem)
+
     # -- recording ---------------------------------------------------------------
 
     @classmethod
@@ -548,7 +606,9 @@ class Placeholder:
         node = Node("module", module, _as_nodes(args), _as_nodes(kwargs), meta, meta_b, fresh=fresh)
         return _outputs(node)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """Tensor methods (``x.flatten()``, ``x.view(...)``, ``x.split(...)``): each call
+        is recorded and returns a placeholder, or placeholders as torch returns tensors."""
         if name.startswith("__") or not callable(getattr(torch.Tensor, name, None)):
             raise AttributeError(f"Placeholder has no attribute {name!r}")
         return lambda *args, **kwargs: self._method(name, args, kwargs)
@@ -581,28 +641,3 @@ class Placeholder:
         ):
             dims = (BatchSize(self.node), *dims[1:])
         return (dims,) if packed else dims
-
-
-def _operator(function: Callable[..., Any], reflected: bool = False) -> Callable[..., Any]:
-    def method(self: Placeholder, *others: Any) -> Any:
-        args = (others[0], self) if reflected else (self, *others)
-        return record("function", function, args, {}, function, function.__name__)
-
-    return method
-
-
-_BINARY: dict[str, Callable[..., Any]] = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul,
-    "and": operator.and_, "or": operator.or_, "xor": operator.xor,
-}  # fmt: skip
-_OTHER: dict[str, Callable[..., Any]] = {
-    "neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert,
-    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
-    "eq": operator.eq, "ne": operator.ne, "getitem": operator.getitem,
-}  # fmt: skip
-for _name, _function in _BINARY.items():
-    setattr(Placeholder, f"__{_name}__", _operator(_function))
-    setattr(Placeholder, f"__r{_name}__", _operator(_function, reflected=True))
-for _name, _function in _OTHER.items():
-    setattr(Placeholder, f"__{_name}__", _operator(_function))

@@ -10,7 +10,7 @@ from torch import nn
 from torchx.core import Layer, SpecError
 from torchx.core.specs import SpecWriter
 
-__all__ = ["Lambda", "LambdaModule"]
+__all__ = ["Lambda"]
 
 
 class LambdaModule(nn.Module):

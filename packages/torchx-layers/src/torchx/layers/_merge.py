@@ -15,17 +15,7 @@ from torch import nn
 
 from torchx.core import Layer
 
-__all__ = [
-    "Add",
-    "Average",
-    "Concat",
-    "ConcatModule",
-    "Maximum",
-    "MergeModule",
-    "Minimum",
-    "Multiply",
-    "Subtract",
-]
+__all__ = ["Add", "Average", "Concat", "Maximum", "Minimum", "Multiply", "Subtract"]
 
 
 def _tensors(inputs: tuple[torch.Tensor | Sequence[torch.Tensor], ...]) -> list[torch.Tensor]:

@@ -12,7 +12,7 @@ from torchx.core import Layer
 from torchx.core.arguments import PositiveFloat
 from torchx.core.shapes import Shape
 
-__all__ = ["Parameter", "ParameterModule"]
+__all__ = ["Parameter"]
 
 Init = Literal["zeros", "ones", "normal", "trunc_normal", "uniform"]
 

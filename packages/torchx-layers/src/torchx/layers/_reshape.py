@@ -14,7 +14,7 @@ from torch import nn
 from torchx.core import ArgumentError, Layer
 from torchx.core.shapes import Shape
 
-__all__ = ["Flatten", "Permute", "PermuteModule", "Reshape", "ReshapeModule", "Unflatten"]
+__all__ = ["Flatten", "Permute", "Reshape", "Unflatten", "View"]
 
 
 class ReshapeModule(nn.Module):
@@ -90,6 +90,10 @@ class Reshape(Layer):
         if sum(dim == -1 for dim in shape) > 1 or any(dim == 0 or dim < -1 for dim in shape):
             raise ArgumentError(f"Reshape: shape must hold positive sizes and at most one -1, got {shape}")
         super().__init__(shape=shape, name=name)
+
+
+View = Reshape
+"""``View`` is ``Reshape`` (which also handles non-contiguous inputs)."""
 
 
 class Permute(Layer):
