@@ -6,6 +6,8 @@ hand, so every case also checks the inference itself.
 
 from __future__ import annotations
 
+import inspect
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -272,5 +274,21 @@ CASES: list[Case] = [
     ),
 ]
 
+
+def describe(layer: L.Layer) -> str:
+    """A case's test id: the layer and the arguments given to it, as written
+    (``Conv2d(out_channels=8, kernel_size=3, stride=2)``), a function by its name."""
+    defaults = inspect.signature(type(layer)).parameters
+    given = [
+        f"{name}={value.__name__ if inspect.isfunction(value) else repr(value)}"
+        for name, value in layer.arguments.items()
+        if value != defaults[name].default
+    ]
+    return f"{type(layer).__name__}({', '.join(given)})"
+
+
 for case in CASES:
-    case.id = f"{type(case.layer()).__name__}@line{case.layer.__code__.co_firstlineno}"
+    case.id = describe(case.layer())
+_repeated = [name for name, count in Counter(case.id for case in CASES).items() if count > 1]
+if _repeated:  # the ids name the tests, so two equal cases would share one
+    raise ValueError(f"cases that build the same layer (keep one of each): {_repeated}")

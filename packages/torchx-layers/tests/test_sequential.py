@@ -8,7 +8,7 @@ from collections import Counter, OrderedDict
 
 import pytest
 import torch
-from seed_models import native_seed_cnn, seed_cnn
+from layers_seed_cnn import native_seed_cnn, seed_cnn
 from torch import nn
 
 import torchx

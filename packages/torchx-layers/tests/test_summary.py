@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from seed_models import seed_cnn
+from layers_seed_cnn import seed_cnn
 from torch import nn
 
 import torchx

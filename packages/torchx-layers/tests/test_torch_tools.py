@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import torchinfo
-from seed_models import native_seed_cnn, seed_cnn
+from layers_seed_cnn import native_seed_cnn, seed_cnn
 from torch import nn
 
 import torchx
