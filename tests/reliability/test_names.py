@@ -27,6 +27,7 @@ from torch import nn
 
 import torchx.layers as L
 from torchx.core import SpecError, TorchXError
+from torchx.functional._codegen import CODE_GLOBALS, CODE_LOCALS
 
 functional = pytest.importorskip("torchx.functional")
 
@@ -45,6 +46,8 @@ SPECIAL = [
     "self", "torch", "F", "operator", "builtins", "type", "dict", "float", "slice", "error", "forward",
     "_MISSING", "_Tensor", "_explain", "_keywords", "_keyword_inputs", "_unpack_inputs", "_constant_0",
     "_torchx_program",
+    # every global and local the generated forward uses (torchx.functional._codegen), and Python's
+    *CODE_GLOBALS, *CODE_LOCALS, "getattr", "Exception", "isinstance", "len", "print",
     # not identifiers at all
     "", " ", "a b", "a-b", "1x", "x.y", "'", '"', "\\", "\n", "{}",
     # compatibility forms that Python reads as another identifier (NFKC), and that identifier
@@ -81,7 +84,7 @@ def cases(draw: st.DrawFn) -> Case:
         None if keys is None else tuple(keys),
         tuple(draw(st.lists(st.none() | names, min_size=count, max_size=count))),
         tuple(draw(st.lists(names, min_size=count, max_size=count, unique=True))),
-        draw(st.none() | names),
+        draw(st.none() | names.filter(lambda name: "\x00" not in name)),  # type() refuses NUL
         tuple(draw(st.lists(names, max_size=10))),
     )
 
