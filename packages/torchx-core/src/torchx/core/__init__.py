@@ -60,7 +60,6 @@ from torchx.core.errors import (
 from torchx.core.errors import (
     TorchXError as TorchXError,
 )
-from torchx.core.helpers import ModuleHelpers as ModuleHelpers
 from torchx.core.hookspecs import hookimpl as hookimpl
 from torchx.core.layer import FromInput as FromInput
 from torchx.core.layer import FromState as FromState
@@ -69,6 +68,7 @@ from torchx.core.layer import LayerRecord as LayerRecord
 from torchx.core.layer import is_built as is_built
 from torchx.core.layer import native_module as native_module
 from torchx.core.layer import record_of as record_of
+from torchx.core.module_helpers import ModuleHelpers as ModuleHelpers
 from torchx.core.pending import PendingBuffer as PendingBuffer
 from torchx.core.pending import PendingParameter as PendingParameter
 from torchx.core.placement import Placement as Placement

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchx.core.helpers import ModuleHelpers
+from torchx.core.module_helpers import ModuleHelpers
 from torchx.core.scope import ACTIVE, OPEN_SCOPES, DeviceScope, ScopeFrame
 from torchx.core.shapes import InputLike, inferring_shapes
 from torchx.core.summary import Summary, summarize
