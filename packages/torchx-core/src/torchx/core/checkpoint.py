@@ -7,10 +7,13 @@ A checkpoint is a ``torch.save`` of plain data::
 read back with ``torch.load(weights_only=True)``, which refuses files that
 carry code; or, for a path ending in ``.safetensors``, a safetensors file of
 the state dict whose metadata holds the marker and the spec as JSON text (no
-pickle at all). Reading tells the two apart by their contents. Loading checks the whole checkpoint against the model (spec,
-state-dict keys, shapes, dtypes, and that every tensor is a dense one holding
-values), then rehearses the load on a meta copy of the model, before it copies
-a single tensor: a checkpoint that does not fit leaves the model untouched.
+pickle at all). Reading tells the two apart by their contents.
+
+Loading checks the whole checkpoint against the model (spec, state-dict keys,
+shapes, dtypes, and that every tensor is a dense one holding values), then
+rehearses the load on a meta copy of the model where its modules' own loading
+code could refuse more, before it copies a single tensor: a checkpoint that
+does not fit leaves the model untouched.
 Saving writes a temporary file beside the target and renames it over the
 target only once it is complete on disk, so a failed save keeps the old file.
 """
@@ -418,6 +421,8 @@ def load_model(path: str | os.PathLike[str], map_location: torch.device | str = 
         installed plugin provides.
     """
     where = os.fspath(path)
+    # The spec first, without the tensors' values: a layer type no plugin
+    # provides is refused before gigabytes are read.
     model: nn.Module = from_spec(read_checkpoint_spec(path))
     checkpoint = read_checkpoint(path, map_location=map_location)
     with torch.device(map_location):

@@ -79,14 +79,19 @@ def read_safetensors(
     from safetensors.torch import load_file
 
     where = os.fspath(path)
-    data_bytes = os.path.getsize(path) - _header_length(path) - _LENGTH.size
+    try:
+        length, metadata = _header(path)
+    except ValueError as error:
+        raise CheckpointError(
+            f"{where}: not readable as a safetensors file (damaged header): {error}"
+        ) from error
+    data_bytes = os.path.getsize(path) - length - _LENGTH.size
     if limit is not None and data_bytes > limit:
         raise CheckpointError(
             f"{where}: refused: its tensors hold {format_bytes(data_bytes)}, more than {what} "
             f"({format_bytes(limit)})"
         )
     try:
-        metadata = read_safetensors_metadata(path)
         tensors = load_file(where, device=str(torch.device(map_location)))
     except (SafetensorError, ValueError, OSError) as error:
         if isinstance(error, (FileNotFoundError, PermissionError)):
@@ -97,14 +102,16 @@ def read_safetensors(
     return tensors, metadata
 
 
-def _header_length(path: str | os.PathLike[str]) -> int:
-    with open(path, "rb") as file:
-        (length,) = _LENGTH.unpack(file.read(_LENGTH.size))
-    return int(length)
-
-
 def read_safetensors_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
     """The ``__metadata__`` of the safetensors file at ``path`` (no tensor is read).
+
+    :raises ValueError: the header is not JSON, or its metadata not strings.
+    """
+    return _header(path)[1]
+
+
+def _header(path: str | os.PathLike[str]) -> tuple[int, dict[str, str]]:
+    """The header's length in bytes, and its ``__metadata__``.
 
     :raises ValueError: the header is not JSON, or its metadata not strings.
     """
@@ -116,4 +123,4 @@ def read_safetensors_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
         isinstance(key, str) and isinstance(value, str) for key, value in metadata.items()
     ):
         raise ValueError("its __metadata__ is not an object of strings")
-    return metadata
+    return int(length), metadata

@@ -23,8 +23,8 @@ lists the rest.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 import torch
@@ -207,7 +207,7 @@ def load_weights(
             report,
         )
     load_state(model, tensors, described, partial=not report.ok or bool(report.fresh))
-    return WeightReport(described, chosen, tuple(report_entries), applied=True)
+    return replace(report, applied=True)
 
 
 def _source_state(
@@ -299,11 +299,10 @@ def _fitted(
     if is_pending(tensor):
         return given, "loaded", "builds from this shape"
     note = "" if given.dtype == tensor.dtype else f"{_dtype(given)} cast to {_dtype(tensor)}"
-    given = given.to(tensor.dtype)
     if given.shape == tensor.shape:
-        return given, "loaded", note
+        return given.to(tensor.dtype), "loaded", note
     if key == roles.stem and _differs_only_in(given.shape, tensor.shape, dim=1):
-        return _adapted_stem(given, tensor.shape[1])
+        return _adapted_stem(given.to(tensor.dtype), tensor.shape[1])
     if key in roles.head and _differs_only_in(given.shape, tensor.shape, dim=0):
         return (
             None,
@@ -317,7 +316,7 @@ def _dtype(tensor: torch.Tensor) -> str:
     return str(tensor.dtype).removeprefix("torch.")
 
 
-def _differs_only_in(a: torch.Size, b: torch.Size, *, dim: int) -> bool:
+def _differs_only_in(a: Sequence[int], b: Sequence[int], *, dim: int) -> bool:
     """Whether shapes ``a`` and ``b`` differ in ``dim`` and nowhere else."""
     return len(a) == len(b) > dim and [
         index for index, (x, y) in enumerate(zip(a, b, strict=True)) if x != y
@@ -345,26 +344,29 @@ def _adapted_stem(weight: torch.Tensor, channels: int) -> tuple[torch.Tensor, St
 def _hint(report: WeightReport, by_position: tuple[list[WeightEntry], dict[str, torch.Tensor]] | None) -> str:
     """How to load what did not match."""
     hints = []
+    mismatched = report.mismatched
     if by_position is not None:
-        differing = [entry.target for entry in by_position[0] if entry.status == "mismatched"]
+        positional = [entry for entry in by_position[0] if entry.status == "mismatched"]
+        differing = [str(entry.target) for entry in positional]
         hints.append(
             f"by position (match='position'), only {len(differing)} of {len(by_position[0])} pairs differ "
-            f"in shape: {', '.join(map(str, differing[:3]))}{', ...' if len(differing) > 3 else ''}"
+            f"in shape: {', '.join(differing[:3])}{', ...' if len(differing) > 3 else ''}"
         )
-    mismatched = (
-        report.mismatched + [entry for entry in by_position[0] if entry.status == "mismatched"]
-        if by_position
-        else report.mismatched
-    )
-    if any(_differ_only_in(entry, dim=1) and len(entry.target_shape or ()) >= 3 for entry in mismatched):
+        mismatched = mismatched + positional
+    if any(
+        _entry_differs_only_in(entry, dim=1) and len(entry.target_shape or ()) >= 3 for entry in mismatched
+    ):
         hints.append("adapt=('stem',) adapts a first convolution to other input channels")
-    if any(_differ_only_in(entry, dim=0) and len(entry.target_shape or ()) == 2 for entry in mismatched):
+    if any(
+        _entry_differs_only_in(entry, dim=0) and len(entry.target_shape or ()) == 2 for entry in mismatched
+    ):
         hints.append("adapt=('head',) keeps a last linear layer with other outputs at its initialisation")
     hints.append("strict=False loads what matches and returns this report")
     return "; ".join(hints)
 
 
-def _differ_only_in(entry: WeightEntry, *, dim: int) -> bool:
+def _entry_differs_only_in(entry: WeightEntry, *, dim: int) -> bool:
+    """Whether ``entry``'s source and model shapes differ in ``dim`` and nowhere else."""
     if entry.target_shape is None or entry.source_shape is None:
         return False
-    return _differs_only_in(torch.Size(entry.source_shape), torch.Size(entry.target_shape), dim=dim)
+    return _differs_only_in(entry.source_shape, entry.target_shape, dim=dim)

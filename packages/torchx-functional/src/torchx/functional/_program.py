@@ -37,6 +37,7 @@ from torchx.core.errors import format_shape, short_repr
 from torchx.core.layer import Layer, given_name, layer_name, layer_view, record_of
 from torchx.functional._placeholder import BatchSize, Node, Placeholder
 from torchx.functional._tree import map_leaves
+from torchx.layers._parameter import ParameterModule
 
 __all__ = [
     "IdentifierForms",
@@ -431,8 +432,6 @@ def is_parameter_layer(module: nn.Module) -> bool:
     holds as its own parameter at the layer's path (``class_token``, not
     ``class_token.value``: torchvision's key), read by the generated forward
     as a hand-written one reads it (``self.class_token.expand(n, -1, -1)``)."""
-    from torchx.layers._parameter import ParameterModule  # torchx.layers is imported by now
-
     return type(module) is ParameterModule and record_of(module) is not None
 
 
