@@ -90,17 +90,18 @@ def render_class(name: str, cls: type) -> list[str]:
 
 
 def render_layer_table(module: Any) -> list[str]:
-    from torchx.core import Layer
+    from torchx.core import Layer, LeafLayer
 
     rows = ["| layer | arguments | inferred from the input | builds |", "|---|---|---|---|"]
     for name in module.__all__:
         cls = getattr(module, name)
         if not (isinstance(cls, type) and issubclass(cls, Layer)) or cls is Layer or cls.__name__ != name:
             continue
-        inferred = ", ".join(cls.inferred_arguments) or "—"
+        leaf = issubclass(cls, LeafLayer)
+        inferred = (", ".join(cls.inferred_arguments) if leaf else "") or "—"
         native = (
             f"`{cls.native_class.__module__.split('.')[0]}.{cls.native_class.__qualname__}`"
-            if cls.native_class
+            if leaf and cls.native_class
             else "—"
         )
         rows.append(f"| `{name}` | `{signature(cls.__init__, skip_self=True)}` | {inferred} | {native} |")

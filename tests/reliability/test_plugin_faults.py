@@ -22,7 +22,7 @@ from torchx.core.testing import install_fake_distribution
 
 LAYER = """
 from torch import nn
-from torchx.core import FromInput, Layer, hookimpl
+from torchx.core import FromInput, LeafLayer, hookimpl
 
 class Twice(nn.Module):
     def __init__(self, features):
@@ -190,9 +190,9 @@ def test_the_host_imports_and_torchx_plugins_reports_each_culprit(tmp_path: Path
 HIJACK = """
 from torchx.core import hookimpl
 from torch import nn
-from torchx.core import Layer
+from torchx.core import LeafLayer
 
-class Linear(Layer):
+class Linear(LeafLayer):
     native_class = nn.Identity
 
 @hookimpl(tryfirst=True)

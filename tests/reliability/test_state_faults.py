@@ -18,7 +18,7 @@ from weights import small_model, snapshot, unchanged
 
 import torchx
 import torchx.layers as L
-from torchx.core import CheckpointError, ShapeError
+from torchx.core import CheckpointError, LeafLayer, ShapeError
 
 MARKER = Path(os.environ.get("TMPDIR", "/tmp")) / "torchx-reliability-payload-ran"
 
@@ -128,7 +128,7 @@ def test_a_damaged_checkpoint_is_refused_and_the_model_untouched(
     report.count("fault", f"damaged {suffix} checkpoint: {damage}")
 
 
-class _Fails(L.Layer):
+class _Fails(LeafLayer):
     """A layer whose build fails: an error raised in the middle of a Sequential's build."""
 
     def __init__(self, error: BaseException) -> None:
@@ -164,7 +164,7 @@ def test_an_interrupted_build_leaves_the_model_unbuilt_and_buildable(
 
 
 def test_a_real_interrupt_signal_mid_build_leaves_nothing_half_built(report: Report) -> None:
-    class _Signals(L.Layer):
+    class _Signals(LeafLayer):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt at the next bytecode
             return x

@@ -17,6 +17,7 @@ from torch import nn
 import torchx
 import torchx.layers as L
 import torchx.nn as nnx
+from torchx.core import LeafLayer
 from torchx.core.testing import in_forked_child
 
 THREADS = 8
@@ -209,7 +210,7 @@ def test_a_fork_while_another_thread_builds_gives_a_child_that_can_build(report:
         pytest.skip("no os.fork here")
     started, release = threading.Event(), threading.Event()
 
-    class _Slow(L.Layer):
+    class _Slow(LeafLayer):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             started.set()
             release.wait(5)

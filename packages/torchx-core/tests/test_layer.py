@@ -18,7 +18,7 @@ from torchx.core import (
     ArgumentError,
     DtypeError,
     FromInput,
-    Layer,
+    LeafLayer,
     PendingParameter,
     ShapeError,
     TorchXError,
@@ -283,7 +283,7 @@ def test_bad_flags_and_ranges_are_refused_at_construction() -> None:
 
 
 def test_arguments_the_native_constructor_refuses_are_refused_at_construction() -> None:
-    class Grouped(Layer):
+    class Grouped(LeafLayer):
         native_class = nn.Conv1d
         inferred_arguments: ClassVar = {"in_channels": FromInput(dim=1)}
 
@@ -328,7 +328,7 @@ def test_reprs_before_and_after_the_build() -> None:
 
 
 def test_layer_subclass_without_native_must_define_forward() -> None:
-    class Bare(Layer):
+    class Bare(LeafLayer):
         pass
 
     with pytest.raises(NotImplementedError, match="Bare must override forward"):
@@ -389,7 +389,7 @@ def test_a_layer_parameter_the_native_does_not_take_fails_at_class_definition() 
         match=r"__init__ parameter 'out_feature' is not a parameter of Linear.*did you mean 'out_features'\?",
     ):
 
-        class Typo(Layer):
+        class Typo(LeafLayer):
             native_class = nn.Linear
 
             def __init__(self, out_feature: int) -> None:
@@ -399,7 +399,7 @@ def test_a_layer_parameter_the_native_does_not_take_fails_at_class_definition() 
 def test_an_inferred_argument_the_native_does_not_take_fails_at_class_definition() -> None:
     with pytest.raises(TypeError, match=r"inferred argument 'in_feature' is not a parameter of Linear"):
 
-        class Typo(Layer):
+        class Typo(LeafLayer):
             native_class = nn.Linear
             inferred_arguments: ClassVar = {"in_feature": FromInput(dim=-1)}
 
@@ -413,7 +413,7 @@ def test_keyword_arguments_passed_on_to_a_base_are_followed() -> None:
             super().__init__(**kwargs)
             self.scale = scale
 
-    class Fine(Layer):  # out_features is nn.Linear's, scale is Scaled's own
+    class Fine(LeafLayer):  # out_features is nn.Linear's, scale is Scaled's own
         native_class = Scaled
         inferred_arguments: ClassVar = {"in_features": FromInput(dim=-1)}
 
@@ -423,7 +423,7 @@ def test_keyword_arguments_passed_on_to_a_base_are_followed() -> None:
     assert Fine(3).arguments == {"out_features": 3, "scale": 1.0}
     with pytest.raises(TypeError, match=r"'scales' is not a parameter of .*Scaled.*did you mean 'scale'"):
 
-        class Typo(Layer):
+        class Typo(LeafLayer):
             native_class = Scaled
 
             def __init__(self, scales: float) -> None:

@@ -14,7 +14,7 @@ PACKAGE = CORE.parent
 LAYERS: list[set[str]] = [
     # plain data and facts: no TorchX import at all, or only errors
     {"errors", "tree", "symbolic", "placement", "files", "_version", "native_signature"},
-    {"arguments", "pending", "torch_style"},
+    {"arguments", "pending", "torch_style", "record"},
     # registries, hookspecs, plugins, device scopes
     {"registry", "hookspecs"},
     {"commands"},
@@ -23,22 +23,25 @@ LAYERS: list[set[str]] = [
     # the meta engine and the memory check
     {"memory"},
     {"shapes", "safetensors_file"},
-    # layers
+    # specs read and write layers through their records and classes
+    {"specs"},
+    # layers: what every layer is, then leaf layers and the build machinery
     {"layer"},
+    {"leaf"},
     {"build", "helpers"},
     # what works on whole models
     {"summary"},
-    {"specs", "graph"},
+    {"graph"},
     {"checkpoint"},
     {"module_helpers", "weights", "diff"},
+    # torchx.nn.Module, and containers (which are torchx.nn.Modules)
+    {"module"},
+    {"container"},
+    {"validate"},
     # the public API
     {"__init__"},
 ]
 """The modules of torchx.core, lowest first; a module imports only from its layer or below."""
-
-UPWARD_EXCEPTIONS = {("layer", "specs")}
-"""Imports allowed to point up, each for a reason: ``Layer.to_spec()`` and
-``Layer.from_spec()`` are the seed's API on the base class and read specs."""
 
 ABOVE_CORE = {"nn", "cli"}
 """torchx's packages built on core (core never imports them)."""
@@ -89,15 +92,11 @@ def test_every_import_in_core_points_down() -> None:
             if first in ABOVE_CORE:
                 upward.append(f"core/{path.name}:{line} imports torchx.{imported}, which is built on core")
                 continue
-            target = rest.split(".")[0] if first == "core" else None
-            if target is None or not (CORE / f"{target}.py").exists():
-                continue  # torchx.core itself, or a name it re-exports (only __init__ does that)
-            if level(target) > level(importer) and (importer, target) not in UPWARD_EXCEPTIONS:
+            if first != "core":
+                continue  # torchx itself: its __init__ only re-exports
+            target = rest.split(".")[0]
+            if not (CORE / f"{target}.py").exists():
+                target = "__init__"  # a name torchx.core re-exports, or torchx.core itself
+            if level(target) > level(importer):
                 upward.append(f"core/{path.name}:{line} imports torchx.core.{target}, a layer above it")
     assert not upward, "\n".join(upward)
-
-
-def test_the_allowed_upward_imports_are_still_needed() -> None:
-    for importer, target in UPWARD_EXCEPTIONS:
-        imported = {name.partition(".")[2].split(".")[0] for name, _ in core_imports(CORE / f"{importer}.py")}
-        assert target in imported, f"{importer} no longer imports {target}: drop the exception"

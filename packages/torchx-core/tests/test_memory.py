@@ -10,8 +10,8 @@ import torch
 from toy_layers import Attention, Chain, Dense, Norm
 
 import torchx
-from torchx.core import AllocationError, Layer, memory
-from torchx.core.layer import all_or_nothing
+from torchx.core import AllocationError, Layer, LeafLayer, memory
+from torchx.core.leaf import all_or_nothing
 
 
 def _peak_rss_mib() -> float:
@@ -95,14 +95,14 @@ def test_a_build_of_many_small_layers_is_refused_by_its_sum_before_allocating(
     monkeypatch.setattr(memory, "available_memory", lambda device: 16 << 20)  # a 16 MiB device
     monkeypatch.setattr(memory, "UNCHECKED_BYTES", 1 << 20)
     real_builds: list[str] = []
-    become = Layer._become
+    become = LeafLayer._become
 
     def counted(self: Layer, native: type, arguments: dict[str, object], inferred: object) -> None:
         if arguments.get("device") != torch.device("meta"):
             real_builds.append(self.layer_label())
         become(self, native, arguments, inferred)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Layer, "_become", counted)
+    monkeypatch.setattr(LeafLayer, "_become", counted)
     model = Chain(*(Dense(256) for _ in range(80)))  # 80 layers of 257 KiB: 20 MiB, each far below 16
     with pytest.raises(
         AllocationError, match=r"Chain: building it would allocate 20\.1 MiB .* which has 16\.0 MiB"

@@ -20,7 +20,7 @@ from torchx.cli import main
 from torchx.core import (
     FromInput,
     FromState,
-    Layer,
+    LeafLayer,
     PluginManager,
     PluginWarning,
     SpecError,
@@ -33,7 +33,7 @@ from torchx.core.registry import LayerRegistry, MigrationRegistry, rename_argume
 from torchx.core.specs import from_spec, to_spec
 
 
-class Projection(Layer):
+class Projection(LeafLayer):
     """A linear layer whose output-size argument was ``units`` in version 1,
     ``width`` in version 2, and is ``out_features`` (torch's name) in version 3."""
 

@@ -17,7 +17,7 @@ from torchx.core.testing import in_forked_child, install_fake_distribution
 
 GOOD_PLUGIN = """
 from torch import nn
-from torchx.core import FromInput, Layer, hookimpl
+from torchx.core import FromInput, LeafLayer, hookimpl
 
 class Scale(nn.Module):
     def __init__(self, features, factor=2.0):
@@ -26,7 +26,7 @@ class Scale(nn.Module):
     def forward(self, x):
         return x * self.weight
 
-class ScaleLayer(Layer):
+class ScaleLayer(LeafLayer):
     native_class = Scale
     inferred_arguments = {"features": FromInput(dim=-1)}
     def __init__(self, factor: float = 2.0) -> None:
@@ -106,9 +106,9 @@ def torchx_register_layers(registry):
 
 IMPOSTOR_PLUGIN = """
 from torch import nn
-from torchx.core import Layer, hookimpl
+from torchx.core import LeafLayer, hookimpl
 
-class Impostor(Layer):
+class Impostor(LeafLayer):
     native_class = nn.Identity
 
 @hookimpl

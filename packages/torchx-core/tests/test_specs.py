@@ -176,7 +176,8 @@ def _shared_bomb(depth: int, fan_out: int = 10) -> list:
 
 
 def test_shared_values_anywhere_in_a_spec_count_once_per_use(registry: LayerRegistry) -> None:
-    from torchx.core.specs import MAX_SPEC_VALUES, check_spec
+    from torchx.core.specs import MAX_SPEC_VALUES
+    from torchx.core.validate import check_spec
 
     # 10**60 values in 60 lists: the check visits each list once, so it answers at once
     for spec in (
@@ -331,7 +332,7 @@ def test_check_spec_reports_weights_larger_than_memory(
     monkeypatch: pytest.MonkeyPatch, registry: LayerRegistry
 ) -> None:
     from torchx.core import memory
-    from torchx.core.specs import check_spec
+    from torchx.core.validate import check_spec
 
     monkeypatch.setattr(memory, "available_memory", lambda device: 1 << 20)  # a 1 MiB machine
     spec = {"type": "Dense", "args": {"out_features": 1024}}

@@ -6,12 +6,11 @@ from typing import Any, ClassVar
 
 from torch import nn
 
-import torchx.nn as nnx
-from torchx.core import FromInput, FromState, Layer
+from torchx.core import Container, FromInput, FromState, Layer, LeafLayer
 from torchx.core.arguments import PositiveInt, Probability
 
 
-class Dense(Layer):
+class Dense(LeafLayer):
     """A test-local layer around nn.Linear, declared as a third party would."""
 
     native_class = nn.Linear
@@ -27,7 +26,7 @@ class Dense(Layer):
         return (*input_shapes[0][:-1], self.arguments["out_features"])
 
 
-class Norm(Layer):
+class Norm(LeafLayer):
     """BatchNorm1d with inferred features (no output formula: uses the meta run)."""
 
     native_class = nn.BatchNorm1d
@@ -40,7 +39,7 @@ class Norm(Layer):
         super().__init__(momentum=momentum)
 
 
-class Attention(Layer):
+class Attention(LeafLayer):
     """MultiheadAttention: a native whose constructor initialises a child first."""
 
     native_class = nn.MultiheadAttention
@@ -50,7 +49,7 @@ class Attention(Layer):
         super().__init__(num_heads=num_heads)
 
 
-class Chain(Layer, nnx.Module):
+class Chain(Container):
     """A minimal container: runs its children in order (for spec nesting tests)."""
 
     def __init__(self, *children: nn.Module) -> None:

@@ -17,13 +17,8 @@ from torch import nn
 import torchx.layers as L
 from torchx.layers._lambda import LambdaModule
 from torchx.layers._merge import (
-    AddModule,
-    AverageModule,
     ConcatModule,
-    MaximumModule,
-    MinimumModule,
-    MultiplyModule,
-    SubtractModule,
+    MergeModule,
 )
 from torchx.layers._parameter import ParameterModule
 from torchx.layers._reshape import PermuteModule, ReshapeModule
@@ -236,16 +231,16 @@ CASES: list[Case] = [
     Case(lambda: L.Unflatten(1, (2, 5)), lambda: nn.Unflatten(1, (2, 5)), randn(3, 10)),
     Case(lambda: L.Reshape((16, -1)), lambda: ReshapeModule((16, -1)), IMAGE),
     Case(lambda: L.Permute((0, 2, 3, 1)), lambda: PermuteModule((0, 2, 3, 1)), IMAGE),
-    Case(lambda: L.Add(), lambda: AddModule(), PAIR),
-    Case(lambda: L.Subtract(), lambda: SubtractModule(), PAIR),
-    Case(lambda: L.Multiply(), lambda: MultiplyModule(), PAIR),
+    Case(lambda: L.Add(), lambda: MergeModule("add"), PAIR),
+    Case(lambda: L.Subtract(), lambda: MergeModule("subtract"), PAIR),
+    Case(lambda: L.Multiply(), lambda: MergeModule("multiply"), PAIR),
     Case(
         lambda: L.Average(),
-        lambda: AverageModule(),
+        lambda: MergeModule("average"),
         lambda: (torch.randn(2, 3), torch.randn(2, 3), torch.randn(1, 3)),
     ),
-    Case(lambda: L.Maximum(), lambda: MaximumModule(), PAIR),
-    Case(lambda: L.Minimum(), lambda: MinimumModule(), PAIR),
+    Case(lambda: L.Maximum(), lambda: MergeModule("maximum"), PAIR),
+    Case(lambda: L.Minimum(), lambda: MergeModule("minimum"), PAIR),
     Case(lambda: L.Concat(), lambda: ConcatModule(1), lambda: (torch.randn(2, 3), torch.randn(2, 5))),
     Case(lambda: L.Concat(dim=0), lambda: ConcatModule(0), PAIR),
     Case(lambda: L.PixelShuffle(2), lambda: nn.PixelShuffle(2), IMAGE),

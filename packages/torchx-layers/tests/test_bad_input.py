@@ -175,7 +175,7 @@ def install_plugin(site: Path, monkeypatch: pytest.MonkeyPatch, name: str, sourc
 SCALED_TANH_PLUGIN = """
     import torch
     from torch import nn
-    from torchx.core import FromInput, Layer, hookimpl
+    from torchx.core import FromInput, LeafLayer, hookimpl
 
     class ScaledTanhModule(nn.Module):
         def __init__(self, features):
@@ -184,7 +184,7 @@ SCALED_TANH_PLUGIN = """
         def forward(self, x):
             return torch.tanh(x * self.scale)
 
-    class ScaledTanh(Layer):
+    class ScaledTanh(LeafLayer):
         native_class = ScaledTanhModule
         inferred_arguments = {"features": FromInput(dim=-1)}
         def __init__(self) -> None:
@@ -256,7 +256,7 @@ def test_build_rejects_what_the_layer_rejects(layer: object, inputs: list[tuple[
 
 
 def test_memory_errors_are_not_reported_as_shape_errors() -> None:
-    from torchx.core.layer import is_shape_problem
+    from torchx.core.leaf import is_shape_problem
 
     assert not is_shape_problem(torch.OutOfMemoryError("out of memory"))
     assert is_shape_problem(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))

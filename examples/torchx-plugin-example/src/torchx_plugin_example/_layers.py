@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
 import torchx.layers as L
-import torchx.nn as nnx
-from torchx.core import FromInput, FromState, Layer, SpecError
+from torchx.core import Container, FromInput, FromState, LeafLayer
 from torchx.core.arguments import PositiveInt
 from torchx.core.graph import Graph
-from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic
 
 __all__ = ["LearnedSwish", "ResidualBlock", "SqueezeExcite", "SqueezeExciteModule", "Swish"]
@@ -43,7 +40,7 @@ class LearnedSwish(nn.Module):
         return f"features={self.features}"
 
 
-class Swish(Layer):
+class Swish(LeafLayer):
     """A TorchX layer around ``LearnedSwish``: ``features`` is the input's last dim."""
 
     native_class = LearnedSwish
@@ -76,7 +73,7 @@ class SqueezeExciteModule(nn.Module):
         return x * gate
 
 
-class SqueezeExcite(Layer):
+class SqueezeExcite(LeafLayer):
     """Squeeze-and-excitation with ``channels`` read off dim 1 of ``(N, C, H, W)`` input."""
 
     native_class = SqueezeExciteModule
@@ -98,10 +95,10 @@ class SqueezeExcite(Layer):
         super().__init__(reduction=reduction, channels=channels, device=device, dtype=dtype, name=name)
 
 
-# -- a container: children, its own forward, spec fields, and how to draw it -----
+# -- a container: children, its own forward, and how to draw it -------------------
 
 
-class ResidualBlock(Layer, nnx.Module):
+class ResidualBlock(Container):
     """``x + body(x)``, where ``body`` is the layers given, in sequence.
 
     The body must give back the input's shape (a clear ShapeError says so
@@ -131,21 +128,5 @@ class ResidualBlock(Layer, nnx.Module):
             body = graph.chain("body", self.body, list(self.body), inputs)
             return [graph.node("add", shape, "op", [*inputs, *body])]
 
-    def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
-        return {
-            "layers": [
-                writer.layer(layer, f"{writer.where}.layers[{i}]") for i, layer in enumerate(self.body)
-            ]
-        }
-
-    @classmethod
-    def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
-        layers = fields.get("layers")
-        if set(fields) - {"layers"} or not isinstance(layers, list) or not layers:
-            raise SpecError(
-                reader.where, "a ResidualBlock spec has only 'type' and a non-empty 'layers' list"
-            )
-        return cls(*(reader.layer(data, f"{reader.where}.layers[{i}]") for i, data in enumerate(layers)))
-
-    def extra_repr(self) -> str:
-        return ""
+    def spec_layers(self) -> list[nn.Module]:
+        return list(self.body)

@@ -22,7 +22,7 @@ import torchx
 import torchx.functional
 import torchx.layers as L
 import torchx.nn as nnx
-from torchx.core import FromInput, FromState, Layer, LayerRegistry, hookimpl
+from torchx.core import FromInput, FromState, Layer, LayerRegistry, LeafLayer, hookimpl
 from torchx.core.arguments import PositiveInt
 from torchx.core.graph import Graph, model_graph
 from torchx.device import destroy_distributed
@@ -244,7 +244,7 @@ class LearnedSwish(nn.Module):  # a plain torch module
         return x * torch.sigmoid(self.beta * x)
 
 
-class Swish(Layer):  # its TorchX layer
+class Swish(LeafLayer):  # its TorchX layer
     native_class = LearnedSwish
     inferred_arguments: ClassVar = {"features": FromInput(dim=-1, state=FromState("beta", 0))}
 

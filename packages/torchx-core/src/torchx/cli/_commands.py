@@ -20,8 +20,9 @@ from torchx.core.files import write_bytes_atomically
 from torchx.core.graph import model_graph
 from torchx.core.plugins import current_plugins
 from torchx.core.shapes import input_dtype, input_shape
-from torchx.core.specs import check_spec, save_spec
+from torchx.core.specs import save_spec
 from torchx.core.summary import COLUMNS, summarize
+from torchx.core.validate import check_spec
 
 __all__ = ["convert", "export", "plot", "plugins", "summary", "validate"]
 

@@ -6,6 +6,7 @@ from torchx.core.build import infer_shapes as infer_shapes
 from torchx.core.checkpoint import load_model as load_model
 from torchx.core.commands import Command as Command
 from torchx.core.commands import CommandRegistry as CommandRegistry
+from torchx.core.container import Container as Container
 from torchx.core.errors import (
     AllocationError as AllocationError,
 )
@@ -61,13 +62,12 @@ from torchx.core.errors import (
     TorchXError as TorchXError,
 )
 from torchx.core.hookspecs import hookimpl as hookimpl
-from torchx.core.layer import FromInput as FromInput
-from torchx.core.layer import FromState as FromState
 from torchx.core.layer import Layer as Layer
-from torchx.core.layer import LayerRecord as LayerRecord
 from torchx.core.layer import is_built as is_built
 from torchx.core.layer import native_module as native_module
-from torchx.core.layer import record_of as record_of
+from torchx.core.leaf import FromInput as FromInput
+from torchx.core.leaf import FromState as FromState
+from torchx.core.leaf import LeafLayer as LeafLayer
 from torchx.core.module_helpers import ModuleHelpers as ModuleHelpers
 from torchx.core.pending import PendingBuffer as PendingBuffer
 from torchx.core.pending import PendingParameter as PendingParameter
@@ -81,6 +81,8 @@ from torchx.core.plugins import (
 from torchx.core.plugins import (
     use_plugins as use_plugins,
 )
+from torchx.core.record import LayerRecord as LayerRecord
+from torchx.core.record import record_of as record_of
 from torchx.core.registry import LayerRegistry as LayerRegistry
 from torchx.core.registry import MigrationRegistry as MigrationRegistry
 from torchx.core.registry import rename_argument as rename_argument
@@ -89,21 +91,11 @@ from torchx.core.scope import current_scope as current_scope
 from torchx.core.scope import device_scope as device_scope
 from torchx.core.scope import resolve_device as resolve_device
 from torchx.core.shapes import TypedShape as TypedShape
-from torchx.core.specs import (
-    FORMAT_VERSION as FORMAT_VERSION,
-)
-from torchx.core.specs import (
-    from_spec as from_spec,
-)
-from torchx.core.specs import (
-    load_spec as load_spec,
-)
-from torchx.core.specs import (
-    save_spec as save_spec,
-)
-from torchx.core.specs import (
-    to_spec as to_spec,
-)
+from torchx.core.specs import FORMAT_VERSION as FORMAT_VERSION
+from torchx.core.specs import from_spec as from_spec
+from torchx.core.specs import load_spec as load_spec
+from torchx.core.specs import save_spec as save_spec
+from torchx.core.specs import to_spec as to_spec
 from torchx.core.summary import Summary as Summary
 from torchx.core.summary import summarize as summarize
 from torchx.core.weights import WeightMismatchError as WeightMismatchError
@@ -117,6 +109,7 @@ __all__ = [
     "BuildWarning",
     "CheckpointError",
     "Command",
+    "Container",
     "CommandRegistry",
     "DeviceError",
     "DeviceScope",
@@ -129,6 +122,7 @@ __all__ = [
     "LayerError",
     "LayerRecord",
     "LayerRegistry",
+    "LeafLayer",
     "MemoryWarning",
     "MigrationRegistry",
     "MissingPackageError",

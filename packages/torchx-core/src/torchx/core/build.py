@@ -9,8 +9,9 @@ import torch
 from torch import nn
 
 from torchx.core.errors import ShapeError, dynamic_dims_shown_as_none, format_shape, torch_message
-from torchx.core.layer import all_or_nothing, explain_failure, is_shape_problem, layer_name, unbuilt_layers
+from torchx.core.leaf import all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
 from torchx.core.memory import BuildNeed, Rehearsal, weight_bytes
+from torchx.core.record import layer_name
 from torchx.core.scope import current_scope, scope_device
 from torchx.core.shapes import (
     DYNAMIC_PROBES,

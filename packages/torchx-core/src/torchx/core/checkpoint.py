@@ -36,9 +36,11 @@ from torch import nn
 from torchx.core.errors import CheckpointError, LayerError, SpecError, TorchXError
 from torchx.core.files import write_atomically, write_path_atomically
 from torchx.core.helpers import module_device, require_built
-from torchx.core.layer import Layer, record_of
+from torchx.core.layer import Layer
+from torchx.core.leaf import LeafLayer
 from torchx.core.memory import available_memory, format_bytes
 from torchx.core.pending import is_pending
+from torchx.core.record import record_of
 from torchx.core.safetensors_file import (
     is_safetensors,
     read_safetensors,
@@ -456,7 +458,7 @@ def load_state(
 def _loads_as_torch_does(module: nn.Module) -> bool:
     """Whether ``module`` loads its own tensors with torch.nn's code and no hooks."""
     if isinstance(module, Layer):
-        plain = type(module).native_class is None  # an unbuilt leaf builds as it loads; a container does not
+        plain = not isinstance(module, LeafLayer)  # an unbuilt leaf builds as it loads; a container does not
     else:
         plain = type(module)._load_from_state_dict.__module__.startswith("torch.nn.modules.")
     hooks = module._load_state_dict_pre_hooks or module._load_state_dict_post_hooks

@@ -23,7 +23,8 @@ from torch import nn
 
 from torchx.core.errors import MissingPackageError, TorchXError, format_shape
 from torchx.core.files import write_bytes_atomically
-from torchx.core.layer import Layer, layer_caption
+from torchx.core.layer import Layer
+from torchx.core.record import layer_caption
 from torchx.core.shapes import InputLike, input_dtype, input_shape
 from torchx.core.summary import built_on_meta, record_calls, shape_text
 

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from torchx.core.errors import NotBuiltError, ShapeError, TorchXError
-from torchx.core.layer import unbuilt_layers
+from torchx.core.leaf import unbuilt_layers
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

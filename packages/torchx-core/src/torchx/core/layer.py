@@ -1,449 +1,60 @@
-"""The Layer protocol: a module that builds its native module from its first input.
+"""``Layer``: what every TorchX layer is, leaf or container.
 
-A layer subclass declares
+A layer is an ``nn.Module`` that records its constructor arguments as given
+(and a ``name=``), so that it can be written as a spec and read back. It is
+always one of two kinds, each with its own base class:
 
-- ``native_class``: the ``nn.Module`` it builds (``nn.Linear``);
-- ``inferred_arguments``: which constructor arguments are read off the input
-  (``{"in_features": FromInput(dim=-1, state=FromState("weight", 1))}``), one
-  declaration per family; ``state`` says where a state dict shows the same size;
-- a typed ``__init__``: the arguments TorchX cannot infer, the required ones
-  positional and the rest keyword-only, then the inferred ones keyword-only
-  (given, they are checked against the input), all passed by keyword to
-  ``Layer.__init__``, which checks every value against the annotations.
+- a leaf layer (:class:`~torchx.core.leaf.LeafLayer`) builds one native
+  module from its first input and then *is* that module (``L.Linear``);
+- a container (:class:`~torchx.core.container.Container`) holds layers and
+  modules and runs its own forward over them (``L.Sequential``).
 
-Before its first input a layer shows the parameters and buffers its native
-module will have, as pending tensors (see :mod:`torchx.core.pending`). On its
-first call (or in :func:`torchx.build`, or when a state dict is loaded into
-it) it runs the native constructor on itself and *becomes* the native module:
-``type(layer) is nn.Linear``, the same seed gives bit-identical weights, the
-pending tensors become its parameters. What TorchX knows of it (the layer
-class and the given arguments, for specs) stays in the instance, as a
-:class:`LayerRecord`.
+This module holds what the two share: the record, naming, errors, specs and
+drawing.
 """
 
 from __future__ import annotations
 
 import inspect
-import math
-import os
-import re
-import threading
-import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
 from torch import nn
 
 try:
     from torch.fx._symbolic_trace import is_fx_symbolic_tracing as _fx_tracing
 except ImportError:  # torch before 2.6
     from torch.fx._symbolic_trace import is_fx_tracing as _fx_tracing
-from torch.utils._pytree import tree_leaves
 
 from torchx.core.arguments import checker_of
-from torchx.core.errors import (
-    ArgumentError,
-    BuildWarning,
-    DtypeError,
-    LayerError,
-    NotBuiltError,
-    ShapeError,
-    TorchXError,
-    format_call,
-    format_shape,
-    is_probe_size,
-    short_repr,
-    torch_message,
-)
-from torchx.core.memory import Rehearsal, allocation_budget, check_allocation
-from torchx.core.native_signature import check_layer_signature
-from torchx.core.pending import (
-    Layout,
-    PlacementRequest,
-    add_pending,
-    become_native,
-    measure_layout,
-    pending_stores,
-    pending_tensors,
-    request_of,
-    revert_to_pending,
-    save_pending_state,
-    stand_in_size,
-)
-from torchx.core.shapes import Shape, current_build_target, run_on_meta
-from torchx.core.symbolic import find_symbolic
-from torchx.core.torch_style import positional_error
-from torchx.core.tree import submodules
+from torchx.core.errors import ArgumentError, NotBuiltError, ShapeError
+from torchx.core.record import LayerRecord, init_module_state, layer_caption, name_problem
+from torchx.core.specs import SpecReader, SpecWriter, from_spec, to_spec
 
 if TYPE_CHECKING:
     from torchx.core.graph import Graph
-    from torchx.core.specs import SpecReader, SpecWriter
 
 __all__ = [
-    "FromInput",
-    "FromState",
     "Layer",
-    "LayerRecord",
-    "all_or_nothing",
     "cannot_build_while_compiling",
-    "closed_form_output",
-    "describe_inputs",
-    "explain_failure",
-    "given_name",
     "is_built",
     "is_fx_tracing",
-    "is_shape_problem",
-    "layer_caption",
-    "layer_name",
-    "layer_view",
-    "name_problem",
     "native_module",
-    "record_of",
-    "set_given_name",
-    "unbuilt_layers",
 ]
 
-_NOT_MODULE_STATE = frozenset({"_parameters", "_buffers", "_non_persistent_buffers_set", "_modules"})
-_MODULE_STATE = frozenset(key for key in nn.Module().__dict__ if key not in _NOT_MODULE_STATE)
-"""``nn.Module`` bookkeeping (hooks, training flag) that a layer keeps across a build."""
-_MODULE_PROTOTYPE = tuple(
-    (key, type(value) if isinstance(value, (dict, set)) else None, value)
-    for key, value in nn.Module().__dict__.items()
-)
-
-
-def _init_module_state(module: nn.Module) -> None:
-    """What ``nn.Module.__init__`` sets up (fresh hook dicts, empty parameter
-    stores, the training flag), copied from a prototype: about twice as fast,
-    which counts when thousands of unbuilt layers are created in bulk."""
-    state = module.__dict__
-    for key, container, value in _MODULE_PROTOTYPE:
-        state[key] = container() if container else value
-
-
-_BUILD_LOCK = threading.RLock()
-"""Held by every build: a layer's build and first call, a container's whole
-first forward, ``torchx.build``, a load into unbuilt layers. One caller builds;
-the others wait, then find the model built."""
-
-
-_FORK_WAIT_SECONDS = 10.0
-_held_for_fork: list[bool] = []
-
-
-def _before_fork() -> None:
-    """A fork waits (a while) for builds in progress, so the child does not
-    inherit a half-built layer; past the wait it forks anyway rather than risk
-    a deadlock with a builder waiting on the forking thread."""
-    _held_for_fork.append(_BUILD_LOCK.acquire(timeout=_FORK_WAIT_SECONDS))
-
-
-def _after_fork_in_parent() -> None:
-    if _held_for_fork.pop():
-        _BUILD_LOCK.release()
-
-
-def _after_fork_in_child() -> None:
-    """The child starts with a lock that no thread of its own holds."""
-    global _BUILD_LOCK
-    _held_for_fork.clear()
-    _BUILD_LOCK = threading.RLock()
-
-
-os.register_at_fork(
-    before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child
-)
-
-
-def describe_inputs(inputs: tuple[Any, ...]) -> str:
-    """Positional inputs as an error message shows them: ``(8, 3, 32, 32)``."""
-    described = [
-        format_shape(tuple(value.shape)) if isinstance(value, torch.Tensor) else type(value).__name__
-        for value in inputs
-    ]
-    return ", ".join(described) if described else "no inputs"
-
-
-@dataclass(frozen=True)
-class FromState:
-    """Where a state dict shows the size of an inferred argument.
-
-    :param key: the key (relative to the layer), or several to try in order
-        (``("weight", "running_mean")``: BatchNorm without affine has no weight).
-    :param dim: the dim of that tensor whose size it is.
-    :param times: the argument the size is multiplied by (a convolution's
-        weight has ``in_channels / groups`` input channels).
-    """
-
-    key: str | tuple[str, ...]
-    dim: int
-    times: str | None = None
-
-    def read(self, state: Mapping[str, Any], arguments: Mapping[str, Any]) -> int | None:
-        """The size, or None when the state has none of the keys."""
-        for key in (self.key,) if isinstance(self.key, str) else self.key:
-            tensor = state.get(key)
-            if isinstance(tensor, torch.Tensor) and -tensor.dim() <= self.dim < tensor.dim():
-                factor = arguments.get(self.times, 1) if self.times else 1
-                return int(tensor.shape[self.dim]) * int(factor)
-        return None
-
-
-@dataclass(frozen=True)
-class FromInput:
-    """A constructor argument read off one dim of one positional input.
-
-    :param dim: the dim whose size is the argument (``-1``: last dim).
-    :param input: which positional input (0 for the first).
-    :param ranks: the input ranks the layer accepts; ``None`` accepts any rank
-        that has ``dim``.
-    :param state: where a state dict shows the same size, so that loading one
-        builds the layer without an input.
-    """
-
-    dim: int
-    input: int = 0
-    ranks: tuple[int, ...] | None = None
-    state: FromState | None = None
-
-    def read(self, layer: Layer, inputs: tuple[Any, ...]) -> int:
-        """The size of ``dim`` in input ``input``, or a ShapeError naming ``layer``."""
-        if self.input >= len(inputs) or not isinstance(inputs[self.input], torch.Tensor):
-            raise layer.shape_error(
-                f"expects a tensor as positional input {self.input}, got {describe_inputs(inputs)}",
-                fix=f"call it as {layer.layer_label()}(x) with x shaped {layer.input_layout}",
-            )
-        shape = tuple(inputs[self.input].shape)
-        fits = -len(shape) <= self.dim < len(shape)
-        if self.ranks is not None:
-            fits = fits and len(shape) in self.ranks
-        if not fits:
-            raise layer.shape_error(
-                f"expected input of shape {layer.input_layout} "
-                f"({self._ranks_text()}), got {format_shape(shape)} ({len(shape)}-d)",
-                fix=self._rank_fix(shape),
-            )
-        return int(shape[self.dim])
-
-    def _ranks_text(self) -> str:
-        if self.ranks is None:
-            return f"at least {self.dim + 1 if self.dim >= 0 else -self.dim}-d"
-        return " or ".join(f"{rank}-d" for rank in self.ranks)
-
-    def _rank_fix(self, shape: tuple[int, ...]) -> str:
-        batched = bool(shape) and is_probe_size(shape[0])
-        if self.ranks is not None and len(shape) + 1 == min(self.ranks) and not batched:
-            return "add the batch dim: x.unsqueeze(0)"
-        if self.ranks is not None and len(shape) < min(self.ranks):
-            return f"give the input {min(self.ranks)} dims (the layout above); it lacks {min(self.ranks) - len(shape)}"
-        return "reshape the input first (L.Flatten(), L.Reshape(...) or L.Unflatten(...))"
-
-
-@dataclass(slots=True)
-class LayerRecord:
-    """What TorchX keeps of a layer, in the instance, before and after its build.
-
-    After the build the layer *is* its native module; the record is how specs,
-    error messages and ``load_state_dict`` still know it as a TorchX layer,
-    even when a tool swaps its class (FSDP, parametrizations).
-    """
-
-    layer_class: type[Layer]
-    arguments: dict[str, Any]
-    """The constructor arguments as given (nothing inferred)."""
-    layout: Layout | None = None
-    """The native module's parameters and buffers (leaf layers)."""
-    inferred: dict[str, Any] | None = field(default=None)
-    """The arguments read off the input at the build (``None`` until then)."""
-    name: str | None = None
-    """The name given with ``name=``: the layer's submodule path in a
-    ``Functional`` (``"layer1.0.conv1"``), its key in a ``Sequential``; shown
-    in specs, summaries, plots and errors."""
-
-
-_NAME = re.compile(r"[^\s.]+(?:\.[^\s.]+)*")
-"""Dot-separated non-empty parts without whitespace."""
-
-
-def name_problem(name: object) -> str | None:
-    """Why ``name`` cannot name a layer, or None when it can: a name is a
-    non-empty string of dot-separated parts (a submodule path, ``"layer1.0.conv1"``),
-    each part without spaces."""
-    if not isinstance(name, str):
-        return f"a layer name is a string, got {type(name).__name__}"
-    if not _NAME.fullmatch(name) or not name.isprintable():
-        return (
-            f"layer name {short_repr(name)} is not a submodule path: give non-empty parts "
-            "without spaces, separated by dots (like 'head' or 'layer1.0.conv1')"
-        )
-    return None
-
-
-def given_name(module: nn.Module) -> str | None:
-    """The name ``module`` was given with ``name=`` (None: none, or a plain torch module)."""
-    record = record_of(module)
-    return None if record is None else record.name
-
-
-def set_given_name(module: nn.Module, name: str | None) -> None:
-    """Give the TorchX layer ``module`` the name ``name`` (as ``name=`` does)."""
-    problem = None if name is None else name_problem(name)
-    if problem is not None:
-        raise ArgumentError(problem, argument="name")
-    record = record_of(module)
-    if record is None:
-        raise TorchXError(f"{type(module).__name__} is a plain torch module; only TorchX layers take a name")
-    record.name = name
-
-
-def record_of(module: nn.Module) -> LayerRecord | None:
-    """The TorchX record of ``module``: a layer, built or not; None for a plain torch module."""
-    record = module.__dict__.get("_torchx")
-    return record if isinstance(record, LayerRecord) else None
-
-
-def layer_name(module: nn.Module) -> str:
-    """How TorchX names ``module`` in messages, summaries and generated code: by
-    its layer class for a TorchX layer (built or not: a built ``L.Lambda`` is
-    ``Lambda``, not its native ``LambdaModule``), else by its own class."""
-    record = record_of(module)
-    return (record.layer_class if record is not None else type(module)).__name__
-
-
-def layer_caption(module: nn.Module) -> str:
-    """How summaries and pictures name ``module``: its layer class, after its
-    name when it has one (``layer1.0.conv1 (Conv2d)``)."""
-    name = given_name(module)
-    return layer_name(module) if name is None else f"{name} ({layer_name(module)})"
-
-
-def layer_view(module: nn.Module) -> Layer:
-    """``module``'s TorchX layer: the module itself while unbuilt (or a
-    container), else an unbuilt stand-in holding its record, on which the
-    layer class's methods (``infer_arguments``, ``spec_fields``) run."""
-    if isinstance(module, Layer):
-        return module
-    record = record_of(module)
-    if record is None:
-        raise TorchXError(f"{type(module).__name__} is a plain torch module, not a TorchX layer")
-    view: Layer = record.layer_class.__new__(record.layer_class)
-    _init_module_state(view)
-    view.__dict__["_torchx"] = record
-    return view
-
-
-def is_built(module: nn.Module) -> bool:
-    """Whether ``module`` has nothing left to build (a plain torch module never has)."""
-    return not isinstance(module, Layer) or module.is_built
-
-
-def cannot_build_while_compiling(label: str) -> NotBuiltError:
-    """The error for an unbuilt layer met by a tracer (``torch.compile``,
-    ``torch.export``, ``torch.fx``)."""
-    return NotBuiltError(
-        f"{label} is not built, and a layer cannot build itself while torch.compile, "
-        "torch.export or torch.fx traces it: call torchx.build(model, input_shape) first"
-    )
-
-
-def is_fx_tracing() -> bool:
-    """Whether ``torch.fx.symbolic_trace`` is tracing the code running now."""
-    return bool(_fx_tracing())
-
-
-def native_module(module: nn.Module) -> nn.Module:
-    """The built native module of ``module``: ``module`` itself, once built (a
-    built layer is its native module); raises for an unbuilt layer."""
-    if isinstance(module, Layer):
-        return module.native_module()
-    return module
-
-
-_TAKES_FACTORY_KWARGS: dict[type, bool] = {}
 _DEFAULTS: dict[type, Mapping[str, Any]] = {}
-_POSITIONAL: dict[type, float] = {}
-_LAYOUTS: dict[Any, Layout] = {}
-_LAYOUTS_LIMIT = 4096
-
-
-def takes_factory_kwargs(native: type[nn.Module]) -> bool:
-    """Whether ``native(...)`` accepts ``device=`` and ``dtype=`` (cached)."""
-    takes = _TAKES_FACTORY_KWARGS.get(native)
-    if takes is None:
-        parameters = inspect.signature(native.__init__).parameters
-        takes = _TAKES_FACTORY_KWARGS[native] = "device" in parameters and "dtype" in parameters
-    return takes
-
-
-def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
-    """The default of each ``cls.__init__`` parameter that has one (cached)."""
-    defaults = _DEFAULTS.get(cls)
-    if defaults is None:
-        parameters = inspect.signature(cls.__init__).parameters
-        defaults = _DEFAULTS[cls] = {
-            name: parameter.default
-            for name, parameter in parameters.items()
-            if parameter.default is not inspect.Parameter.empty
-        }
-    return defaults
-
-
-def _positional_count(cls: type[Layer]) -> float:
-    """How many positional arguments ``cls(...)`` takes (infinite with ``*args``)."""
-    count = _POSITIONAL.get(cls)
-    if count is None:
-        kinds = [p.kind for p in inspect.signature(cls.__init__).parameters.values()][1:]
-        count = (
-            math.inf
-            if inspect.Parameter.VAR_POSITIONAL in kinds
-            else sum(kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for kind in kinds)
-        )
-        _POSITIONAL[cls] = count
-    return count
-
-
-def _frozen(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return tuple(_frozen(item) for item in value)
-    hash(value)
-    return value
 
 
 class Layer(nn.Module):
-    r"""Base class of every TorchX layer: an ``nn.Module`` that infers its input side.
+    r"""Base class of every TorchX layer: an ``nn.Module`` that records how it was made.
 
-    Until its first input a layer holds its constructor arguments and pending
-    parameters; after it, it *is* its native module (``type(layer) is
-    nn.Linear``), with the native forward, ``state_dict`` keys and weights.
-    Containers (``Sequential``, ``Functional``...) stay layers and are also
-    ``torchx.nn.Module``\s.
+    Subclass :class:`~torchx.core.leaf.LeafLayer` for a layer that builds one
+    native module, or :class:`~torchx.core.container.Container` for one made
+    of layers; ``Layer`` itself is what both are (``isinstance(m, Layer)``).
     """
-
-    native_class: ClassVar[type[nn.Module] | None] = None
-    """The ``torch.nn`` module this layer builds; ``None`` for containers."""
-
-    inferred_arguments: ClassVar[Mapping[str, FromInput]] = {}
-    """Native constructor arguments read off the input, by argument name."""
-
-    inferable_arguments: ClassVar[tuple[str, ...]] = ()
-    """Every argument this layer can infer (default: the keys of
-    ``inferred_arguments``); given, each is checked against the input."""
-
-    torch_positional: ClassVar[tuple[str, ...]] = ()
-    """The native class's positional parameters, in torch's order (default: read
-    off its ``__init__``), to explain a torch-style call such as ``L.Linear(10, 20)``."""
 
     input_layout: ClassVar[str] = "(N, *)"
     """The expected input layout, for error messages (``"(N, C_in, H, W)"``)."""
-
-    integer_input: ClassVar[bool] = False
-    """True when the layer takes integer inputs (embeddings take token ids)."""
-
-    same_shape: ClassVar[bool] = False
-    """True when the output shape always equals the input shape (a fast path)."""
 
     spec_version: ClassVar[int] = 1
     """The version of this layer's spec entry. Raise it when the entry changes
@@ -452,46 +63,33 @@ class Layer(nn.Module):
     that specs written before still load."""
 
     _torchx: LayerRecord
+    _torchx_kind: ClassVar[str | None] = None
+    """``"leaf"`` or ``"container"``: set by the two base classes only."""
     _torchx_plain_init: ClassVar[bool] = False
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if len(args) > _positional_count(cls):
-            raise positional_error(cls, args, kwargs)
-        return super().__new__(cls)
-
-    def __init__(self, **arguments: Any) -> None:
+    def __init__(self, *, name: str | None = None, **arguments: Any) -> None:
         cls = type(self)
         if cls._torchx_plain_init:
-            _init_module_state(self)
+            init_module_state(self)
         else:
             super().__init__()
-        device, dtype = arguments.pop("device", None), arguments.pop("dtype", None)
-        name = arguments.pop("name", None)
         problem = None if name is None else name_problem(name)
         if problem is not None:
             raise ArgumentError(f"{cls.__name__}: {problem}", argument="name")
         checker_of(cls).check(cls.__name__, arguments)
-        record = LayerRecord(cls, arguments, name=name)
-        self.__dict__["_torchx"] = record
-        if device is not None or dtype is not None:
-            self.__dict__["_torchx_request"] = PlacementRequest(
-                None if device is None else torch.device(device), dtype
-            )
-        if cls.native_class is not None:
-            record.layout = self._layout()
-            pending_stores(self, record.layout)
+        self.__dict__["_torchx"] = LayerRecord(cls, arguments, name=name)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if cls._torchx_kind is None:
+            raise TypeError(
+                f"{cls.__name__} subclasses Layer directly: subclass torchx.core.LeafLayer for a "
+                "layer that builds one native module, or torchx.core.Container for one made of layers"
+            )
         after_layer = cls.__mro__[cls.__mro__.index(Layer) + 1 :]
         cls._torchx_plain_init = (
             next(base for base in after_layer if "__init__" in base.__dict__) is nn.Module
         )
-        if "inferable_arguments" not in cls.__dict__ and "inferred_arguments" in cls.__dict__:
-            cls.inferable_arguments = tuple(cls.inferred_arguments)
-        check_layer_signature(cls)
-
-    # -- the protocol ---------------------------------------------------------
 
     @property
     def arguments(self) -> Mapping[str, Any]:
@@ -500,9 +98,8 @@ class Layer(nn.Module):
 
     @property
     def is_built(self) -> bool:
-        """Whether nothing in this layer is left to build (always False for a leaf
-        layer: once built, it is its native module, not a Layer)."""
-        return not unbuilt_layers(self)
+        """Whether nothing in this layer is left to build."""
+        raise NotImplementedError
 
     def layer_label(self) -> str:
         """How errors name this layer: its class name."""
@@ -511,44 +108,6 @@ class Layer(nn.Module):
     def shape_error(self, problem: str, fix: str | None = None) -> ShapeError:
         """A ShapeError attributed to this layer."""
         return ShapeError(self.layer_label(), problem, fix, source=self)
-
-    def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
-        """The native constructor arguments read off ``inputs``.
-
-        The default reads ``inferred_arguments``; override it for arguments that
-        are inferred only sometimes (``LayerNorm``'s ``normalized_shape``).
-        """
-        return {name: rule.read(self, inputs) for name, rule in self.inferred_arguments.items()}
-
-    def infer_arguments_from_state(self, state: Mapping[str, torch.Tensor]) -> dict[str, Any] | None:
-        """The inferred arguments as a state dict (keys relative to the layer)
-        shows them, or None when it does not (the keys are missing).
-
-        The default reads each ``FromInput.state``; override it next to
-        :meth:`infer_arguments`.
-        """
-        inferred = {}
-        for name, rule in self.inferred_arguments.items():
-            size = None if rule.state is None else rule.state.read(state, self.arguments)
-            if size is None:
-                return None
-            inferred[name] = size
-        return inferred
-
-    def stand_in_arguments(self) -> dict[str, Any]:
-        """Values for the inferable arguments not given, with which the native
-        module shows its parameters before the build (their shapes do not
-        matter, their names do). Override when a size of 1 does not fit."""
-        size = stand_in_size(self.arguments)
-        return {name: size for name in self.inferable_arguments if self.arguments.get(name) is None}
-
-    def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
-        """A closed-form output shape, or None to run on meta (read the
-        arguments off ``self.arguments``; it runs before the build).
-
-        Only a fast path: a test checks every formula against the meta run.
-        """
-        return input_shapes[0] if self.same_shape and input_shapes else None
 
     def native_module(self) -> nn.Module:
         """The built native module, which is this very object after the build."""
@@ -559,21 +118,20 @@ class Layer(nn.Module):
             )
         return self
 
+    # -- specs ------------------------------------------------------------------
+
     def to_spec(self) -> dict[str, Any]:
         """This layer (and its children) as plain JSON-compatible data."""
-        from torchx.core.specs import to_spec
-
         return to_spec(self)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Layer:
         """Construct an unbuilt layer from ``spec`` (see :func:`torchx.core.specs.from_spec`)."""
-        from torchx.core.specs import from_spec
-
         return from_spec(spec, expect=cls)
 
     def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
-        """The spec entries besides ``"type"``; containers override this."""
+        """The spec entries besides ``"type"`` and ``"name"``: the constructor
+        arguments that differ from their defaults, as ``"args"``."""
         arguments = {
             name: writer.value(value, f"args.{name}") for name, value in self._given_arguments().items()
         }
@@ -590,9 +148,11 @@ class Layer(nn.Module):
 
     @classmethod
     def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
-        """Construct from the spec entries besides ``"type"``; containers override."""
+        """Construct from the spec entries besides ``"type"`` (see :meth:`spec_fields`)."""
         arguments = reader.arguments(cls, fields)
         return reader.construct(cls, arguments)
+
+    # -- pictures ---------------------------------------------------------------
 
     def io_names(self) -> tuple[list[str] | None, list[str] | None]:
         """The names of this model's inputs and of its outputs, in order, for
@@ -604,511 +164,45 @@ class Layer(nn.Module):
         output nodes. A layer is one node; containers draw their children."""
         return [graph.node(layer_caption(self), graph.next_output(self), "layer", inputs)]
 
-    # -- building -------------------------------------------------------------
 
-    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
-        """Build from the inputs, then run the native forward on them.
+def is_built(module: nn.Module) -> bool:
+    """Whether ``module`` has nothing left to build (a plain torch module never has)."""
+    return not isinstance(module, Layer) or module.is_built
 
-        Inside :func:`torchx.build`, meta inputs build the native module on the
-        build's device and return meta outputs: no FLOPs, no activations.
-        """
-        if torch.compiler.is_compiling() or is_fx_tracing():
-            raise cannot_build_while_compiling(self.layer_label())
-        if kwargs or len(inputs) != 1 or type(inputs[0]) is not torch.Tensor:
-            symbolic = find_symbolic(inputs, kwargs)
-            if symbolic is not None:
-                return symbolic.__torchx_call__(self, inputs, kwargs)
-        layer_class = type(self)
-        native = layer_class.native_class
-        if native is None:
-            raise NotImplementedError(f"{layer_class.__name__} must override forward")
-        positional = _positional_inputs(native, inputs, kwargs) if kwargs else inputs
-        tensors = _tensors_in(positional)
-        target = current_build_target()
-        abstract = target is not None and all(t.is_meta for t in tensors)
-        shape = None
-        # Two threads calling one unbuilt layer: one builds it and makes the first
-        # call; if that fails it unbuilds the layer before any other thread can use it.
-        with _BUILD_LOCK:
-            built_here = type(self) is layer_class
-            if built_here:
-                if abstract and not kwargs:
-                    shape = closed_form_output(self, positional, target.swap.meta)  # type: ignore[union-attr]
-                self._build(positional, tensors, target if abstract else None)
-            try:
-                if not abstract:
-                    return self.forward(*inputs, **kwargs)
-                output = shape if shape is not None else run_on_meta(self, inputs, kwargs, call=self.forward)
-                # A shared layer's next call in this build runs on meta stand-ins of its tensors.
-                if self._modules:
-                    target.swap.add(self)  # type: ignore[union-attr]
-                else:
-                    target.swap.add_built(self)  # type: ignore[union-attr]
-                return output
-            except Exception as error:
-                classified = _classified(layer_class, self, positional, error)
-                if built_here:
-                    unbuild(self)
-                if classified is error:
-                    raise
-                raise classified from error
 
-    def _build(self, inputs: tuple[Any, ...], tensors: list[torch.Tensor], target: Any) -> None:
-        """Become the native module, built for ``inputs``.
+def native_module(module: nn.Module) -> nn.Module:
+    """The built native module of ``module``: ``module`` itself, once built (a
+    built layer is its native module); raises for an unbuilt layer."""
+    if isinstance(module, Layer):
+        return module.native_module()
+    return module
 
-        Parameters go where a placement request (``.to()``, ``device=``) says,
-        else on the input's device (or the abstract build's) in the first
-        floating input's dtype (torch's default dtype under autocast). A device
-        or dtype equal to torch's default is not passed (explicit factory
-        kwargs cost the constructor a few microseconds) unless a function mode,
-        such as a device scope's, is on.
-        """
-        native = type(self).native_class
-        assert native is not None
-        inferred = self.infer_arguments(*inputs)
-        self._check_given(inferred, inputs)
-        arguments = self._native_arguments(inferred)
-        if target is not None:
-            device = None if target.device_is_default else target.device
-            dtype = target.dtype
-        else:
-            device, dtype = (tensors[0].device if tensors else None), None
-        floating = next((t.dtype for t in tensors if t.is_floating_point()), None)
-        if floating is not None and _autocasting(tensors[0].device.type):
-            floating = None  # the input is in the autocast dtype; parameters stay in the true one
-        layout = self._torchx.layout
-        if layout is not None and layout.slots and floating is None:
-            self._check_input_dtype(inputs)
-        request = request_of(self)
-        if request is not None:
-            device, dtype = request.device or device, request.dtype or dtype
-        factory = takes_factory_kwargs(native)
-        if factory:
-            if device is not None:
-                arguments["device"] = device
-            dtype = dtype or floating
-            # A function mode (a device scope's) may change what "default" means: then say it.
-            if dtype is not None and (
-                dtype != torch.get_default_dtype() or torch._C._len_torch_function_stack()
-            ):
-                arguments["dtype"] = dtype
-        try:
-            if layout is not None and layout.slots:  # a layer with no tensors allocates nothing
-                check_allocation(self, native, arguments, device, factory)
-            self._become(native, arguments, inferred)
-        except Exception as error:
-            if not is_shape_problem(error):
-                raise
-            raise self.shape_error(
-                f"cannot build {format_call(native, arguments)} for input "
-                f"{describe_inputs(inputs)}: {torch_message(error)}",
-                fix="change the layer's arguments or the input shape so that they agree",
-            ) from error
 
-    def _native_arguments(self, inferred: Mapping[str, Any]) -> dict[str, Any]:
-        """The given arguments (without inferable ones left unset) and ``inferred``."""
-        inferable = type(self).inferable_arguments
-        arguments = {
-            name: value
-            for name, value in self._torchx.arguments.items()
-            if value is not None or name not in inferable
+def cannot_build_while_compiling(label: str) -> NotBuiltError:
+    """The error for an unbuilt layer met by a tracer (``torch.compile``,
+    ``torch.export``, ``torch.fx``)."""
+    return NotBuiltError(
+        f"{label} is not built, and a layer cannot build itself while torch.compile, "
+        "torch.export or torch.fx traces it: call torchx.build(model, input_shape) first"
+    )
+
+
+def is_fx_tracing() -> bool:
+    """Whether ``torch.fx.symbolic_trace`` is tracing the code running now."""
+    return bool(_fx_tracing())
+
+
+def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
+    """The default of each ``cls.__init__`` parameter that has one (cached)."""
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        parameters = inspect.signature(cls.__init__).parameters
+        defaults = _DEFAULTS[cls] = {
+            name: parameter.default
+            for name, parameter in parameters.items()
+            if parameter.default is not inspect.Parameter.empty
         }
-        arguments.update(inferred)
-        return arguments
-
-    def _check_given(self, inferred: Mapping[str, Any], inputs: tuple[Any, ...]) -> None:
-        """An inferred argument that was also given must agree with the input."""
-        arguments = self._torchx.arguments
-        inferable = type(self).inferable_arguments
-        for name, size in inferred.items():
-            given = arguments.get(name) if name in inferable else None
-            if given is not None and given != size:
-                raise self.shape_error(
-                    f"{name}={short_repr(given)} was given, but the input {describe_inputs(inputs)} "
-                    f"has {name}={short_repr(size)}",
-                    fix=f"feed inputs with {name}={short_repr(given)}, or drop {name}= to infer it",
-                )
-
-    def _check_input_dtype(self, inputs: tuple[Any, ...]) -> None:
-        layout = self._torchx.layout
-        first = inputs[0] if inputs else None
-        if (
-            type(self).integer_input
-            or not isinstance(first, torch.Tensor)
-            or first.is_floating_point()
-            or first.is_complex()
-            or layout is None
-            or not any(slot.floating and slot.is_parameter for slot in layout.slots)
-        ):
-            return
-        raise DtypeError(
-            self.layer_label(),
-            f"its weights are floating-point, but its input is {first.dtype} "
-            f"(shape {format_shape(tuple(first.shape))})",
-            fix="convert the input, e.g. x.float(); token ids go into an L.Embedding first",
-            source=self,
-        )
-
-    def _become(self, native: type[nn.Module], arguments: dict[str, Any], inferred: dict[str, Any]) -> None:
-        """Become ``native(**arguments)``, in place; other threads calling this
-        layer meanwhile wait for the build (``forward`` is looked up on the instance first)."""
-        state = self.__dict__
-        record = self._torchx
-        request = request_of(self)
-        state["forward"] = _wait_for_build(self)
-        try:
-            orphans = become_native(self, native, arguments)
-        finally:
-            state.pop("forward", None)
-        missing = [key for key, tensor in orphans.items() if tensor() is not None]
-        record.inferred = inferred
-        if request is not None and request.memory_format is not None:
-            self.to(memory_format=request.memory_format)  # type: ignore[call-overload]
-        if request is not None and request.shared:
-            self.share_memory()
-        if missing:
-            warnings.warn(
-                f"{record.layer_class.__name__}: for this input its parameters are "
-                f"{', '.join(name for name, _ in self.named_parameters())}, not the "
-                f"{', '.join(missing)} it showed before the build, which something holds (an optimizer "
-                f"made before the build?) and which stay untrained; pass {', '.join(f'{k}={v}' for k, v in inferred.items())} "
-                "to the constructor, which fixes them before the build, or make the optimizer after it",
-                BuildWarning,
-                stacklevel=4,
-            )
-
-    def _layout(self) -> Layout:
-        """The native module's parameters and buffers for these arguments (cached)."""
-        native = type(self).native_class
-        assert native is not None
-        try:
-            key: Any = (type(self), *((name, _frozen(value)) for name, value in self.arguments.items()))
-        except TypeError:
-            key = None  # an unhashable argument: measured each time
-        layout = _LAYOUTS.get(key) if key is not None else None
-        if layout is None:
-            arguments = self._native_arguments(self.stand_in_arguments())
-            try:
-                layout = measure_layout(native, arguments, takes_factory_kwargs(native))
-            except (ValueError, TypeError, RuntimeError, AssertionError) as error:
-                raise ArgumentError(
-                    f"{self.layer_label()}: torch's {native.__name__} refuses these arguments: "
-                    f"{torch_message(error)}",
-                    fix="change the arguments as the message says",
-                ) from None
-            if key is not None:
-                if len(_LAYOUTS) >= _LAYOUTS_LIMIT:
-                    _LAYOUTS.clear()
-                _LAYOUTS[key] = layout
-        return layout
-
-    # -- loading a state dict builds the layer ----------------------------------
-
-    def _local_state(self, state_dict: Mapping[str, Any], prefix: str) -> dict[str, Any] | None:
-        """The entries of ``state_dict`` under ``prefix``, keyed relative to this
-        layer, when they hold any of its keys; else None (nothing to build from)."""
-        local = {key[len(prefix) :]: value for key, value in state_dict.items() if key.startswith(prefix)}
-        layout = self._torchx.layout
-        shown = layout is not None and any(key in local for key in layout.state_keys())
-        return local if shown else None
-
-    def _arguments_from_state(
-        self, state: Mapping[str, torch.Tensor], prefix: str
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The native arguments a state dict (keys relative to this layer) asks
-        for, checked against the given ones, and the inferred ones among them;
-        raises a ShapeError naming the key that does not fit."""
-        native = type(self).native_class
-        assert native is not None
-        inferred = self.infer_arguments_from_state(state)
-        keys = self._torchx.layout.state_keys() if self._torchx.layout else []
-        if inferred is None:
-            raise self.shape_error(
-                f"the state dict does not show its input size: it has "
-                f"{', '.join(repr(prefix + key) for key in state) or 'no keys'} of "
-                f"{', '.join(repr(prefix + key) for key in keys)}",
-                fix="load a state dict with all of this layer's keys, or build it first: torchx.build(model, shape)",
-            )
-        arguments = self._native_arguments(inferred)
-        # An inferable size that was given wins, so that a state that disagrees is named by its key.
-        arguments.update(
-            (name, self.arguments[name])
-            for name in type(self).inferable_arguments
-            if self.arguments.get(name) is not None
-        )
-        layout = measure_layout(native, arguments, takes_factory_kwargs(native))
-        for key, shape in layout.shapes.items():
-            tensor = state.get(key)
-            if isinstance(tensor, torch.Tensor) and tuple(tensor.shape) != shape:
-                raise self.shape_error(
-                    f"state key {prefix + key!r} has shape {format_shape(tuple(tensor.shape))}, but "
-                    f"{format_call(native, arguments)} needs {format_shape(shape)}",
-                    fix="load a state dict of this architecture, or change the layer's arguments to match it",
-                )
-        return arguments, inferred
-
-    def _load_from_state_dict(
-        self,
-        state_dict: Mapping[str, Any],
-        prefix: str,
-        local_metadata: Any,
-        strict: bool,
-        missing_keys: list[str],
-        unexpected_keys: list[str],
-        error_msgs: list[str],
-    ) -> None:
-        """An unbuilt layer builds from the state dict's shapes, then loads it."""
-        native = type(self).native_class
-        if native is None:
-            super()._load_from_state_dict(
-                state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-            )
-            return None
-        local = self._local_state(state_dict, prefix)
-        if local is None:
-            keys = self._torchx.layout.state_keys() if self._torchx.layout else []
-            missing_keys.extend(prefix + key for key in keys)
-            if strict:
-                unexpected_keys.extend(
-                    key for key in state_dict if key.startswith(prefix) and key[len(prefix) :] not in keys
-                )
-            return None
-        arguments, inferred = self._arguments_from_state(local, prefix)
-        request = request_of(self)
-        if request is not None and takes_factory_kwargs(native):
-            arguments.update({k: v for k, v in (("device", request.device), ("dtype", request.dtype)) if v})
-        self._become(native, arguments, inferred)
-        type(self)._load_from_state_dict(  # the native's, now
-            self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
-        return None
-
-    def load_state_dict(
-        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
-    ) -> Any:
-        """``nn.Module.load_state_dict``; unbuilt layers inside build from the
-        state's shapes first. Every unbuilt layer is checked before anything
-        changes, and if loading fails, the layers it built are unbuilt again."""
-        for path, module in self.named_modules():
-            if isinstance(module, Layer) and type(module).native_class is not None:
-                prefix = f"{path}." if path else ""
-                local = module._local_state(state_dict, prefix)
-                if local is not None:
-                    module._arguments_from_state(local, prefix)
-        with all_or_nothing(self):
-            return super().load_state_dict(state_dict, strict=strict, assign=assign)
-
-    def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
-        if type(self).native_class is None:
-            super()._save_to_state_dict(destination, prefix, keep_vars)
-        else:
-            save_pending_state(self, destination, prefix)
-
-    # -- what is asked before the build is kept ----------------------------------
-
-    def _apply(self, fn: Any, recurse: bool = True) -> Any:
-        """``.to()``, ``.cuda()``, ``.double()``, ``share_memory()``, a memory
-        format... on an unbuilt layer are kept and applied when it builds (its
-        pending tensors move already); on a container they act as on any module."""
-        if type(self).native_class is None:
-            return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
-        request = (request_of(self) or PlacementRequest()).after(fn)
-        self.__dict__["_torchx_request"] = request
-        for _, tensor in pending_tensors(self):
-            moved = torch.empty(
-                0,
-                device=request.device or tensor.device,
-                dtype=(request.dtype or tensor.dtype) if tensor.is_floating_point() else tensor.dtype,
-            )
-            if torch._has_compatible_shallow_copy_type(tensor, moved):
-                tensor.data = moved
-        return self
-
-    def extra_repr(self) -> str:
-        arguments = ", ".join(f"{name}={value!r}" for name, value in self._given_arguments().items())
-        return f"{arguments}, not built" if arguments else "not built"
-
-    def __prepare_scriptable__(self) -> nn.Module:
-        """``torch.jit.script`` of an unbuilt layer says to build it first; a built
-        container scripts as it is (containers that cannot, override this)."""
-        if type(self).native_class is None and self.is_built:
-            return self
-        raise NotBuiltError(
-            f"{self.layer_label()} is not built: build it (torchx.build) before torch.jit.script"
-        )
-
-
-def _wait_for_build(layer: nn.Module) -> Callable[..., Any]:
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        with _BUILD_LOCK:
-            pass
-        return type(layer).forward(layer, *args, **kwargs)
-
-    return forward
-
-
-def unbuild(module: nn.Module) -> None:
-    """Return a built layer to its unbuilt state, keeping hooks, the training
-    flag and the parameter objects (which become pending again)."""
-    record = record_of(module)
-    if record is None or isinstance(module, Layer):
-        return
-    state = module.__dict__
-    tensors = revert_to_pending(module)
-    kept = {key: state[key] for key in _MODULE_STATE}
-    request = state.get("_torchx_request")
-    object.__setattr__(module, "__class__", record.layer_class)
-    state.clear()
-    _init_module_state(module)
-    state.update(kept)
-    state["_torchx"] = record
-    if request is not None:
-        state["_torchx_request"] = request
-    record.inferred = None
-    if record.layout is not None:
-        add_pending(module, record.layout, reuse=tensors)
-
-
-def _classified(
-    layer_class: type[Layer], layer: nn.Module, inputs: tuple[Any, ...], error: Exception
-) -> Exception:
-    """The error to raise for ``error`` raised while a layer built and ran for ``inputs``."""
-    if isinstance(error, LayerError) or not is_shape_problem(error):
-        return error
-    label = layer_class.__name__
-    message = torch_message(error)
-    if _is_dtype_problem(message):
-        weights = next((p.dtype for p in layer.parameters() if p.is_floating_point()), None)
-        return DtypeError(
-            label,
-            f"input {describe_inputs(inputs)} of dtype "
-            f"{', '.join(str(v.dtype) for v in inputs if isinstance(v, torch.Tensor))}: {message}",
-            fix=f"convert the input to its weights' dtype: x.to({weights})"
-            if weights is not None
-            else "convert the input to a dtype the layer takes (e.g. x.float())",
-            source=layer,
-        )
-    return ShapeError(
-        label,
-        f"input {describe_inputs(inputs)} does not fit: {message}",
-        fix=f"give it input shaped {layer_class.input_layout}",
-        source=layer,
-    )
-
-
-_DTYPE_WORDS = ("dtype", "scalar type", "not implemented for '", "type (", "expected m1 and m2")
-
-
-def _is_dtype_problem(message: str) -> bool:
-    """Whether torch's ``message`` is about a dtype rather than a shape."""
-    lowered = message.lower()
-    return any(word in lowered for word in _DTYPE_WORDS) and "shape" not in lowered
-
-
-def _autocasting(device_type: str) -> bool:
-    if not torch._C._is_any_autocast_enabled():  # one cheap call in the common case
-        return False
-    try:
-        return bool(torch.is_autocast_enabled(device_type))
-    except (TypeError, RuntimeError):  # a device type autocast does not know
-        return False
-
-
-def closed_form_output(
-    module: nn.Module,
-    inputs: tuple[Any, ...],
-    make_meta: Callable[[Sequence[int], torch.dtype], torch.Tensor],
-) -> Any:
-    """The meta output of ``module``, a TorchX leaf layer built or not, for meta
-    ``inputs``, from its layer's formula (its input, for ``same_shape``
-    layers; else ``make_meta(shape, dtype)``), or None when there is none."""
-    if not inputs or not all(isinstance(value, torch.Tensor) for value in inputs):
-        return None
-    record = record_of(module)
-    if record is None or record.layer_class.native_class is None:
-        return None
-    if record.layer_class.same_shape:
-        return inputs[0]  # a meta tensor: only its shape and dtype are read
-    view = module if isinstance(module, Layer) else layer_view(module)
-    shape = view.infer_output_shape(*(tuple(value.shape) for value in inputs))
-    sizes = [dim for dim in shape or () if dim is not None and dim >= 0]
-    if shape is None or len(sizes) != len(shape):
-        return None  # no formula, or an input it does not fit: the meta run says why
-    return make_meta(sizes, inputs[0].dtype)
-
-
-def explain_failure(module: nn.Module, inputs: tuple[Any, ...], error: BaseException) -> LayerError | None:
-    """Why ``module``, a built TorchX layer, failed on ``inputs``, when the
-    reason is that their sizes differ from those it was built for: a ShapeError
-    naming both. None for anything else (torch's own error then stands)."""
-    if isinstance(error, LayerError):
-        return error
-    record = record_of(module)
-    if record is None or record.inferred is None or not is_shape_problem(error):
-        return None
-    view = layer_view(module)
-    try:
-        now = view.infer_arguments(*inputs)
-    except ShapeError as mismatch:
-        mismatch.source = mismatch.origin = module
-        return mismatch
-    changed = [
-        f"{name}={now[name]} (built with {record.inferred[name]})"
-        for name in now
-        if name in record.inferred and now[name] != record.inferred[name]
-    ]
-    if not changed:
-        return None
-    explained = ShapeError(
-        view.layer_label(),
-        f"got input {describe_inputs(inputs)}, which needs {', '.join(changed)}; "
-        "a built layer never rebuilds itself",
-        fix="feed inputs of the size it was built for, or use a new layer for the new size",
-        source=module,
-    )
-    explained.changed = tuple(
-        name for name in now if name in record.inferred and now[name] != record.inferred[name]
-    )
-    return explained
-
-
-def is_shape_problem(error: BaseException) -> bool:
-    """Whether ``error``, raised by torch for some input, may be about its shape.
-
-    Memory exhaustion and interrupts never are.
-    """
-    if isinstance(error, torch.OutOfMemoryError):
-        return False
-    return isinstance(error, (RuntimeError, ValueError, AssertionError, IndexError, TypeError))
-
-
-def unbuilt_layers(module: nn.Module) -> list[Layer]:
-    """Every leaf layer in ``module`` (itself included) that has yet to build."""
-    return [
-        sub for sub in submodules(module) if isinstance(sub, Layer) and type(sub).native_class is not None
-    ]
-
-
-@contextmanager
-def all_or_nothing(module: nn.Module, rehearsal: Rehearsal | None = None) -> Iterator[list[Layer]]:
-    """A build transaction: layers of ``module`` may build inside the block,
-    and if it raises, every layer built inside it returns to its unbuilt
-    state, so nothing stays half-built. The block holds the build lock: one
-    thread builds ``module`` while others wait, and a thread that fails never
-    unbuilds what another one built. It gives the layers still unbuilt when
-    it began (none: another thread built them meanwhile). What they allocate
-    is checked against the memory as one sum (see
-    :func:`~torchx.core.memory.allocation_budget`); ``rehearsal`` measures the
-    whole build first, for models too large to build blindly."""
-    with _BUILD_LOCK, allocation_budget(rehearsal):
-        pending = unbuilt_layers(module)
-        try:
-            yield pending
-        except BaseException:
-            for layer in pending:
-                if not isinstance(layer, Layer):
-                    unbuild(layer)
-            raise
+    return defaults
 
 
 def _same(value: Any, default: Any) -> bool:
@@ -1116,34 +210,3 @@ def _same(value: Any, default: Any) -> bool:
         return bool(value == default) and type(value) is type(default)
     except Exception:  # noqa: BLE001 - tensors and odd objects compare ambiguously
         return False
-
-
-def _tensors_in(inputs: tuple[Any, ...]) -> list[torch.Tensor]:
-    """The tensors among ``inputs``, looking inside lists, tuples and dicts."""
-    if all(isinstance(value, torch.Tensor) for value in inputs):
-        return list(inputs)
-    return [leaf for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)]
-
-
-_FORWARD_PARAMETERS: dict[type, list[str]] = {}
-
-
-def _positional_inputs(
-    native: type[nn.Module], inputs: tuple[Any, ...], kwargs: Mapping[str, Any]
-) -> tuple[Any, ...]:
-    """``inputs`` with the keyword inputs of the native forward put in their
-    positions (``layer(input=x)``, ``attention(q, key=k, value=v)``), for inference."""
-    names = _FORWARD_PARAMETERS.get(native)
-    if names is None:
-        try:
-            parameters = list(inspect.signature(native.forward).parameters.values())[1:]
-        except (TypeError, ValueError):
-            parameters = []
-        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY)
-        names = _FORWARD_PARAMETERS[native] = [p.name for p in parameters if p.kind in kinds]
-    positional = list(inputs)
-    for name in names[len(inputs) :]:
-        if name not in kwargs:
-            break
-        positional.append(kwargs[name])
-    return tuple(positional)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from torch import nn
 
 if TYPE_CHECKING:
-    from torchx.core.layer import Layer
+    from torchx.core.leaf import LeafLayer
 
 __all__ = ["check_layer_signature", "native_parameters"]
 
@@ -47,8 +47,8 @@ def native_parameters(native: type[nn.Module]) -> Mapping[str, inspect.Parameter
     return found
 
 
-def check_layer_signature(cls: type[Layer]) -> None:
-    """Refuse a layer class whose ``__init__`` or ``inferred_arguments`` name a
+def check_layer_signature(cls: type[LeafLayer]) -> None:
+    """Refuse a layer class whose ``__init__``, ``inferred_arguments`` or ``native_arguments`` name a
     parameter its ``native_class`` does not take.
 
     :raises TypeError: naming the parameter, the native class, and the
@@ -68,6 +68,7 @@ def check_layer_signature(cls: type[Layer]) -> None:
     for name, where in [
         *((name, "__init__ parameter") for name in own),
         *((name, "inferred argument") for name in cls.inferred_arguments),
+        *((name, "native argument") for name in cls.native_arguments),
     ]:
         if name in accepted or name in LAYER_PARAMETERS:
             continue

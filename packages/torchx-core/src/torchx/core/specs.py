@@ -24,19 +24,15 @@ import functools
 import json
 import math
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import torch
 from torch import nn
 
 from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
-from torchx.core.build import build
 from torchx.core.errors import (
     ArgumentError,
-    LayerError,
     SpecError,
     SpecMigrationWarning,
     TorchXError,
@@ -44,11 +40,12 @@ from torchx.core.errors import (
     short_repr,
 )
 from torchx.core.files import write_bytes_atomically
-from torchx.core.layer import Layer, layer_view, name_problem, record_of, set_given_name
 from torchx.core.plugins import current_plugins
+from torchx.core.record import layer_view, name_problem, record_of, set_given_name
 from torchx.core.registry import LayerRegistry
-from torchx.core.shapes import InputLike
-from torchx.core.summary import memory_problems
+
+if TYPE_CHECKING:
+    from torchx.core.layer import Layer
 
 __all__ = [
     "FORMAT_VERSION",
@@ -57,13 +54,12 @@ __all__ = [
     "MAX_LAYERS",
     "MAX_SPEC_BYTES",
     "MAX_SPEC_VALUES",
-    "check_spec",
-    "SpecProblem",
     "SpecReader",
     "SpecWriter",
     "from_spec",
     "load_spec",
     "parse_spec",
+    "read_document",
     "save_spec",
     "to_spec",
 ]
@@ -162,8 +158,8 @@ class SpecReader:
     """Turns spec data into layers; containers call :meth:`layer` for children.
 
     With an ``errors`` list, reading goes on past a layer entry it cannot
-    read (the error is appended, and an identity stand-in takes the layer's
-    place), so that one pass finds every unreadable entry. ``places`` maps
+    read (the error is appended, and ``stand_in()`` takes the layer's place),
+    so that one pass finds every unreadable entry. ``places`` maps
     each layer made to where in the document it came from; ``migrated`` lists
     the entries read through migrations (see :mod:`torchx.core.registry`).
     """
@@ -175,26 +171,30 @@ class SpecReader:
         depth: int = 0,
         *,
         errors: list[SpecError] | None = None,
+        stand_in: Callable[[], Layer] | None = None,
         places: dict[int, str] | None = None,
         migrated: list[str] | None = None,
     ) -> None:
+        if (errors is None) != (stand_in is None):
+            raise TypeError("SpecReader takes errors and stand_in together (or neither)")
         self.registry = registry
         self.where = where
         self.depth = depth
         self.errors = errors
+        self.stand_in = stand_in
         self.places = places if places is not None else {}
         self.migrated = migrated if migrated is not None else []
 
     def layer(self, data: Any, where: str | None = None) -> Layer:
         """Construct the (child) layer described by ``data``."""
         place = where or self.where
-        if self.errors is None:
+        if self.errors is None or self.stand_in is None:
             return self._layer(data, place)
         try:
             return self._layer(data, place)
         except SpecError as error:
             self.errors.append(error)
-            return _Unreadable()
+            return self.stand_in()
 
     def _layer(self, data: Any, place: str) -> Layer:
         if self.depth > MAX_DEPTH:
@@ -219,6 +219,7 @@ class SpecReader:
             place,
             self.depth + 1,
             errors=self.errors,
+            stand_in=self.stand_in,
             places=self.places,
             migrated=self.migrated,
         )
@@ -284,26 +285,26 @@ class SpecReader:
             )
         return arguments
 
-    def construct(self, cls: type[_L], arguments: Mapping[str, Any]) -> _L:
-        """``cls(**arguments)``, with constructor errors reported as SpecErrors."""
+    def construct(
+        self, cls: type[_L], arguments: Mapping[str, Any], layers: Sequence[Layer] | None = None
+    ) -> _L:
+        """``cls(**arguments)``, or ``cls(*layers, **arguments)`` for a container
+        given its child layers, with constructor errors reported as SpecErrors
+        (at the argument they name, else at the ``args``, or at the entry when
+        there are ``layers``)."""
         try:
-            return cls(**arguments)
+            return cls(**arguments) if layers is None else cls(*layers, **arguments)
         except (TorchXError, ValueError, TypeError, KeyError, OverflowError) as error:
             if isinstance(error, SpecError):
                 raise
             name = cls.__name__
-            message = str(error) if str(error).startswith(f"{name}:") else f"{name}: {error}"
+            message = str(error) if str(error).startswith(name) else f"{name}: {error}"
             argument = error.argument if isinstance(error, ArgumentError) else None
-            place = f"{self.where}.args" if argument is None else f"{self.where}.args.{argument}"
+            if argument is not None:
+                place = f"{self.where}.args.{argument}"
+            else:
+                place = self.where if layers is not None else f"{self.where}.args"
             raise SpecError(place, message) from error
-
-
-class _Unreadable(Layer):
-    """Stands where a spec entry could not be read, so that reading the rest
-    goes on (``check_spec`` reports every unreadable entry). Passes its input through."""
-
-    def forward(self, *inputs: Any) -> Any:
-        return inputs[0] if inputs else None
 
 
 def _kind(value: Any) -> str:
@@ -411,10 +412,7 @@ def from_spec(
     expect: type[_L] | None = None,
 ) -> _L:
     """Construct the (unbuilt) layer or model that ``spec`` describes."""
-    if not isinstance(spec, Mapping):
-        raise SpecError("$", f"a spec is an object with a 'type', got {_kind(spec)}")
-    _check_version(spec)
-    return _read(spec, SpecReader(_registry(registry)), expect)
+    return read_document(spec, SpecReader(_registry(registry)), expect)
 
 
 def _check_version(spec: Mapping[str, Any]) -> None:
@@ -429,7 +427,12 @@ def _check_version(spec: Mapping[str, Any]) -> None:
         )
 
 
-def _read(spec: Mapping[str, Any], reader: SpecReader, expect: type[_L] | None) -> _L:
+def read_document(spec: Any, reader: SpecReader, expect: type[_L] | None = None) -> _L:
+    """The layer a whole spec document describes, read with ``reader`` (the
+    format version checked, the document measured before anything is built)."""
+    if not isinstance(spec, Mapping):
+        raise SpecError("$", f"a spec is an object with a 'type', got {_kind(spec)}")
+    _check_version(spec)
     body = {key: value for key, value in spec.items() if key != "format_version"}
     _measure(body)
     layer = reader.layer(body)
@@ -446,50 +449,6 @@ def _read(spec: Mapping[str, Any], reader: SpecReader, expect: type[_L] | None) 
     if expect is not None and not isinstance(layer, expect):
         raise SpecError("$.type", f"expected a {expect.__name__} spec, got {type(layer).__name__}")
     return layer  # type: ignore[return-value]
-
-
-@dataclass(frozen=True)
-class SpecProblem:
-    """One problem :func:`check_spec` found: where in the document, and what."""
-
-    where: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
-
-
-def check_spec(
-    spec: Any, *inputs: InputLike, dtype: torch.dtype | None = None, registry: LayerRegistry | None = None
-) -> list[SpecProblem]:
-    """Every problem of ``spec``, without allocating any weights.
-
-    Every layer entry that cannot be read is reported (not only the first);
-    when all can be and ``inputs`` are given, the model is built for them on
-    the meta device, and a shape error is reported at the failing layer's
-    place in the document; so are weights, or a forward's largest tensor,
-    larger than the memory available on torch's default device. An empty list
-    means the spec is sound.
-    """
-    errors: list[SpecError] = []
-    reader = SpecReader(_registry(registry), errors=errors)
-    try:
-        if not isinstance(spec, Mapping):
-            raise SpecError("$", f"a spec is an object with a 'type', got {_kind(spec)}")
-        _check_version(spec)
-        model: Layer | None = _read(spec, reader, None)
-    except SpecError as error:
-        errors.append(error)
-        model = None
-    problems = [SpecProblem(error.where, error.problem) for error in errors]
-    if problems or model is None or not inputs:
-        return problems
-    try:
-        build(model, *inputs, device="meta", dtype=dtype)
-    except LayerError as error:
-        problems.append(SpecProblem(reader.places.get(id(error.origin), "$"), str(error)))
-        return problems
-    return [SpecProblem("$", problem) for problem in memory_problems(model, inputs, dtype)]
 
 
 def _format(path: Path) -> str:

@@ -30,8 +30,9 @@ from torch.utils.flop_counter import flop_registry
 from torchx.core import memory
 from torchx.core.build import build
 from torchx.core.errors import MemoryWarning, format_shape
-from torchx.core.layer import layer_name, unbuilt_layers
+from torchx.core.leaf import unbuilt_layers
 from torchx.core.memory import format_bytes
+from torchx.core.record import layer_name
 from torchx.core.shapes import (
     DYNAMIC_PROBES,
     InputLike,

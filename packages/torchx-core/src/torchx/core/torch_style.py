@@ -17,14 +17,14 @@ from torchx.core.arguments import checker_of
 from torchx.core.errors import ArgumentError, short_repr
 
 if TYPE_CHECKING:
-    from torchx.core.layer import Layer
+    from torchx.core.leaf import LeafLayer
 
 __all__ = ["positional_error", "torch_positional"]
 
 _FACTORY = ("device", "dtype")
 
 
-def torch_positional(cls: type[Layer]) -> tuple[str, ...]:
+def torch_positional(cls: type[LeafLayer]) -> tuple[str, ...]:
     """The positional parameters of ``cls``'s native class, in torch's order."""
     if cls.torch_positional:
         return cls.torch_positional
@@ -44,7 +44,7 @@ def _call(label: str, positional: Sequence[Any], keywords: Mapping[str, Any]) ->
     return f"{label}({', '.join(parts)})"
 
 
-def _fits(cls: type[Layer], arguments: Mapping[str, Any]) -> bool:
+def _fits(cls: type[LeafLayer], arguments: Mapping[str, Any]) -> bool:
     try:
         checker_of(cls).check(cls.__name__, arguments)
     except ArgumentError:
@@ -52,7 +52,7 @@ def _fits(cls: type[Layer], arguments: Mapping[str, Any]) -> bool:
     return True
 
 
-def positional_error(cls: type[Layer], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> ArgumentError:
+def positional_error(cls: type[LeafLayer], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> ArgumentError:
     """The error for ``cls(*args, **kwargs)`` with more positional arguments than ``cls`` takes."""
     label = cls.__name__
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]

@@ -16,8 +16,8 @@ from torchx.core.helpers import hard_update as hard_update
 from torchx.core.helpers import num_parameters as num_parameters
 from torchx.core.helpers import soft_update as soft_update
 from torchx.core.helpers import unfreeze as unfreeze
-from torchx.nn._module import Module as Module
-from torchx.nn._module import release_parallel_wrappers as release_parallel_wrappers
+from torchx.core.module import Module as Module
+from torchx.core.module import release_parallel_wrappers as release_parallel_wrappers
 
 __all__ = [
     "Checkpoint",

@@ -12,7 +12,7 @@ import torch.distributed as dist
 from torch import nn
 
 from torchx.core import DeviceError, DeviceUnavailableError, Placement, TorchXError, build
-from torchx.core.layer import unbuilt_layers
+from torchx.core.leaf import unbuilt_layers
 from torchx.core.shapes import InputLike
 from torchx.device import _inventory as inventory
 from torchx.nn import release_parallel_wrappers

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch.utils._pytree import tree_leaves
 
-from torchx.core.layer import layer_caption
+from torchx.core.record import layer_caption
 from torchx.functional._program import Step, Var
 
 if TYPE_CHECKING:

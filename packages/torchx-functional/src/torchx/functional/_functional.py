@@ -8,12 +8,13 @@ from typing import Any
 import torch
 from torch import nn
 
-import torchx.nn as nnx
-from torchx.core import Layer, ShapeError
+from torchx.core import Container, Layer, ShapeError
 from torchx.core.errors import add_note, format_shape
 from torchx.core.graph import Graph
-from torchx.core.layer import explain_failure, is_fx_tracing, layer_name
+from torchx.core.layer import is_fx_tracing
+from torchx.core.leaf import explain_failure
 from torchx.core.memory import allocation_budget
+from torchx.core.record import layer_name
 from torchx.core.shapes import InputLike, TypedShape
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.summary import Summary
@@ -30,7 +31,7 @@ from torchx.functional._program import BatchOf, Input, Program, Step, Var, norma
 __all__ = ["Functional"]
 
 
-class Functional(Layer, nnx.Module):
+class Functional(Container):
     """A model from placeholders: ``Functional(inputs=x, outputs=y)``.
 
     ``inputs`` and ``outputs`` are each a placeholder, or a list, tuple or dict
@@ -114,6 +115,7 @@ class Functional(Layer, nnx.Module):
 
     @property
     def is_built(self) -> bool:
+        """Always True: a Functional's layers build on its placeholders."""
         return True
 
     @property

@@ -23,7 +23,8 @@ from torch import nn
 
 from torchx.core import Layer, ShapeError, TorchXError
 from torchx.core.errors import format_shape, torch_message
-from torchx.core.layer import all_or_nothing, closed_form_output, layer_name, unbuilt_layers
+from torchx.core.leaf import all_or_nothing, closed_form_output, unbuilt_layers
+from torchx.core.record import layer_name
 from torchx.core.scope import current_scope, scope_device
 from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
 from torchx.core.symbolic import find_symbolic

@@ -34,7 +34,8 @@ from torch.utils._pytree import tree_map
 
 from torchx.core import BuildWarning, TorchXError
 from torchx.core.errors import format_shape, short_repr
-from torchx.core.layer import Layer, given_name, layer_name, layer_view, record_of
+from torchx.core.layer import Layer
+from torchx.core.record import given_name, layer_name, layer_view, record_of
 from torchx.functional._placeholder import BatchSize, Node, Placeholder
 from torchx.functional._tree import map_leaves
 from torchx.layers._parameter import ParameterModule

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from torchx.core.errors import format_shape
-from torchx.core.layer import layer_name
+from torchx.core.record import layer_name
 from torchx.core.summary import format_table
 
 if TYPE_CHECKING:

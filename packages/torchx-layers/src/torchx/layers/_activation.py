@@ -8,7 +8,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from torchx.core import FromInput, Layer
+from torchx.core import FromInput, LeafLayer
 from torchx.core.arguments import PositiveInt
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 
-class _Elementwise(Layer):
+class _Elementwise(LeafLayer):
     """An activation with no arguments; output shape equals input shape."""
 
     same_shape = True
@@ -52,28 +52,28 @@ class _Elementwise(Layer):
         super().__init__(name=name)
 
 
-class _InplaceElementwise(Layer):
+class _InplaceElementwise(LeafLayer):
     same_shape = True
 
     def __init__(self, inplace: bool = False, *, name: str | None = None) -> None:
         super().__init__(inplace=inplace, name=name)
 
 
-class _Shrink(Layer):
+class _Shrink(LeafLayer):
     same_shape = True
 
     def __init__(self, lambd: float = 0.5, *, name: str | None = None) -> None:
         super().__init__(lambd=lambd, name=name)
 
 
-class _Exponential(Layer):
+class _Exponential(LeafLayer):
     same_shape = True
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False, *, name: str | None = None) -> None:
         super().__init__(alpha=alpha, inplace=inplace, name=name)
 
 
-class _SoftmaxFamily(Layer):
+class _SoftmaxFamily(LeafLayer):
     """Softmax over ``dim`` (no shape fast path: the meta run checks ``dim``)."""
 
     def __init__(self, dim: int | None = None, *, name: str | None = None) -> None:
@@ -201,7 +201,7 @@ class LogSoftmax(_SoftmaxFamily):
     native_class = nn.LogSoftmax
 
 
-class LeakyReLU(Layer):
+class LeakyReLU(LeafLayer):
     """``nn.LeakyReLU``."""
 
     native_class = nn.LeakyReLU
@@ -213,7 +213,7 @@ class LeakyReLU(Layer):
         super().__init__(negative_slope=negative_slope, inplace=inplace, name=name)
 
 
-class RReLU(Layer):
+class RReLU(LeafLayer):
     """``nn.RReLU``."""
 
     native_class = nn.RReLU
@@ -230,7 +230,7 @@ class RReLU(Layer):
         super().__init__(lower=lower, upper=upper, inplace=inplace, name=name)
 
 
-class Hardtanh(Layer):
+class Hardtanh(LeafLayer):
     """``nn.Hardtanh``."""
 
     native_class = nn.Hardtanh
@@ -242,7 +242,7 @@ class Hardtanh(Layer):
         super().__init__(min_val=min_val, max_val=max_val, inplace=inplace, name=name)
 
 
-class Softplus(Layer):
+class Softplus(LeafLayer):
     """``nn.Softplus``."""
 
     native_class = nn.Softplus
@@ -252,7 +252,7 @@ class Softplus(Layer):
         super().__init__(beta=beta, threshold=threshold, name=name)
 
 
-class Threshold(Layer):
+class Threshold(LeafLayer):
     """``nn.Threshold``."""
 
     native_class = nn.Threshold
@@ -264,7 +264,7 @@ class Threshold(Layer):
         super().__init__(threshold=threshold, value=value, inplace=inplace, name=name)
 
 
-class GELU(Layer):
+class GELU(LeafLayer):
     """``nn.GELU``."""
 
     native_class = nn.GELU
@@ -274,7 +274,7 @@ class GELU(Layer):
         super().__init__(approximate=approximate, name=name)
 
 
-class GLU(Layer):
+class GLU(LeafLayer):
     """``nn.GLU``: halves ``dim``."""
 
     native_class = nn.GLU
@@ -283,7 +283,7 @@ class GLU(Layer):
         super().__init__(dim=dim, name=name)
 
 
-class PReLU(Layer):
+class PReLU(LeafLayer):
     """``nn.PReLU``; ``num_parameters="channels"`` learns one slope per input channel.
 
     Args:

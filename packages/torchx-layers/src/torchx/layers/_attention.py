@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import nn
 
-from torchx.core import FromInput, FromState, Layer
+from torchx.core import FromInput, FromState, LeafLayer
 from torchx.core.arguments import DropoutRate, PositiveFloat, PositiveInt
 
 __all__ = ["MultiheadAttention", "TransformerDecoderLayer", "TransformerEncoderLayer"]
@@ -20,7 +20,7 @@ __all__ = ["MultiheadAttention", "TransformerDecoderLayer", "TransformerEncoderL
 Activation = Literal["relu", "gelu"] | Callable[[torch.Tensor], torch.Tensor]
 
 
-class MultiheadAttention(Layer):
+class MultiheadAttention(LeafLayer):
     """``nn.MultiheadAttention`` with ``embed_dim`` from the query and ``kdim`` /
     ``vdim`` from the key and value.
 
@@ -80,7 +80,7 @@ class MultiheadAttention(Layer):
         return {**stand_ins, **{name: embed_dim for name in ("kdim", "vdim") if name in stand_ins}}
 
 
-class _TransformerLayer(Layer):
+class _TransformerLayer(LeafLayer):
     inferred_arguments: ClassVar = {"d_model": FromInput(dim=-1, state=FromState("linear1.weight", 1))}
     input_layout = "(S, N, d_model), or (N, S, d_model) with batch_first=True"
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from torchx.core import FromInput, FromState, Layer
+from torchx.core import FromInput, FromState, LeafLayer
 
 __all__ = ["ChannelsFirst"]
 
 _SPATIAL_NAMES = ("D", "H", "W")
 
 
-class ChannelsFirst(Layer):
+class ChannelsFirst(LeafLayer):
     """A layer whose ``channels_argument`` is dim 1 of its ``(N, C, *spatial)`` input.
 
     A family declares what its members share (``channels_argument``,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from torch import nn
 
-from torchx.core import Layer
+from torchx.core import LeafLayer
 
 __all__ = ["CosineSimilarity", "PairwiseDistance"]
 
 
-class CosineSimilarity(Layer):
+class CosineSimilarity(LeafLayer):
     """``nn.CosineSimilarity`` of two inputs along ``dim``; call it as ``layer(a, b)``."""
 
     native_class = nn.CosineSimilarity
@@ -18,7 +18,7 @@ class CosineSimilarity(Layer):
         super().__init__(dim=dim, eps=eps, name=name)
 
 
-class PairwiseDistance(Layer):
+class PairwiseDistance(LeafLayer):
     """``nn.PairwiseDistance`` between two inputs; call it as ``layer(a, b)``."""
 
     native_class = nn.PairwiseDistance

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from torch import nn
 
-from torchx.core import Layer
+from torchx.core import LeafLayer
 from torchx.core.arguments import Probability
 
 __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout"]
 
 
-class _DropoutNd(Layer):
+class _DropoutNd(LeafLayer):
     same_shape = True
 
     def __init__(self, p: Probability = 0.5, inplace: bool = False, *, name: str | None = None) -> None:

@@ -7,13 +7,13 @@ from typing import Literal
 import torch
 from torch import nn
 
-from torchx.core import Layer
+from torchx.core import LeafLayer
 from torchx.core.arguments import PositiveFloat, PositiveInt
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
 
-class Embedding(Layer):
+class Embedding(LeafLayer):
     """``nn.Embedding``, built on the input's device with the default float dtype."""
 
     native_class = nn.Embedding
@@ -47,7 +47,7 @@ class Embedding(Layer):
         )
 
 
-class EmbeddingBag(Layer):
+class EmbeddingBag(LeafLayer):
     """``nn.EmbeddingBag``."""
 
     native_class = nn.EmbeddingBag

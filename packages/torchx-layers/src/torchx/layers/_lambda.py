@@ -7,7 +7,7 @@ from typing import Any
 
 from torch import nn
 
-from torchx.core import Layer, SpecError
+from torchx.core import LeafLayer, SpecError
 from torchx.core.specs import SpecWriter
 
 __all__ = ["Lambda"]
@@ -27,7 +27,7 @@ class LambdaModule(nn.Module):
         return getattr(self.function, "__qualname__", repr(self.function))
 
 
-class Lambda(Layer):
+class Lambda(LeafLayer):
     """Wraps ``function`` (for example ``lambda x: x * 2``) as a layer.
 
     Specs are data, so a ``Lambda`` has no spec: ``to_spec()`` raises

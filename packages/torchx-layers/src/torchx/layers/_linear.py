@@ -7,14 +7,14 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from torchx.core import FromInput, FromState, Layer
+from torchx.core import FromInput, FromState, LeafLayer
 from torchx.core.arguments import PositiveInt
 from torchx.core.shapes import Shape
 
 __all__ = ["Bilinear", "Identity", "Linear"]
 
 
-class Linear(Layer):
+class Linear(LeafLayer):
     """``nn.Linear`` with ``in_features`` read off the input's last dim.
 
     Args:
@@ -60,7 +60,7 @@ class Linear(Layer):
         return (*input_shapes[0][:-1], self.arguments["out_features"])
 
 
-class Bilinear(Layer):
+class Bilinear(LeafLayer):
     """``nn.Bilinear`` with ``in1_features`` and ``in2_features`` read off its two inputs.
 
     Shape:
@@ -97,7 +97,7 @@ class Bilinear(Layer):
         )
 
 
-class Identity(Layer):
+class Identity(LeafLayer):
     """``nn.Identity``: returns its input unchanged."""
 
     native_class = nn.Identity

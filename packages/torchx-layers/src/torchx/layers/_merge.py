@@ -8,12 +8,14 @@ does; a shape mismatch is a ShapeError when the layer is built.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import reduce
+from typing import ClassVar
 
 import torch
 from torch import nn
 
-from torchx.core import Layer
+from torchx.core import LeafLayer
 
 __all__ = ["Add", "Average", "Concat", "Maximum", "Minimum", "Multiply", "Subtract"]
 
@@ -28,58 +30,48 @@ def _tensors(inputs: tuple[torch.Tensor | Sequence[torch.Tensor], ...]) -> list[
     return tensors
 
 
-class MergeModule(nn.Module):
-    """Folds its inputs with a binary torch op; ``arity`` fixes the input count."""
+@dataclass(frozen=True)
+class _Fold:
+    """How a merge folds its inputs: a binary op, and how many inputs it takes."""
 
-    combine: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = staticmethod(torch.add)
+    combine: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     arity: int | None = None
+    """Exactly this many inputs; ``None``: two or more."""
+    mean: bool = False
+    """Divide the fold by the number of inputs."""
+
+
+_FOLDS = {
+    "add": _Fold(torch.add),
+    "subtract": _Fold(torch.sub, arity=2),
+    "multiply": _Fold(torch.mul),
+    "average": _Fold(torch.add, mean=True),
+    "maximum": _Fold(torch.maximum),
+    "minimum": _Fold(torch.minimum),
+}
+
+
+class MergeModule(nn.Module):
+    """Folds its inputs with one element-wise op: ``"add"``, ``"subtract"`` (of
+    exactly two), ``"multiply"``, ``"average"``, ``"maximum"`` or ``"minimum"``."""
+
+    def __init__(self, op: str) -> None:
+        super().__init__()
+        if op not in _FOLDS:
+            raise ValueError(f"MergeModule: op {op!r} is not one of {', '.join(_FOLDS)}")
+        self.op = op
 
     def forward(self, *inputs: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
+        fold = _FOLDS[self.op]
         tensors = _tensors(inputs)
-        needed = self.arity or 2
-        if len(tensors) < needed or (self.arity is not None and len(tensors) != self.arity):
-            count = f"exactly {self.arity}" if self.arity else "at least 2"
-            raise ValueError(f"{type(self).__name__} takes {count} tensors, got {len(tensors)}")
-        return self.finish(reduce(self.combine, tensors), len(tensors))
+        if len(tensors) < (fold.arity or 2) or (fold.arity is not None and len(tensors) != fold.arity):
+            count = f"exactly {fold.arity}" if fold.arity else "at least 2"
+            raise ValueError(f"{self.op.capitalize()} takes {count} tensors, got {len(tensors)}")
+        combined = reduce(fold.combine, tensors)
+        return combined / len(tensors) if fold.mean else combined
 
-    def finish(self, combined: torch.Tensor, count: int) -> torch.Tensor:
-        return combined
-
-
-class AddModule(MergeModule):
-    """Sums its inputs."""
-
-
-class SubtractModule(MergeModule):
-    """``a - b`` of exactly two inputs."""
-
-    combine = staticmethod(torch.sub)
-    arity = 2
-
-
-class MultiplyModule(MergeModule):
-    """Multiplies its inputs element-wise."""
-
-    combine = staticmethod(torch.mul)
-
-
-class AverageModule(MergeModule):
-    """The element-wise mean of its inputs."""
-
-    def finish(self, combined: torch.Tensor, count: int) -> torch.Tensor:
-        return combined / count
-
-
-class MaximumModule(MergeModule):
-    """The element-wise maximum of its inputs."""
-
-    combine = staticmethod(torch.maximum)
-
-
-class MinimumModule(MergeModule):
-    """The element-wise minimum of its inputs."""
-
-    combine = staticmethod(torch.minimum)
+    def extra_repr(self) -> str:
+        return f"op={self.op!r}"
 
 
 class ConcatModule(nn.Module):
@@ -96,7 +88,11 @@ class ConcatModule(nn.Module):
         return f"dim={self.dim}"
 
 
-class _Merge(Layer):
+class _Merge(LeafLayer):
+    """A merge layer: builds ``MergeModule`` with its class's ``op``."""
+
+    native_class = MergeModule
+
     def __init__(self, *, name: str | None = None) -> None:
         super().__init__(name=name)
 
@@ -104,40 +100,40 @@ class _Merge(Layer):
 class Add(_Merge):
     """Sums two or more inputs."""
 
-    native_class = AddModule
+    native_arguments: ClassVar = {"op": "add"}
 
 
 class Subtract(_Merge):
     """Subtracts the second input from the first."""
 
-    native_class = SubtractModule
+    native_arguments: ClassVar = {"op": "subtract"}
 
 
 class Multiply(_Merge):
     """Multiplies two or more inputs element-wise."""
 
-    native_class = MultiplyModule
+    native_arguments: ClassVar = {"op": "multiply"}
 
 
 class Average(_Merge):
     """Averages two or more inputs element-wise."""
 
-    native_class = AverageModule
+    native_arguments: ClassVar = {"op": "average"}
 
 
 class Maximum(_Merge):
     """The element-wise maximum of two or more inputs."""
 
-    native_class = MaximumModule
+    native_arguments: ClassVar = {"op": "maximum"}
 
 
 class Minimum(_Merge):
     """The element-wise minimum of two or more inputs."""
 
-    native_class = MinimumModule
+    native_arguments: ClassVar = {"op": "minimum"}
 
 
-class Concat(Layer):
+class Concat(LeafLayer):
     """Concatenates its inputs along ``dim`` (default 1: channels / features)."""
 
     native_class = ConcatModule

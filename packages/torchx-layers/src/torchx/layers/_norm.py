@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from torchx.core import FromInput, FromState, Layer
+from torchx.core import FromInput, FromState, LeafLayer
 from torchx.core.arguments import PositiveFloat, PositiveInt, Probability
 from torchx.core.errors import format_shape
 from torchx.layers._channels_first import ChannelsFirst
@@ -138,7 +138,7 @@ class InstanceNorm3d(_InstanceNorm):
     spatial_dims = 3
 
 
-class _TrailingNorm(Layer):
+class _TrailingNorm(LeafLayer):
     """A norm over the trailing dims; ``normalized_shape`` defaults to the last dim."""
 
     same_shape = True
@@ -224,7 +224,7 @@ class RMSNorm(_TrailingNorm):
         )
 
 
-class GroupNorm(Layer):
+class GroupNorm(LeafLayer):
     """``nn.GroupNorm`` with ``num_channels`` read off dim 1 of ``(N, C, *)``."""
 
     native_class = nn.GroupNorm
@@ -256,7 +256,7 @@ class GroupNorm(Layer):
         )
 
 
-class LocalResponseNorm(Layer):
+class LocalResponseNorm(LeafLayer):
     """``nn.LocalResponseNorm`` (nothing to infer)."""
 
     native_class = nn.LocalResponseNorm

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from torchx.core import Layer
+from torchx.core import LeafLayer
 
 __all__ = [
     "CircularPad1d",
@@ -27,12 +27,12 @@ __all__ = [
 Padding = int | tuple[int, ...]
 
 
-class _PadNd(Layer):
+class _PadNd(LeafLayer):
     def __init__(self, padding: Padding, *, name: str | None = None) -> None:
         super().__init__(padding=padding, name=name)
 
 
-class _ConstantPadNd(Layer):
+class _ConstantPadNd(LeafLayer):
     def __init__(self, padding: Padding, value: float, *, name: str | None = None) -> None:
         super().__init__(padding=padding, value=value, name=name)
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from torchx.core import Layer
+from torchx.core import LeafLayer
 from torchx.core.arguments import PositiveFloat
 from torchx.core.shapes import Shape
 
@@ -58,7 +58,7 @@ class ParameterModule(nn.Module):
         return f"shape={self.shape}, init={self.init!r}"
 
 
-class Parameter(Layer):
+class Parameter(LeafLayer):
     """A learned tensor of ``shape``, as a layer: ``L.Parameter((1, 1, 768))(x)``
     is ``(N, 1, 768)`` for an input of batch ``N``.
 

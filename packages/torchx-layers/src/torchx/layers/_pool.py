@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from torchx.core import Layer
+from torchx.core import LeafLayer
 from torchx.core.arguments import Padding, PositiveFloat, Size
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
 OptionalSize = int | None | tuple[int | None, ...]
 
 
-class _Window(Layer):
+class _Window(LeafLayer):
     """A pooling window (its sizes and strides are positive, its padding
     non-negative: the annotations say so)."""
 
@@ -143,7 +143,7 @@ class AvgPool3d(_AvgPoolNd):
     native_class = nn.AvgPool3d
 
 
-class _AdaptiveMaxPoolNd(Layer):
+class _AdaptiveMaxPoolNd(LeafLayer):
     def __init__(
         self, output_size: OptionalSize, return_indices: bool = False, *, name: str | None = None
     ) -> None:
@@ -168,7 +168,7 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     native_class = nn.AdaptiveMaxPool3d
 
 
-class _AdaptiveAvgPoolNd(Layer):
+class _AdaptiveAvgPoolNd(LeafLayer):
     def __init__(self, output_size: OptionalSize, *, name: str | None = None) -> None:
         super().__init__(output_size=output_size, name=name)
 
@@ -224,7 +224,7 @@ class LPPool3d(_LPPoolNd):
     native_class = nn.LPPool3d
 
 
-class _FractionalMaxPoolNd(Layer):
+class _FractionalMaxPoolNd(LeafLayer):
     def __init__(
         self,
         kernel_size: Size,
@@ -255,7 +255,7 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
     native_class = nn.FractionalMaxPool3d
 
 
-class _MaxUnpoolNd(Layer):
+class _MaxUnpoolNd(LeafLayer):
     def __init__(
         self, kernel_size: Size, stride: Size | None = None, padding: Padding = 0, *, name: str | None = None
     ) -> None:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from torch import nn
 
-from torchx.core import Layer
+from torchx.core import LeafLayer
 from torchx.core.arguments import PositiveInt
 
 __all__ = ["ChannelShuffle", "Fold", "PixelShuffle", "PixelUnshuffle", "Unfold", "Upsample"]
@@ -19,7 +19,7 @@ Size = int | tuple[int, ...]
 UpsampleMode = Literal["nearest", "linear", "bilinear", "bicubic", "trilinear", "nearest-exact"]
 
 
-class PixelShuffle(Layer):
+class PixelShuffle(LeafLayer):
     """``nn.PixelShuffle``: ``(N, C*r*r, H, W) -> (N, C, H*r, W*r)``."""
 
     native_class = nn.PixelShuffle
@@ -28,7 +28,7 @@ class PixelShuffle(Layer):
         super().__init__(upscale_factor=upscale_factor, name=name)
 
 
-class PixelUnshuffle(Layer):
+class PixelUnshuffle(LeafLayer):
     """``nn.PixelUnshuffle``: the inverse of ``PixelShuffle``."""
 
     native_class = nn.PixelUnshuffle
@@ -37,7 +37,7 @@ class PixelUnshuffle(Layer):
         super().__init__(downscale_factor=downscale_factor, name=name)
 
 
-class ChannelShuffle(Layer):
+class ChannelShuffle(LeafLayer):
     """``nn.ChannelShuffle``."""
 
     native_class = nn.ChannelShuffle
@@ -46,7 +46,7 @@ class ChannelShuffle(Layer):
         super().__init__(groups=groups, name=name)
 
 
-class Upsample(Layer):
+class Upsample(LeafLayer):
     """``nn.Upsample`` by ``size`` or ``scale_factor``."""
 
     native_class = nn.Upsample
@@ -71,7 +71,7 @@ class Upsample(Layer):
         )
 
 
-class Fold(Layer):
+class Fold(LeafLayer):
     """``nn.Fold``: sliding-window patches back into an image."""
 
     native_class = nn.Fold
@@ -96,7 +96,7 @@ class Fold(Layer):
         )
 
 
-class Unfold(Layer):
+class Unfold(LeafLayer):
     """``nn.Unfold``: sliding-window patches of an image."""
 
     native_class = nn.Unfold

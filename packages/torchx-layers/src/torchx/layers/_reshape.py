@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from torchx.core import ArgumentError, Layer
+from torchx.core import ArgumentError, LeafLayer
 from torchx.core.shapes import Shape
 
 __all__ = ["Flatten", "Permute", "Reshape", "Unflatten", "View"]
@@ -45,7 +45,7 @@ class PermuteModule(nn.Module):
         return f"dims={self.dims}"
 
 
-class Flatten(Layer):
+class Flatten(LeafLayer):
     """``nn.Flatten``: by default flattens all dims but the batch, ``(N, *) -> (N, prod(*))``."""
 
     native_class = nn.Flatten
@@ -63,7 +63,7 @@ class Flatten(Layer):
         return (*shape[:start], size, *shape[end + 1 :])
 
 
-class Unflatten(Layer):
+class Unflatten(LeafLayer):
     """``nn.Unflatten``: expands ``dim`` into ``unflattened_size``."""
 
     native_class = nn.Unflatten
@@ -72,7 +72,7 @@ class Unflatten(Layer):
         super().__init__(dim=dim, unflattened_size=tuple(unflattened_size), name=name)
 
 
-class Reshape(Layer):
+class Reshape(LeafLayer):
     """Reshapes each sample to ``shape`` (the batch dim is kept; one entry may be -1).
 
     Also registered as ``View``. Uses ``Tensor.reshape``, so non-contiguous
@@ -96,7 +96,7 @@ View = Reshape
 """``View`` is ``Reshape`` (which also handles non-contiguous inputs)."""
 
 
-class Permute(Layer):
+class Permute(LeafLayer):
     """Permutes dims as ``Tensor.permute(dims)`` (dims count the batch dim as 0)."""
 
     native_class = PermuteModule

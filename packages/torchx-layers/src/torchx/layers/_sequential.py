@@ -10,13 +10,13 @@ from typing import Any
 import torch
 from torch import nn
 
-import torchx.nn as nnx
-from torchx.core import ArgumentError, Layer, LayerError, SpecError
+from torchx.core import ArgumentError, Container, Layer, LayerError, SpecError
 from torchx.core.build import build_need
 from torchx.core.errors import add_note
-from torchx.core.graph import Graph
-from torchx.core.layer import all_or_nothing, cannot_build_while_compiling, explain_failure, given_name
+from torchx.core.layer import cannot_build_while_compiling
+from torchx.core.leaf import all_or_nothing, explain_failure
 from torchx.core.memory import Rehearsal
+from torchx.core.record import given_name
 from torchx.core.shapes import TypedShape, current_build_target
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic
@@ -24,7 +24,7 @@ from torchx.core.symbolic import is_symbolic
 __all__ = ["Sequential"]
 
 
-class Sequential(Layer, nnx.Module, nn.Sequential):
+class Sequential(Container, nn.Sequential):
     """A chain of modules, like ``nn.Sequential``, whose TorchX layers build in order.
 
     Accepts modules as arguments or one ``OrderedDict`` of named modules; plain
@@ -46,7 +46,7 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
     """
 
     def __init__(self, *layers: nn.Module | OrderedDict[str, nn.Module], name: str | None = None) -> None:
-        Layer.__init__(self, name=name)
+        Container.__init__(self, name=name)
         object.__setattr__(self, "_torchx_ready", False)
         if len(layers) == 1 and isinstance(layers[0], OrderedDict):
             for key, module in layers[0].items():
@@ -162,8 +162,8 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
 
     # -- specs and interoperability ---------------------------------------------
 
-    def draw_graph(self, graph: Graph, inputs: list[str]) -> list[str]:
-        return graph.chain("Sequential", self, list(self), inputs)
+    def spec_layers(self) -> list[nn.Module]:
+        return list(self)
 
     def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
         """Children as a list (its order is the model's, whatever a JSON or YAML
@@ -201,9 +201,6 @@ class Sequential(Layer, nnx.Module, nn.Sequential):
             )
             return cls(named)
         raise SpecError(f"{reader.where}.layers", "expected a list of layers (or an object of named layers)")
-
-    def extra_repr(self) -> str:
-        return ""
 
     def __prepare_scriptable__(self) -> nn.Module:
         """``torch.jit.script`` compiles a plain ``nn.Sequential`` of the same modules."""

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
-from torchx.core import FromInput, FromState, Layer
+from torchx.core import FromInput, FromState, LeafLayer
 from torchx.core.arguments import DropoutRate, NonNegativeInt, PositiveInt
 from torchx.rnn._modules import GetRNNOutputModule, GetRNNStateModule, GRUModule, LSTMModule, RNNModule
 
@@ -22,7 +22,7 @@ __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "GetRNNOutput", "GetRNNState", "LSTM
 _SEQUENCE = FromInput(dim=-1, ranks=(3,), state=FromState("weight_ih_l0", 1))
 
 
-class _Recurrent(Layer):
+class _Recurrent(LeafLayer):
     """Shared by RNN, LSTM, GRU: ``input_size`` from the features of a 3-d input.
 
     Returns the output at every step (``return_sequences=True``, the default)
@@ -147,7 +147,7 @@ class GRU(_Recurrent):
         )  # fmt: skip
 
 
-class _Cell(Layer):
+class _Cell(LeafLayer):
     inferred_arguments: ClassVar = {
         "input_size": FromInput(dim=-1, ranks=(1, 2), state=FromState("weight_ih", 1))
     }
@@ -184,7 +184,7 @@ class RNNCell(_Cell):
         dtype: torch.dtype | None = None,
         name: str | None = None,
     ) -> None:
-        Layer.__init__(
+        LeafLayer.__init__(
             self,
             hidden_size=hidden_size,
             bias=bias,
@@ -208,7 +208,7 @@ class GRUCell(_Cell):
     native_class = nn.GRUCell
 
 
-class GetRNNOutput(Layer):
+class GetRNNOutput(LeafLayer):
     """Takes the output from a recurrent layer's ``(output, state)``."""
 
     native_class = GetRNNOutputModule
@@ -217,7 +217,7 @@ class GetRNNOutput(Layer):
         super().__init__(name=name)
 
 
-class GetRNNState(Layer):
+class GetRNNState(LeafLayer):
     """Takes the final state from a recurrent layer's ``(output, state)``.
 
     Args:

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
 from typing import Any, Optional
 
 import torch
 from torch import nn
 
-import torchx.nn as nnx
-from torchx.core import Layer, LayerError, SpecError
+from torchx.core import Container, LayerError
 from torchx.core.errors import format_shape
-from torchx.core.graph import Graph
 from torchx.core.layer import is_fx_tracing
-from torchx.core.specs import SpecReader, SpecWriter
 from torchx.core.symbolic import is_symbolic
 from torchx.layers import Sequential
 from torchx.rnn._modules import checked_lengths
@@ -46,7 +42,7 @@ class _ScriptableTimeDistributed(nn.Module):
         return _unfolded(self.layers(input.flatten(0, 1)), batch, time, lengths)
 
 
-class TimeDistributed(Layer, nnx.Module):
+class TimeDistributed(Container):
     """Applies ``layers`` to every temporal slice of a ``(batch, time, ...)`` input.
 
     Time is folded into the batch (``(batch * time, ...)``), the layers run
@@ -107,25 +103,5 @@ class TimeDistributed(Layer, nnx.Module):
             return super().__prepare_scriptable__()
         return _ScriptableTimeDistributed(nn.Sequential(OrderedDict(self.layers._modules)))
 
-    def draw_graph(self, graph: Graph, inputs: list[str]) -> list[str]:
-        return graph.chain("TimeDistributed", self, list(self.layers), inputs)
-
-    def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:
-        return {
-            "layers": [
-                writer.layer(module, f"{writer.where}.layers[{i}]") for i, module in enumerate(self.layers)
-            ]
-        }
-
-    @classmethod
-    def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
-        layers = fields.get("layers")
-        extra = sorted(set(fields) - {"layers"}, key=str)
-        if extra or not isinstance(layers, list) or not layers:
-            raise SpecError(
-                reader.where, "a TimeDistributed spec has only 'type' and a non-empty 'layers' list"
-            )
-        return cls(*(reader.layer(data, f"{reader.where}.layers[{i}]") for i, data in enumerate(layers)))
-
-    def extra_repr(self) -> str:
-        return ""
+    def spec_layers(self) -> list[nn.Module]:
+        return list(self.layers)

@@ -1,0 +1,877 @@
+"""``LeafLayer``: a layer that builds one native module from its first input.
+
+A leaf layer subclass declares
+
+- ``native_class``: the ``nn.Module`` it builds (``nn.Linear``);
+- ``inferred_arguments``: which constructor arguments are read off the input
+  (``{"in_features": FromInput(dim=-1, state=FromState("weight", 1))}``), one
+  declaration per family; ``state`` says where a state dict shows the same size;
+- a typed ``__init__``: the arguments TorchX cannot infer, the required ones
+  positional and the rest keyword-only, then the inferred ones keyword-only
+  (given, they are checked against the input), all passed by keyword to
+  ``LeafLayer.__init__``, which checks every value against the annotations.
+
+Before its first input a leaf layer shows the parameters and buffers its
+native module will have, as pending tensors (see :mod:`torchx.core.pending`).
+On its first call (or in :func:`torchx.build`, or when a state dict is loaded
+into it) it runs the native constructor on itself and *becomes* the native
+module: ``type(layer) is nn.Linear``, the same seed gives bit-identical
+weights, the pending tensors become its parameters. What TorchX knows of it
+(the layer class and the given arguments, for specs) stays in the instance,
+as a :class:`~torchx.core.record.LayerRecord`. The build machinery that
+containers share (the build lock, :func:`all_or_nothing`, failures explained)
+is here too.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_leaves
+
+from torchx.core.errors import (
+    ArgumentError,
+    BuildWarning,
+    DtypeError,
+    LayerError,
+    NotBuiltError,
+    ShapeError,
+    format_call,
+    format_shape,
+    is_probe_size,
+    short_repr,
+    torch_message,
+)
+from torchx.core.layer import Layer, cannot_build_while_compiling, is_fx_tracing
+from torchx.core.memory import Rehearsal, allocation_budget, check_allocation
+from torchx.core.native_signature import check_layer_signature
+from torchx.core.pending import (
+    Layout,
+    PlacementRequest,
+    add_pending,
+    become_native,
+    measure_layout,
+    pending_stores,
+    pending_tensors,
+    request_of,
+    revert_to_pending,
+    save_pending_state,
+    stand_in_size,
+)
+from torchx.core.record import MODULE_STATE, init_module_state, layer_view, record_of
+from torchx.core.shapes import Shape, current_build_target, run_on_meta
+from torchx.core.symbolic import find_symbolic
+from torchx.core.torch_style import positional_error
+from torchx.core.tree import submodules
+
+__all__ = [
+    "FromInput",
+    "FromState",
+    "LeafLayer",
+    "all_or_nothing",
+    "closed_form_output",
+    "describe_inputs",
+    "explain_failure",
+    "is_shape_problem",
+    "load_building",
+    "takes_factory_kwargs",
+    "unbuild",
+    "unbuilt_layers",
+]
+
+_TAKES_FACTORY_KWARGS: dict[type, bool] = {}
+_POSITIONAL: dict[type, float] = {}
+_LAYOUTS: dict[Any, Layout] = {}
+_LAYOUTS_LIMIT = 4096
+
+_BUILD_LOCK = threading.RLock()
+"""Held by every build: a layer's build and first call, a container's whole
+first forward, ``torchx.build``, a load into unbuilt layers. One caller builds;
+the others wait, then find the model built."""
+
+
+_FORK_WAIT_SECONDS = 10.0
+_held_for_fork: list[bool] = []
+
+
+def _before_fork() -> None:
+    """A fork waits (a while) for builds in progress, so the child does not
+    inherit a half-built layer; past the wait it forks anyway rather than risk
+    a deadlock with a builder waiting on the forking thread."""
+    _held_for_fork.append(_BUILD_LOCK.acquire(timeout=_FORK_WAIT_SECONDS))
+
+
+def _after_fork_in_parent() -> None:
+    if _held_for_fork.pop():
+        _BUILD_LOCK.release()
+
+
+def _after_fork_in_child() -> None:
+    """The child starts with a lock that no thread of its own holds."""
+    global _BUILD_LOCK
+    _held_for_fork.clear()
+    _BUILD_LOCK = threading.RLock()
+
+
+os.register_at_fork(
+    before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child
+)
+
+
+def describe_inputs(inputs: tuple[Any, ...]) -> str:
+    """Positional inputs as an error message shows them: ``(8, 3, 32, 32)``."""
+    described = [
+        format_shape(tuple(value.shape)) if isinstance(value, torch.Tensor) else type(value).__name__
+        for value in inputs
+    ]
+    return ", ".join(described) if described else "no inputs"
+
+
+@dataclass(frozen=True)
+class FromState:
+    """Where a state dict shows the size of an inferred argument.
+
+    :param key: the key (relative to the layer), or several to try in order
+        (``("weight", "running_mean")``: BatchNorm without affine has no weight).
+    :param dim: the dim of that tensor whose size it is.
+    :param times: the argument the size is multiplied by (a convolution's
+        weight has ``in_channels / groups`` input channels).
+    """
+
+    key: str | tuple[str, ...]
+    dim: int
+    times: str | None = None
+
+    def read(self, state: Mapping[str, Any], arguments: Mapping[str, Any]) -> int | None:
+        """The size, or None when the state has none of the keys."""
+        for key in (self.key,) if isinstance(self.key, str) else self.key:
+            tensor = state.get(key)
+            if isinstance(tensor, torch.Tensor) and -tensor.dim() <= self.dim < tensor.dim():
+                factor = arguments.get(self.times, 1) if self.times else 1
+                return int(tensor.shape[self.dim]) * int(factor)
+        return None
+
+
+@dataclass(frozen=True)
+class FromInput:
+    """A constructor argument read off one dim of one positional input.
+
+    :param dim: the dim whose size is the argument (``-1``: last dim).
+    :param input: which positional input (0 for the first).
+    :param ranks: the input ranks the layer accepts; ``None`` accepts any rank
+        that has ``dim``.
+    :param state: where a state dict shows the same size, so that loading one
+        builds the layer without an input.
+    """
+
+    dim: int
+    input: int = 0
+    ranks: tuple[int, ...] | None = None
+    state: FromState | None = None
+
+    def read(self, layer: Layer, inputs: tuple[Any, ...]) -> int:
+        """The size of ``dim`` in input ``input``, or a ShapeError naming ``layer``."""
+        if self.input >= len(inputs) or not isinstance(inputs[self.input], torch.Tensor):
+            raise layer.shape_error(
+                f"expects a tensor as positional input {self.input}, got {describe_inputs(inputs)}",
+                fix=f"call it as {layer.layer_label()}(x) with x shaped {layer.input_layout}",
+            )
+        shape = tuple(inputs[self.input].shape)
+        fits = -len(shape) <= self.dim < len(shape)
+        if self.ranks is not None:
+            fits = fits and len(shape) in self.ranks
+        if not fits:
+            raise layer.shape_error(
+                f"expected input of shape {layer.input_layout} "
+                f"({self._ranks_text()}), got {format_shape(shape)} ({len(shape)}-d)",
+                fix=self._rank_fix(shape),
+            )
+        return int(shape[self.dim])
+
+    def _ranks_text(self) -> str:
+        if self.ranks is None:
+            return f"at least {self.dim + 1 if self.dim >= 0 else -self.dim}-d"
+        return " or ".join(f"{rank}-d" for rank in self.ranks)
+
+    def _rank_fix(self, shape: tuple[int, ...]) -> str:
+        batched = bool(shape) and is_probe_size(shape[0])
+        if self.ranks is not None and len(shape) + 1 == min(self.ranks) and not batched:
+            return "add the batch dim: x.unsqueeze(0)"
+        if self.ranks is not None and len(shape) < min(self.ranks):
+            return f"give the input {min(self.ranks)} dims (the layout above); it lacks {min(self.ranks) - len(shape)}"
+        return "reshape the input first (L.Flatten(), L.Reshape(...) or L.Unflatten(...))"
+
+
+def takes_factory_kwargs(native: type[nn.Module]) -> bool:
+    """Whether ``native(...)`` accepts ``device=`` and ``dtype=`` (cached)."""
+    takes = _TAKES_FACTORY_KWARGS.get(native)
+    if takes is None:
+        parameters = inspect.signature(native.__init__).parameters
+        takes = _TAKES_FACTORY_KWARGS[native] = "device" in parameters and "dtype" in parameters
+    return takes
+
+
+def _positional_count(cls: type[Layer]) -> float:
+    """How many positional arguments ``cls(...)`` takes (infinite with ``*args``)."""
+    count = _POSITIONAL.get(cls)
+    if count is None:
+        kinds = [p.kind for p in inspect.signature(cls.__init__).parameters.values()][1:]
+        count = (
+            math.inf
+            if inspect.Parameter.VAR_POSITIONAL in kinds
+            else sum(kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for kind in kinds)
+        )
+        _POSITIONAL[cls] = count
+    return count
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    hash(value)
+    return value
+
+
+class LeafLayer(Layer):
+    """Base class of layers that build one native module: until its first
+    input a leaf layer holds its constructor arguments and pending parameters;
+    after it, it *is* its native module (``type(layer) is nn.Linear``), with
+    the native forward, ``state_dict`` keys and weights."""
+
+    native_class: ClassVar[type[nn.Module] | None] = None
+    """The ``torch.nn`` module this layer builds (``None`` only on a family's base)."""
+
+    inferred_arguments: ClassVar[Mapping[str, FromInput]] = {}
+    """Native constructor arguments read off the input, by argument name."""
+
+    native_arguments: ClassVar[Mapping[str, Any]] = {}
+    """Native constructor arguments this class always passes: a family with one
+    native module tells it which member it is (``L.Add``: ``{"op": "add"}``)."""
+
+    inferable_arguments: ClassVar[tuple[str, ...]] = ()
+    """Every argument this layer can infer (default: the keys of
+    ``inferred_arguments``); given, each is checked against the input."""
+
+    torch_positional: ClassVar[tuple[str, ...]] = ()
+    """The native class's positional parameters, in torch's order (default: read
+    off its ``__init__``), to explain a torch-style call such as ``L.Linear(10, 20)``."""
+
+    integer_input: ClassVar[bool] = False
+    """True when the layer takes integer inputs (embeddings take token ids)."""
+
+    same_shape: ClassVar[bool] = False
+    """True when the output shape always equals the input shape (a fast path)."""
+
+    _torchx_kind = "leaf"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) > _positional_count(cls):
+            raise positional_error(cls, args, kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, **arguments: Any) -> None:
+        device, dtype = arguments.pop("device", None), arguments.pop("dtype", None)
+        super().__init__(**arguments)
+        if device is not None or dtype is not None:
+            self.__dict__["_torchx_request"] = PlacementRequest(
+                None if device is None else torch.device(device), dtype
+            )
+        if type(self).native_class is not None:
+            self._torchx.layout = self._layout()
+            pending_stores(self, self._torchx.layout)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "inferable_arguments" not in cls.__dict__ and "inferred_arguments" in cls.__dict__:
+            cls.inferable_arguments = tuple(cls.inferred_arguments)
+        check_layer_signature(cls)
+
+    @property
+    def is_built(self) -> bool:
+        """Always False: once built, a leaf layer is its native module, not a Layer."""
+        return False
+
+    def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
+        """The native constructor arguments read off ``inputs``.
+
+        The default reads ``inferred_arguments``; override it for arguments that
+        are inferred only sometimes (``LayerNorm``'s ``normalized_shape``).
+        """
+        return {name: rule.read(self, inputs) for name, rule in self.inferred_arguments.items()}
+
+    def infer_arguments_from_state(self, state: Mapping[str, torch.Tensor]) -> dict[str, Any] | None:
+        """The inferred arguments as a state dict (keys relative to the layer)
+        shows them, or None when it does not (the keys are missing).
+
+        The default reads each ``FromInput.state``; override it next to
+        :meth:`infer_arguments`.
+        """
+        inferred = {}
+        for name, rule in self.inferred_arguments.items():
+            size = None if rule.state is None else rule.state.read(state, self.arguments)
+            if size is None:
+                return None
+            inferred[name] = size
+        return inferred
+
+    def stand_in_arguments(self) -> dict[str, Any]:
+        """Values for the inferable arguments not given, with which the native
+        module shows its parameters before the build (their shapes do not
+        matter, their names do). Override when a size of 1 does not fit."""
+        size = stand_in_size(self.arguments)
+        return {name: size for name in self.inferable_arguments if self.arguments.get(name) is None}
+
+    def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
+        """A closed-form output shape, or None to run on meta (read the
+        arguments off ``self.arguments``; it runs before the build).
+
+        Only a fast path: a test checks every formula against the meta run.
+        """
+        return input_shapes[0] if self.same_shape and input_shapes else None
+
+    # -- building -------------------------------------------------------------
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Build from the inputs, then run the native forward on them.
+
+        Inside :func:`torchx.build`, meta inputs build the native module on the
+        build's device and return meta outputs: no FLOPs, no activations.
+        """
+        if torch.compiler.is_compiling() or is_fx_tracing():
+            raise cannot_build_while_compiling(self.layer_label())
+        if kwargs or len(inputs) != 1 or type(inputs[0]) is not torch.Tensor:
+            symbolic = find_symbolic(inputs, kwargs)
+            if symbolic is not None:
+                return symbolic.__torchx_call__(self, inputs, kwargs)
+        layer_class = type(self)
+        native = layer_class.native_class
+        if native is None:
+            raise NotImplementedError(f"{layer_class.__name__} must override forward")
+        positional = _positional_inputs(native, inputs, kwargs) if kwargs else inputs
+        tensors = _tensors_in(positional)
+        target = current_build_target()
+        abstract = target is not None and all(t.is_meta for t in tensors)
+        shape = None
+        # Two threads calling one unbuilt layer: one builds it and makes the first
+        # call; if that fails it unbuilds the layer before any other thread can use it.
+        with _BUILD_LOCK:
+            built_here = type(self) is layer_class
+            if built_here:
+                if abstract and not kwargs:
+                    shape = closed_form_output(self, positional, target.swap.meta)  # type: ignore[union-attr]
+                self._build(positional, tensors, target if abstract else None)
+            try:
+                if not abstract:
+                    return self.forward(*inputs, **kwargs)
+                output = shape if shape is not None else run_on_meta(self, inputs, kwargs, call=self.forward)
+                # A shared layer's next call in this build runs on meta stand-ins of its tensors.
+                if self._modules:
+                    target.swap.add(self)  # type: ignore[union-attr]
+                else:
+                    target.swap.add_built(self)  # type: ignore[union-attr]
+                return output
+            except Exception as error:
+                classified = _classified(layer_class, self, positional, error)
+                if built_here:
+                    unbuild(self)
+                if classified is error:
+                    raise
+                raise classified from error
+
+    def _build(self, inputs: tuple[Any, ...], tensors: list[torch.Tensor], target: Any) -> None:
+        """Become the native module, built for ``inputs``.
+
+        Parameters go where a placement request (``.to()``, ``device=``) says,
+        else on the input's device (or the abstract build's) in the first
+        floating input's dtype (torch's default dtype under autocast). A device
+        or dtype equal to torch's default is not passed (explicit factory
+        kwargs cost the constructor a few microseconds) unless a function mode,
+        such as a device scope's, is on.
+        """
+        native = type(self).native_class
+        assert native is not None
+        inferred = self.infer_arguments(*inputs)
+        self._check_given(inferred, inputs)
+        arguments = self._native_arguments(inferred)
+        if target is not None:
+            device = None if target.device_is_default else target.device
+            dtype = target.dtype
+        else:
+            device, dtype = (tensors[0].device if tensors else None), None
+        floating = next((t.dtype for t in tensors if t.is_floating_point()), None)
+        if floating is not None and _autocasting(tensors[0].device.type):
+            floating = None  # the input is in the autocast dtype; parameters stay in the true one
+        layout = self._torchx.layout
+        if layout is not None and layout.slots and floating is None:
+            self._check_input_dtype(inputs)
+        request = request_of(self)
+        if request is not None:
+            device, dtype = request.device or device, request.dtype or dtype
+        factory = takes_factory_kwargs(native)
+        if factory:
+            if device is not None:
+                arguments["device"] = device
+            dtype = dtype or floating
+            # A function mode (a device scope's) may change what "default" means: then say it.
+            if dtype is not None and (
+                dtype != torch.get_default_dtype() or torch._C._len_torch_function_stack()
+            ):
+                arguments["dtype"] = dtype
+        try:
+            if layout is not None and layout.slots:  # a layer with no tensors allocates nothing
+                check_allocation(self, native, arguments, device, factory)
+            self._become(native, arguments, inferred)
+        except Exception as error:
+            if not is_shape_problem(error):
+                raise
+            raise self.shape_error(
+                f"cannot build {format_call(native, arguments)} for input "
+                f"{describe_inputs(inputs)}: {torch_message(error)}",
+                fix="change the layer's arguments or the input shape so that they agree",
+            ) from error
+
+    def _native_arguments(self, inferred: Mapping[str, Any]) -> dict[str, Any]:
+        """The class's native arguments, the given ones (without inferable ones
+        left unset) and ``inferred``."""
+        cls = type(self)
+        arguments = dict(cls.native_arguments)
+        arguments.update(
+            (name, value)
+            for name, value in self._torchx.arguments.items()
+            if value is not None or name not in cls.inferable_arguments
+        )
+        arguments.update(inferred)
+        return arguments
+
+    def _check_given(self, inferred: Mapping[str, Any], inputs: tuple[Any, ...]) -> None:
+        """An inferred argument that was also given must agree with the input."""
+        arguments = self._torchx.arguments
+        inferable = type(self).inferable_arguments
+        for name, size in inferred.items():
+            given = arguments.get(name) if name in inferable else None
+            if given is not None and given != size:
+                raise self.shape_error(
+                    f"{name}={short_repr(given)} was given, but the input {describe_inputs(inputs)} "
+                    f"has {name}={short_repr(size)}",
+                    fix=f"feed inputs with {name}={short_repr(given)}, or drop {name}= to infer it",
+                )
+
+    def _check_input_dtype(self, inputs: tuple[Any, ...]) -> None:
+        layout = self._torchx.layout
+        first = inputs[0] if inputs else None
+        if (
+            type(self).integer_input
+            or not isinstance(first, torch.Tensor)
+            or first.is_floating_point()
+            or first.is_complex()
+            or layout is None
+            or not any(slot.floating and slot.is_parameter for slot in layout.slots)
+        ):
+            return
+        raise DtypeError(
+            self.layer_label(),
+            f"its weights are floating-point, but its input is {first.dtype} "
+            f"(shape {format_shape(tuple(first.shape))})",
+            fix="convert the input, e.g. x.float(); token ids go into an L.Embedding first",
+            source=self,
+        )
+
+    def _become(self, native: type[nn.Module], arguments: dict[str, Any], inferred: dict[str, Any]) -> None:
+        """Become ``native(**arguments)``, in place; other threads calling this
+        layer meanwhile wait for the build (``forward`` is looked up on the instance first)."""
+        state = self.__dict__
+        record = self._torchx
+        request = request_of(self)
+        state["forward"] = _wait_for_build(self)
+        try:
+            orphans = become_native(self, native, arguments)
+        finally:
+            state.pop("forward", None)
+        missing = [key for key, tensor in orphans.items() if tensor() is not None]
+        record.inferred = inferred
+        if request is not None and request.memory_format is not None:
+            self.to(memory_format=request.memory_format)  # type: ignore[call-overload]
+        if request is not None and request.shared:
+            self.share_memory()
+        if missing:
+            warnings.warn(
+                f"{record.layer_class.__name__}: for this input its parameters are "
+                f"{', '.join(name for name, _ in self.named_parameters())}, not the "
+                f"{', '.join(missing)} it showed before the build, which something holds (an optimizer "
+                f"made before the build?) and which stay untrained; pass {', '.join(f'{k}={v}' for k, v in inferred.items())} "
+                "to the constructor, which fixes them before the build, or make the optimizer after it",
+                BuildWarning,
+                stacklevel=4,
+            )
+
+    def _layout(self) -> Layout:
+        """The native module's parameters and buffers for these arguments (cached)."""
+        native = type(self).native_class
+        assert native is not None
+        try:
+            key: Any = (type(self), *((name, _frozen(value)) for name, value in self.arguments.items()))
+        except TypeError:
+            key = None  # an unhashable argument: measured each time
+        layout = _LAYOUTS.get(key) if key is not None else None
+        if layout is None:
+            arguments = self._native_arguments(self.stand_in_arguments())
+            try:
+                layout = measure_layout(native, arguments, takes_factory_kwargs(native))
+            except (ValueError, TypeError, RuntimeError, AssertionError) as error:
+                raise ArgumentError(
+                    f"{self.layer_label()}: torch's {native.__name__} refuses these arguments: "
+                    f"{torch_message(error)}",
+                    fix="change the arguments as the message says",
+                ) from None
+            if key is not None:
+                if len(_LAYOUTS) >= _LAYOUTS_LIMIT:
+                    _LAYOUTS.clear()
+                _LAYOUTS[key] = layout
+        return layout
+
+    # -- loading a state dict builds the layer ----------------------------------
+
+    def _local_state(self, state_dict: Mapping[str, Any], prefix: str) -> dict[str, Any] | None:
+        """The entries of ``state_dict`` under ``prefix``, keyed relative to this
+        layer, when they hold any of its keys; else None (nothing to build from)."""
+        local = {key[len(prefix) :]: value for key, value in state_dict.items() if key.startswith(prefix)}
+        layout = self._torchx.layout
+        shown = layout is not None and any(key in local for key in layout.state_keys())
+        return local if shown else None
+
+    def _arguments_from_state(
+        self, state: Mapping[str, torch.Tensor], prefix: str
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The native arguments a state dict (keys relative to this layer) asks
+        for, checked against the given ones, and the inferred ones among them;
+        raises a ShapeError naming the key that does not fit."""
+        native = type(self).native_class
+        assert native is not None
+        inferred = self.infer_arguments_from_state(state)
+        keys = self._torchx.layout.state_keys() if self._torchx.layout else []
+        if inferred is None:
+            raise self.shape_error(
+                f"the state dict does not show its input size: it has "
+                f"{', '.join(repr(prefix + key) for key in state) or 'no keys'} of "
+                f"{', '.join(repr(prefix + key) for key in keys)}",
+                fix="load a state dict with all of this layer's keys, or build it first: torchx.build(model, shape)",
+            )
+        arguments = self._native_arguments(inferred)
+        # An inferable size that was given wins, so that a state that disagrees is named by its key.
+        arguments.update(
+            (name, self.arguments[name])
+            for name in type(self).inferable_arguments
+            if self.arguments.get(name) is not None
+        )
+        layout = measure_layout(native, arguments, takes_factory_kwargs(native))
+        for key, shape in layout.shapes.items():
+            tensor = state.get(key)
+            if isinstance(tensor, torch.Tensor) and tuple(tensor.shape) != shape:
+                raise self.shape_error(
+                    f"state key {prefix + key!r} has shape {format_shape(tuple(tensor.shape))}, but "
+                    f"{format_call(native, arguments)} needs {format_shape(shape)}",
+                    fix="load a state dict of this architecture, or change the layer's arguments to match it",
+                )
+        return arguments, inferred
+
+    def _load_from_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        prefix: str,
+        local_metadata: Any,
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        """An unbuilt layer builds from the state dict's shapes, then loads it."""
+        native = type(self).native_class
+        assert native is not None
+        local = self._local_state(state_dict, prefix)
+        if local is None:
+            keys = self._torchx.layout.state_keys() if self._torchx.layout else []
+            missing_keys.extend(prefix + key for key in keys)
+            if strict:
+                unexpected_keys.extend(
+                    key for key in state_dict if key.startswith(prefix) and key[len(prefix) :] not in keys
+                )
+            return None
+        arguments, inferred = self._arguments_from_state(local, prefix)
+        request = request_of(self)
+        if request is not None and takes_factory_kwargs(native):
+            arguments.update({k: v for k, v in (("device", request.device), ("dtype", request.dtype)) if v})
+        self._become(native, arguments, inferred)
+        type(self)._load_from_state_dict(  # the native's, now
+            self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        return None
+
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> Any:
+        """``nn.Module.load_state_dict``, building the layer from the state's shapes first."""
+        return load_building(self, state_dict, strict=strict, assign=assign)
+
+    def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
+        save_pending_state(self, destination, prefix)
+
+    # -- what is asked before the build is kept ----------------------------------
+
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:
+        """``.to()``, ``.cuda()``, ``.double()``, ``share_memory()``, a memory
+        format... on an unbuilt layer are kept and applied when it builds (its
+        pending tensors move already)."""
+        request = (request_of(self) or PlacementRequest()).after(fn)
+        self.__dict__["_torchx_request"] = request
+        for _, tensor in pending_tensors(self):
+            moved = torch.empty(
+                0,
+                device=request.device or tensor.device,
+                dtype=(request.dtype or tensor.dtype) if tensor.is_floating_point() else tensor.dtype,
+            )
+            if torch._has_compatible_shallow_copy_type(tensor, moved):
+                tensor.data = moved
+        return self
+
+    def extra_repr(self) -> str:
+        arguments = ", ".join(f"{name}={value!r}" for name, value in self._given_arguments().items())
+        return f"{arguments}, not built" if arguments else "not built"
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        """``torch.jit.script`` of an unbuilt layer says to build it first."""
+        raise NotBuiltError(
+            f"{self.layer_label()} is not built: build it (torchx.build) before torch.jit.script"
+        )
+
+
+def _wait_for_build(layer: nn.Module) -> Callable[..., Any]:
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        with _BUILD_LOCK:
+            pass
+        return type(layer).forward(layer, *args, **kwargs)
+
+    return forward
+
+
+def unbuild(module: nn.Module) -> None:
+    """Return a built layer to its unbuilt state, keeping hooks, the training
+    flag and the parameter objects (which become pending again)."""
+    record = record_of(module)
+    if record is None or isinstance(module, Layer):  # unbuilt, or a container
+        return
+    state = module.__dict__
+    tensors = revert_to_pending(module)
+    kept = {key: state[key] for key in MODULE_STATE}
+    request = state.get("_torchx_request")
+    object.__setattr__(module, "__class__", record.layer_class)
+    state.clear()
+    init_module_state(module)
+    state.update(kept)
+    state["_torchx"] = record
+    if request is not None:
+        state["_torchx_request"] = request
+    record.inferred = None
+    if record.layout is not None:
+        add_pending(module, record.layout, reuse=tensors)
+
+
+def _classified(
+    layer_class: type[Layer], layer: nn.Module, inputs: tuple[Any, ...], error: Exception
+) -> Exception:
+    """The error to raise for ``error`` raised while a layer built and ran for ``inputs``."""
+    if isinstance(error, LayerError) or not is_shape_problem(error):
+        return error
+    label = layer_class.__name__
+    message = torch_message(error)
+    if _is_dtype_problem(message):
+        weights = next((p.dtype for p in layer.parameters() if p.is_floating_point()), None)
+        return DtypeError(
+            label,
+            f"input {describe_inputs(inputs)} of dtype "
+            f"{', '.join(str(v.dtype) for v in inputs if isinstance(v, torch.Tensor))}: {message}",
+            fix=f"convert the input to its weights' dtype: x.to({weights})"
+            if weights is not None
+            else "convert the input to a dtype the layer takes (e.g. x.float())",
+            source=layer,
+        )
+    return ShapeError(
+        label,
+        f"input {describe_inputs(inputs)} does not fit: {message}",
+        fix=f"give it input shaped {layer_class.input_layout}",
+        source=layer,
+    )
+
+
+_DTYPE_WORDS = ("dtype", "scalar type", "not implemented for '", "type (", "expected m1 and m2")
+
+
+def _is_dtype_problem(message: str) -> bool:
+    """Whether torch's ``message`` is about a dtype rather than a shape."""
+    lowered = message.lower()
+    return any(word in lowered for word in _DTYPE_WORDS) and "shape" not in lowered
+
+
+def _autocasting(device_type: str) -> bool:
+    if not torch._C._is_any_autocast_enabled():  # one cheap call in the common case
+        return False
+    try:
+        return bool(torch.is_autocast_enabled(device_type))
+    except (TypeError, RuntimeError):  # a device type autocast does not know
+        return False
+
+
+def closed_form_output(
+    module: nn.Module,
+    inputs: tuple[Any, ...],
+    make_meta: Callable[[Sequence[int], torch.dtype], torch.Tensor],
+) -> Any:
+    """The meta output of ``module``, a TorchX leaf layer built or not, for meta
+    ``inputs``, from its layer's formula (its input, for ``same_shape``
+    layers; else ``make_meta(shape, dtype)``), or None when there is none."""
+    if not inputs or not all(isinstance(value, torch.Tensor) for value in inputs):
+        return None
+    record = record_of(module)
+    layer_class = None if record is None else record.layer_class
+    if (
+        not (isinstance(layer_class, type) and issubclass(layer_class, LeafLayer))
+        or layer_class.native_class is None
+    ):
+        return None
+    if layer_class.same_shape:
+        return inputs[0]  # a meta tensor: only its shape and dtype are read
+    view = layer_view(module)
+    assert isinstance(view, LeafLayer)
+    shape = view.infer_output_shape(*(tuple(value.shape) for value in inputs))
+    sizes = [dim for dim in shape or () if dim is not None and dim >= 0]
+    if shape is None or len(sizes) != len(shape):
+        return None  # no formula, or an input it does not fit: the meta run says why
+    return make_meta(sizes, inputs[0].dtype)
+
+
+def explain_failure(module: nn.Module, inputs: tuple[Any, ...], error: BaseException) -> LayerError | None:
+    """Why ``module``, a built TorchX layer, failed on ``inputs``, when the
+    reason is that their sizes differ from those it was built for: a ShapeError
+    naming both. None for anything else (torch's own error then stands)."""
+    if isinstance(error, LayerError):
+        return error
+    record = record_of(module)
+    if record is None or record.inferred is None or not is_shape_problem(error):
+        return None
+    view = layer_view(module)
+    if not isinstance(view, LeafLayer):
+        return None
+    try:
+        now = view.infer_arguments(*inputs)
+    except ShapeError as mismatch:
+        mismatch.source = mismatch.origin = module
+        return mismatch
+    changed = [
+        f"{name}={now[name]} (built with {record.inferred[name]})"
+        for name in now
+        if name in record.inferred and now[name] != record.inferred[name]
+    ]
+    if not changed:
+        return None
+    explained = ShapeError(
+        view.layer_label(),
+        f"got input {describe_inputs(inputs)}, which needs {', '.join(changed)}; "
+        "a built layer never rebuilds itself",
+        fix="feed inputs of the size it was built for, or use a new layer for the new size",
+        source=module,
+    )
+    explained.changed = tuple(
+        name for name in now if name in record.inferred and now[name] != record.inferred[name]
+    )
+    return explained
+
+
+def is_shape_problem(error: BaseException) -> bool:
+    """Whether ``error``, raised by torch for some input, may be about its shape.
+
+    Memory exhaustion and interrupts never are.
+    """
+    if isinstance(error, torch.OutOfMemoryError):
+        return False
+    return isinstance(error, (RuntimeError, ValueError, AssertionError, IndexError, TypeError))
+
+
+def unbuilt_layers(module: nn.Module) -> list[LeafLayer]:
+    """Every leaf layer in ``module`` (itself included) that has yet to build."""
+    return [sub for sub in submodules(module) if isinstance(sub, LeafLayer)]
+
+
+def load_building(module: nn.Module, state_dict: Mapping[str, Any], *, strict: bool, assign: bool) -> Any:
+    """``nn.Module.load_state_dict(module, ...)``; unbuilt layers inside build
+    from the state's shapes first. Every unbuilt layer is checked before
+    anything changes, and if loading fails, the layers it built are unbuilt again."""
+    for path, sub in module.named_modules():
+        if isinstance(sub, LeafLayer) and type(sub).native_class is not None:
+            prefix = f"{path}." if path else ""
+            local = sub._local_state(state_dict, prefix)
+            if local is not None:
+                sub._arguments_from_state(local, prefix)
+    with all_or_nothing(module):
+        return nn.Module.load_state_dict(module, state_dict, strict=strict, assign=assign)
+
+
+@contextmanager
+def all_or_nothing(module: nn.Module, rehearsal: Rehearsal | None = None) -> Iterator[list[LeafLayer]]:
+    """A build transaction: layers of ``module`` may build inside the block,
+    and if it raises, every layer built inside it returns to its unbuilt
+    state, so nothing stays half-built. The block holds the build lock: one
+    thread builds ``module`` while others wait, and a thread that fails never
+    unbuilds what another one built. It gives the layers still unbuilt when
+    it began (none: another thread built them meanwhile). What they allocate
+    is checked against the memory as one sum (see
+    :func:`~torchx.core.memory.allocation_budget`); ``rehearsal`` measures the
+    whole build first, for models too large to build blindly."""
+    with _BUILD_LOCK, allocation_budget(rehearsal):
+        pending = unbuilt_layers(module)
+        try:
+            yield pending
+        except BaseException:
+            for layer in pending:
+                if not isinstance(layer, LeafLayer):  # it built: it is its native module now
+                    unbuild(layer)
+            raise
+
+
+def _tensors_in(inputs: tuple[Any, ...]) -> list[torch.Tensor]:
+    """The tensors among ``inputs``, looking inside lists, tuples and dicts."""
+    if all(isinstance(value, torch.Tensor) for value in inputs):
+        return list(inputs)
+    return [leaf for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)]
+
+
+_FORWARD_PARAMETERS: dict[type, list[str]] = {}
+
+
+def _positional_inputs(
+    native: type[nn.Module], inputs: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> tuple[Any, ...]:
+    """``inputs`` with the keyword inputs of the native forward put in their
+    positions (``layer(input=x)``, ``attention(q, key=k, value=v)``), for inference."""
+    names = _FORWARD_PARAMETERS.get(native)
+    if names is None:
+        try:
+            parameters = list(inspect.signature(native.forward).parameters.values())[1:]
+        except (TypeError, ValueError):
+            parameters = []
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY)
+        names = _FORWARD_PARAMETERS[native] = [p.name for p in parameters if p.kind in kinds]
+    positional = list(inputs)
+    for name in names[len(inputs) :]:
+        if name not in kwargs:
+            break
+        positional.append(kwargs[name])
+    return tuple(positional)
