@@ -97,3 +97,24 @@ def test_the_residual_block_draws_its_skip_connection(spec_file: Path) -> None:
     [add] = [node for node in graph.nodes.values() if node.label == "add"]
     sources = [graph.nodes[source].label for source, target in graph.edges if target == add.id]
     assert sources == ["Conv2d", "SqueezeExcite"]  # the block's input, and its body's output
+
+
+def test_the_plugin_imports_torchx_only_through_the_plugin_namespace() -> None:
+    """``torchx.plugin`` is enough to write a plugin: the example's modules
+    import nothing else from TorchX but the public ``torchx.layers`` façade."""
+    import ast
+
+    import torchx.plugin
+
+    imported = set()
+    for path in Path(example.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+    assert {name for name in imported if name.startswith("torchx.") or name == "torchx"} == {
+        "torchx.plugin",
+        "torchx.layers",
+    }
+    assert all(hasattr(torchx.plugin, name) for name in torchx.plugin.__all__)

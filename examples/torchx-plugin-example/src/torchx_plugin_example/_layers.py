@@ -8,10 +8,7 @@ import torch
 from torch import nn
 
 import torchx.layers as L
-from torchx.core import Container, FromInput, FromState, LeafLayer
-from torchx.core.arguments import PositiveInt
-from torchx.core.graph import Graph
-from torchx.core.symbolic import is_symbolic
+from torchx.plugin import Container, FromInput, FromState, Graph, LeafLayer, PositiveInt, is_symbolic
 
 __all__ = ["LearnedSwish", "ResidualBlock", "SqueezeExcite", "SqueezeExciteModule", "Swish"]
 

@@ -6,9 +6,17 @@ import argparse
 
 from torch.utils.flop_counter import FlopCounterMode
 
-from torchx.cli import add_input_arguments, add_spec_argument, inputs_of, load_model
-from torchx.core import CommandRegistry, LayerRegistry, build, hookimpl
-from torchx.core.shapes import to_meta
+from torchx.plugin import (
+    CommandRegistry,
+    LayerRegistry,
+    add_input_arguments,
+    add_spec_argument,
+    build,
+    hookimpl,
+    inputs_of,
+    load_model,
+    to_meta,
+)
 from torchx_plugin_example import ResidualBlock, SqueezeExcite, Swish
 
 

@@ -40,10 +40,7 @@ from torchx.core.placement import Placement
 from torchx.core.plugins import current_plugins
 
 __all__ = [
-    "ACTIVE",
-    "OPEN_SCOPES",
     "DeviceScope",
-    "ScopeFrame",
     "current_scope",
     "default_device",
     "device_scope",

@@ -1,0 +1,92 @@
+"""What a plugin author needs, in one namespace.
+
+A plugin adds layers, spec migrations, CLI commands or device backends to
+TorchX through the ``torchx.plugins`` entry-point group, exactly as TorchX's
+own distributions do (see ``examples/torchx-plugin-example``):
+
+- a leaf layer subclasses :class:`LeafLayer`: its ``native_class``, the
+  arguments it reads off the input (``inferred_arguments``, with
+  :class:`FromInput` and :class:`FromState`) and a typed ``__init__``;
+- a container subclasses :class:`Container`: its children, its ``forward``
+  (handing placeholders, :func:`is_symbolic`, to the graph), and the layers
+  its spec lists (``spec_layers``), or its own ``spec_fields`` with
+  :class:`SpecWriter` and :class:`SpecReader`, and ``draw_graph`` with
+  :class:`Graph`;
+- the hooks are functions marked :data:`hookimpl` that receive the
+  registries (:class:`LayerRegistry`, :class:`MigrationRegistry`,
+  :class:`CommandRegistry`) or return a :class:`Placement`;
+- a command reads its arguments with :func:`add_spec_argument`,
+  :func:`add_input_arguments`, :func:`load_model` and :func:`inputs_of`.
+"""
+
+from torchx.cli import add_input_arguments as add_input_arguments
+from torchx.cli import add_spec_argument as add_spec_argument
+from torchx.cli import inputs_of as inputs_of
+from torchx.cli import load_model as load_model
+from torchx.core.arguments import DropoutRate as DropoutRate
+from torchx.core.arguments import Interval as Interval
+from torchx.core.arguments import NonNegativeFloat as NonNegativeFloat
+from torchx.core.arguments import NonNegativeInt as NonNegativeInt
+from torchx.core.arguments import Padding as Padding
+from torchx.core.arguments import PositiveFloat as PositiveFloat
+from torchx.core.arguments import PositiveInt as PositiveInt
+from torchx.core.arguments import Probability as Probability
+from torchx.core.arguments import Size as Size
+from torchx.core.build import build as build
+from torchx.core.commands import CommandRegistry as CommandRegistry
+from torchx.core.container import Container as Container
+from torchx.core.errors import ArgumentError as ArgumentError
+from torchx.core.errors import DtypeError as DtypeError
+from torchx.core.errors import ShapeError as ShapeError
+from torchx.core.errors import SpecError as SpecError
+from torchx.core.graph import Graph as Graph
+from torchx.core.hookspecs import hookimpl as hookimpl
+from torchx.core.layer import Layer as Layer
+from torchx.core.leaf import FromInput as FromInput
+from torchx.core.leaf import FromState as FromState
+from torchx.core.leaf import LeafLayer as LeafLayer
+from torchx.core.placement import Placement as Placement
+from torchx.core.registry import LayerRegistry as LayerRegistry
+from torchx.core.registry import MigrationRegistry as MigrationRegistry
+from torchx.core.registry import rename_argument as rename_argument
+from torchx.core.shapes import to_meta as to_meta
+from torchx.core.specs import SpecReader as SpecReader
+from torchx.core.specs import SpecWriter as SpecWriter
+from torchx.core.symbolic import is_symbolic as is_symbolic
+
+__all__ = [
+    "ArgumentError",
+    "CommandRegistry",
+    "Container",
+    "DropoutRate",
+    "DtypeError",
+    "FromInput",
+    "FromState",
+    "Graph",
+    "Interval",
+    "Layer",
+    "LayerRegistry",
+    "LeafLayer",
+    "MigrationRegistry",
+    "NonNegativeFloat",
+    "NonNegativeInt",
+    "Padding",
+    "Placement",
+    "PositiveFloat",
+    "PositiveInt",
+    "Probability",
+    "ShapeError",
+    "Size",
+    "SpecError",
+    "SpecReader",
+    "SpecWriter",
+    "add_input_arguments",
+    "add_spec_argument",
+    "build",
+    "hookimpl",
+    "inputs_of",
+    "is_symbolic",
+    "load_model",
+    "rename_argument",
+    "to_meta",
+]
