@@ -21,6 +21,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from torchx.core.dtypes import dtype_name
 from torchx.core.errors import MissingPackageError, TorchXError, format_shape
 from torchx.core.files import write_bytes_atomically
 from torchx.core.layer import Layer
@@ -213,5 +214,5 @@ def _graph(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | N
 
 def _input_shape(value: InputLike) -> str:
     dtype = input_dtype(value)
-    typed = "" if dtype.is_floating_point else f" {str(dtype).removeprefix('torch.')}"
+    typed = "" if dtype.is_floating_point else f" {dtype_name(dtype)}"
     return format_shape(input_shape(value)) + typed

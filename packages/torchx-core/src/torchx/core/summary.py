@@ -29,6 +29,7 @@ from torch.utils.flop_counter import flop_registry
 
 from torchx.core import memory
 from torchx.core.build import build
+from torchx.core.dtypes import dtype_name
 from torchx.core.errors import MemoryWarning, format_shape
 from torchx.core.leaf import unbuilt_layers
 from torchx.core.memory import format_bytes
@@ -128,7 +129,7 @@ class Summary:
             data["largest_tensor"] = {
                 "op": self.largest_tensor.op,
                 "shape": self.largest_tensor.shape,
-                "dtype": str(self.largest_tensor.dtype).removeprefix("torch."),
+                "dtype": dtype_name(self.largest_tensor.dtype),
                 "bytes": self.largest_tensor.bytes,
             }
         for name in ("depth", "columns"):

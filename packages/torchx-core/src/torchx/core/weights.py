@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from torchx.core.checkpoint import load_state, read_weights
+from torchx.core.dtypes import dtype_name
 from torchx.core.errors import CheckpointError
 from torchx.core.pending import is_pending
 from torchx.core.summary import format_table, shape_text
@@ -313,7 +314,7 @@ def _fitted(
 
 
 def _dtype(tensor: torch.Tensor) -> str:
-    return str(tensor.dtype).removeprefix("torch.")
+    return dtype_name(tensor.dtype)
 
 
 def _differs_only_in(a: Sequence[int], b: Sequence[int], *, dim: int) -> bool:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from torchx.core import SpecError
+from torchx.core.dtypes import dtype_name, dtype_named
 from torchx.core.errors import short_repr
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.functional._ops import METHODS, function_named, name_of_function
@@ -29,12 +30,6 @@ if TYPE_CHECKING:
     from torchx.functional._functional import Functional
 
 __all__ = ["as_spec_error", "program_from_spec", "program_to_spec"]
-
-_DTYPES = {
-    str(dtype).removeprefix("torch."): dtype
-    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.uint8,
-                  torch.int16, torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128)
-}  # fmt: skip
 
 
 def _encode(value: Any, where: str, writer: SpecWriter, names: Mapping[str, str]) -> Any:
@@ -48,7 +43,7 @@ def _encode(value: Any, where: str, writer: SpecWriter, names: Mapping[str, str]
         return {
             "input": value.name,
             "shape": list(value.shape),
-            "dtype": str(value.dtype).removeprefix("torch."),
+            "dtype": dtype_name(value.dtype),
         }
     if isinstance(value, torch.dtype):
         return {"dtype": str(value).removeprefix("torch.")}
@@ -166,20 +161,25 @@ class _Replay:
             return slice(*(self.decode(part, where) for part in content))
         if tag == "ellipsis":
             return Ellipsis
-        if tag == "dtype" and content in _DTYPES:
-            return _DTYPES[content]
+        dtype = dtype_named(content) if tag == "dtype" else None
+        if dtype is not None:
+            return dtype
         raise SpecError(where, f"unknown value tag {short_repr(tag)} or malformed content")
 
     def inputs(self, value: Any, where: str) -> Any:
         if isinstance(value, Mapping) and "input" in value:
-            name, shape, dtype = value.get("input"), value.get("shape"), value.get("dtype", "float32")
-            if not isinstance(name, str) or not isinstance(shape, list) or dtype not in _DTYPES:
+            name, shape, dtype = (
+                value.get("input"),
+                value.get("shape"),
+                dtype_named(value.get("dtype", "float32")),
+            )
+            if not isinstance(name, str) or not isinstance(shape, list) or dtype is None:
                 raise SpecError(where, 'an input is {"input": name, "shape": [...], "dtype": "float32"}')
             if name in self.env:
                 raise SpecError(where, f"two inputs are named {short_repr(name)}")
             self.names.add(name, where)
             try:
-                placeholder = Placeholder(shape, dtype=_DTYPES[dtype], name=name)
+                placeholder = Placeholder(shape, dtype=dtype, name=name)
             except Exception as error:  # noqa: BLE001 - report as a spec problem
                 raise SpecError(where, str(error)) from None
             self.env[name] = placeholder
