@@ -31,7 +31,7 @@ class Twice(nn.Module):
     def forward(self, x):
         return x * self.scale
 
-class {name}(Layer):
+class {name}(LeafLayer):
     native_class = Twice
     inferred_arguments = {{"features": FromInput(dim=-1)}}
     def __init__(self) -> None:

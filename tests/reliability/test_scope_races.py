@@ -27,8 +27,8 @@ from report import Report
 import torchx
 import torchx.nn as nnx
 from torchx.core import PluginManager, plugins, use_plugins
+from torchx.core import module as scoped_module
 from torchx.core.testing import StaticDeviceBackend, in_forked_child
-from torchx.nn import _module
 
 TORCHX_MODE = "torchx"
 
@@ -241,7 +241,7 @@ def test_a_fork_while_another_thread_holds_the_plugin_and_placement_locks_finish
     report: Report,
 ) -> None:
     manager = PluginManager()  # entry points not loaded yet: the child loads them
-    held_by_thread = (manager._lock, plugins._default_lock, _module._PLACE_LOCK)
+    held_by_thread = (manager._lock, plugins._default_lock, scoped_module._PLACE_LOCK)
     holding, done = threading.Event(), threading.Event()
 
     def hold() -> None:

@@ -50,11 +50,12 @@ class _Derived(Generic[_T]):
 
 
 class ModuleHelpers(nn.Module):
-    """The helpers above as methods; a base of ``torchx.nn.Module`` and ``Layer``.
-
-    On a built layer the native module's own attributes win: ``L.PReLU`` keeps
-    torch's ``num_parameters`` attribute (an int), so use the function
-    :func:`num_parameters` there.
+    """The helpers of :mod:`torchx.core.helpers` as methods, as the seed's
+    ``torchx.nn.Module`` offers them (``model.clip_grad_value(1.0)``,
+    ``target.soft_update(online, tau)``): a base of ``torchx.nn.Module``, and
+    so of every container. Leaf layers have none (once built, they are their
+    native modules); the functions take any module. A subclass's own
+    attribute of a helper's name (``self.device = ...``) wins.
     """
 
     def clip_grad_value(self, clip_value: float) -> None:
