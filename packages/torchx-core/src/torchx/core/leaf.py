@@ -356,7 +356,9 @@ class LeafLayer(Layer):
         layer_class = type(self)
         native = layer_class.native_class
         if native is None:
-            raise NotImplementedError(f"{layer_class.__name__} must override forward")
+            raise NotImplementedError(
+                f"{layer_class.__name__} has no native_class: it is a family's base, not a layer to call"
+            )
         positional = _positional_inputs(native, inputs, kwargs) if kwargs else inputs
         tensors = _tensors_in(positional)
         target = current_build_target()
