@@ -13,7 +13,7 @@ PACKAGE = CORE.parent
 
 LAYERS: list[set[str]] = [
     # plain data and facts: no TorchX import at all, or only errors
-    {"errors", "tree", "symbolic", "placement", "files", "_version", "native_signature"},
+    {"errors", "tree", "symbolic", "placement", "files", "_version", "native_signature", "spec_values"},
     {"arguments", "pending", "torch_style"},
     # registries, hookspecs, plugins, device scopes
     {"registry", "hookspecs"},

@@ -15,16 +15,12 @@ from torchx.core.checkpoint import read_checkpoint_spec
 from torchx.core.errors import CheckpointError, short_repr
 from torchx.core.layer import Layer
 from torchx.core.shapes import InputLike, TypedShape, input_shape, shape_problem
+from torchx.core.spec_values import dtype_named
 from torchx.core.specs import MAX_SPEC_BYTES, from_spec, parse_spec
 
 __all__ = ["add_input_arguments", "add_spec_argument", "inputs_of", "load_model", "read_document"]
 
 _DYNAMIC = ("None", "none", "?", "N")
-_DTYPES = {
-    name: dtype
-    for name, dtype in vars(torch).items()
-    if isinstance(dtype, torch.dtype) and not name.startswith("_")
-}
 
 
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".safetensors")
@@ -77,7 +73,7 @@ def parse_input(text: str) -> InputLike:
 
 
 def parse_dtype(text: str) -> torch.dtype:
-    dtype = _DTYPES.get(text.removeprefix("torch."))
+    dtype = dtype_named(text.removeprefix("torch."))
     if dtype is None:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a torch dtype (for example float32, bfloat16, int64)"

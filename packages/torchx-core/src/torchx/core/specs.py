@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from torchx.core.layer import Layer, layer_view, name_problem, record_of, set_gi
 from torchx.core.plugins import current_plugins
 from torchx.core.registry import LayerRegistry
 from torchx.core.shapes import InputLike
+from torchx.core.spec_values import JsonValues
 from torchx.core.summary import memory_problems
 
 __all__ = [
@@ -107,6 +107,8 @@ _L = TypeVar("_L", bound="Layer")
 _PLACEMENT = ("device", "dtype")
 """Constructor arguments that place a layer rather than describe it."""
 
+_JSON_VALUES = JsonValues()
+
 
 def _registry(registry: LayerRegistry | None) -> LayerRegistry:
     if registry is not None:
@@ -141,21 +143,9 @@ class SpecWriter:
         return {"type": type_name, **named, **versioned, **layer_view(layer).spec_fields(child)}  # type: ignore[arg-type]
 
     def value(self, value: Any, where: str) -> Any:
-        """``value`` as JSON data (tuples become lists); refuses anything else."""
-        place = f"{self.where}.{where}"
-        if value is None or isinstance(value, (bool, int, str)):
-            return value
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise SpecError(place, f"{short_repr(value)} is not representable in JSON")
-            return value
-        if isinstance(value, (list, tuple)):
-            return [self.value(item, f"{where}[{index}]") for index, item in enumerate(value)]
-        raise SpecError(
-            place,
-            f"a {type(value).__name__} value ({short_repr(value)}) cannot be written to a spec; "
-            "specs hold only numbers, strings, booleans, null and lists",
-        )
+        """``value`` as JSON data (tuples become lists); refuses anything else
+        (see :class:`~torchx.core.spec_values.JsonValues`)."""
+        return _JSON_VALUES.fold(value, f"{self.where}.{where}")
 
 
 class SpecReader:
