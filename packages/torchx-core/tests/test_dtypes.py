@@ -25,3 +25,10 @@ def test_what_is_not_a_dtype_name_reads_as_none() -> None:
     assert dtype_named("float33") is None and dtype_named("Tensor") is None
     assert dtype_named(32) is None and dtype_named(None) is None
     assert all(isinstance(value, torch.dtype) for value in DTYPES.values())
+
+
+def test_every_torch_dtype_is_named_and_read_back_by_its_name() -> None:
+    dtypes = {value for value in vars(torch).values() if isinstance(value, torch.dtype)}
+    assert len(dtypes) > 12
+    for dtype in dtypes:
+        assert dtype_named(dtype_name(dtype)) is dtype

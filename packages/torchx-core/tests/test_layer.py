@@ -327,11 +327,11 @@ def test_reprs_before_and_after_the_build() -> None:
     assert repr(layer) == "Linear(in_features=2, out_features=5, bias=True)"
 
 
-def test_layer_subclass_without_native_must_define_forward() -> None:
+def test_a_leaf_family_base_without_a_native_class_says_so_when_called() -> None:
     class Bare(LeafLayer):
         pass
 
-    with pytest.raises(NotImplementedError, match="Bare must override forward"):
+    with pytest.raises(NotImplementedError, match="Bare has no native_class: it is a family's base"):
         Bare()(torch.zeros(1))
 
 

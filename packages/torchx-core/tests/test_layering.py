@@ -13,7 +13,17 @@ PACKAGE = CORE.parent
 
 LAYERS: list[set[str]] = [
     # plain data and facts: no TorchX import at all, or only errors
-    {"errors", "tree", "symbolic", "placement", "files", "_version", "native_signature", "dtypes"},
+    {
+        "errors",
+        "tree",
+        "symbolic",
+        "placement",
+        "files",
+        "_version",
+        "native_signature",
+        "dtypes",
+        "spec_values",
+    },
     {"arguments", "pending", "torch_style", "record"},
     # registries, hookspecs, plugins, device scopes
     {"registry", "hookspecs"},

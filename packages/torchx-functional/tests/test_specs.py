@@ -130,6 +130,7 @@ def test_json_file_round_trip(fresh_plugins: PluginManager, tmp_path: object) ->
         lambda s: s["nodes"][0].__setitem__("module", "linear"),
         lambda s: s["nodes"][3]["args"].append("x"),
         lambda s: s.__setitem__("nodes", {"a": 1}),
+        lambda s: s["inputs"].__setitem__("dtype", ["float32"]),
     ],
 )
 def test_malformed_graph_specs_never_raise_anything_but_spec_errors(
@@ -232,6 +233,16 @@ def test_non_string_dict_keys_are_refused_when_written(fresh_plugins: PluginMana
     model = Functional(inputs=x, outputs={0: x + 1})
     assert torch.equal(model(torch.zeros(2, 3))[0], torch.ones(2, 3))
     with pytest.raises(SpecError, match=r"^\$\.outputs: dict keys in a spec are strings, got 0"):
+        model.to_spec()
+
+
+def test_a_value_specs_cannot_hold_is_refused_at_its_place_in_the_node(fresh_plugins: PluginManager) -> None:
+    x = Placeholder((None, 3), name="x")
+    model = Functional(inputs=x, outputs=x * float("inf"))
+    with pytest.raises(SpecError, match=r"^\$\.nodes\[0\]\.args\[1\]: inf is not representable in JSON$"):
+        model.to_spec()
+    model = Functional(inputs=x, outputs=x.clamp(max=float("nan")))
+    with pytest.raises(SpecError, match=r"^\$\.nodes\[0\]\.kwargs\.max: nan is not representable in JSON$"):
         model.to_spec()
 
 

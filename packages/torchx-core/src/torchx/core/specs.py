@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -43,6 +42,7 @@ from torchx.core.files import write_bytes_atomically
 from torchx.core.plugins import current_plugins
 from torchx.core.record import layer_view, name_problem, record_of, set_given_name
 from torchx.core.registry import LayerRegistry
+from torchx.core.spec_values import JsonValues
 
 if TYPE_CHECKING:
     from torchx.core.layer import Layer
@@ -103,6 +103,8 @@ _L = TypeVar("_L", bound="Layer")
 _PLACEMENT = ("device", "dtype")
 """Constructor arguments that place a layer rather than describe it."""
 
+_JSON_VALUES = JsonValues()
+
 
 def _registry(registry: LayerRegistry | None) -> LayerRegistry:
     if registry is not None:
@@ -137,21 +139,9 @@ class SpecWriter:
         return {"type": type_name, **named, **versioned, **layer_view(layer).spec_fields(child)}  # type: ignore[arg-type]
 
     def value(self, value: Any, where: str) -> Any:
-        """``value`` as JSON data (tuples become lists); refuses anything else."""
-        place = f"{self.where}.{where}"
-        if value is None or isinstance(value, (bool, int, str)):
-            return value
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise SpecError(place, f"{short_repr(value)} is not representable in JSON")
-            return value
-        if isinstance(value, (list, tuple)):
-            return [self.value(item, f"{where}[{index}]") for index, item in enumerate(value)]
-        raise SpecError(
-            place,
-            f"a {type(value).__name__} value ({short_repr(value)}) cannot be written to a spec; "
-            "specs hold only numbers, strings, booleans, null and lists",
-        )
+        """``value`` as JSON data (tuples become lists); refuses anything else
+        (see :class:`~torchx.core.spec_values.JsonValues`)."""
+        return _JSON_VALUES.fold(value, f"{self.where}.{where}")
 
 
 class SpecReader:

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from torchx.core import TorchXError
+from torchx.core.spec_values import ValueFold
 from torchx.core.symbolic import find_symbolic, is_symbolic
 from torchx.functional._liveness import IN_PLACE_METHODS, liveness
 from torchx.functional._ops import INFIX, name_of_function
@@ -84,7 +85,7 @@ def code_namespace() -> Namespace:
     return Namespace((*CODE_LOCALS, *CODE_GLOBALS))
 
 
-class _Writer:
+class _Writer(ValueFold[str]):
     """Renders values as source; what has no literal goes into the globals,
     under a name claimed from the program's namespace."""
 
@@ -113,27 +114,38 @@ class _Writer:
         return name
 
     def value(self, value: Any) -> str:
+        """``value`` as source: a literal, a variable, or a global holding it."""
+        return self.fold(value, "")
+
+    def atom(self, value: bool | int | float | str | None, where: str) -> str:
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"float({str(value)!r})"
+        return repr(value)
+
+    def sequence(self, value: tuple[Any, ...] | list[Any], items: list[str], where: str) -> str:
+        if isinstance(value, list):
+            return "[" + ", ".join(items) + "]"
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+    def mapping(self, items: dict[str, str], where: str) -> str:
+        return "{" + ", ".join(f"{key!r}: {item}" for key, item in items.items()) + "}"
+
+    def slice(self, start: str, stop: str, step: str, where: str) -> str:
+        return f"slice({start}, {stop}, {step})"
+
+    def ellipsis(self, where: str) -> str:
+        return "..."
+
+    def dtype(self, value: torch.dtype, where: str) -> str:
+        return str(value)
+
+    def other(self, value: Any, where: str) -> str:
         if isinstance(value, Var):
             return value.name
         if isinstance(value, Copy):
             return f"{self.value(value.value)}.clone()"
         if isinstance(value, BatchOf):
             return f"{value.name}.shape[0]"
-        if value is None or isinstance(value, (bool, int, str)) or value is Ellipsis:
-            return "..." if value is Ellipsis else repr(value)
-        if isinstance(value, float):
-            return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
-        if isinstance(value, torch.dtype):
-            return str(value)
-        if isinstance(value, slice):
-            return f"slice({self.value(value.start)}, {self.value(value.stop)}, {self.value(value.step)})"
-        if isinstance(value, tuple):
-            items = ", ".join(self.value(item) for item in value)
-            return f"({items},)" if len(value) == 1 else f"({items})"
-        if isinstance(value, list):
-            return "[" + ", ".join(self.value(item) for item in value) + "]"
-        if isinstance(value, dict) and all(isinstance(key, str) for key in value):
-            return "{" + ", ".join(f"{key!r}: {self.value(item)}" for key, item in value.items()) + "}"
         return self.constant(value)
 
     def index(self, value: Any) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import operator
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,6 +27,7 @@ from torchx.core.leaf import all_or_nothing, closed_form_output, unbuilt_layers
 from torchx.core.record import layer_name
 from torchx.core.scope import current_scope, scope_device
 from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
+from torchx.core.spec_values import ValueFold
 from torchx.core.symbolic import find_symbolic
 from torchx.functional._ops import UNINITIALISED_METHODS, ZERO_FILLED_FUNCTIONS, ZERO_FILLED_METHODS
 from torchx.functional._tree import leaves_of, map_leaves
@@ -198,20 +199,44 @@ _RESULTS: dict[Any, Any] = {}
 _RESULTS_LIMIT = 4096
 
 
-def _signature(value: Any) -> Any:
+class _MetaSignature(ValueFold[Hashable]):
     """A hashable description of a meta argument: what decides the output's
-    shape and dtype; raises TypeError for values that cannot be described."""
-    if isinstance(value, torch.Tensor):
-        return ("tensor", tuple(value.shape), value.stride(), value.dtype)
-    if isinstance(value, (tuple, list)):
-        return (type(value).__name__, *(_signature(item) for item in value))
-    if isinstance(value, dict):
-        return ("dict", *((key, _signature(item)) for key, item in value.items()))
-    if isinstance(value, slice):
-        return ("slice", _signature(value.start), _signature(value.stop), _signature(value.step))
-    if value is None or value is Ellipsis or isinstance(value, (bool, int, float, str, torch.dtype)):
-        return (type(value).__name__, value)
-    raise TypeError(type(value).__name__)
+    shape and dtype (a tensor's shape, strides and dtype; every other value,
+    with its type); raises TypeError for values that cannot be described."""
+
+    def fold(self, value: Any, where: str) -> Hashable:
+        if isinstance(value, torch.Tensor):  # most arguments are: looked for before the grammar
+            return ("tensor", tuple(value.shape), value.stride(), value.dtype)
+        return super().fold(value, where)
+
+    def atom(self, value: bool | int | float | str | None, where: str) -> Hashable:
+        return (type(value).__name__, value)  # 1, 1.0 and True are equal, and differ here
+
+    def sequence(self, value: tuple[Any, ...] | list[Any], items: list[Hashable], where: str) -> Hashable:
+        return (type(value).__name__, *items)
+
+    def mapping(self, items: dict[str, Hashable], where: str) -> Hashable:
+        return ("dict", *items.items())
+
+    def slice(self, start: Hashable, stop: Hashable, step: Hashable, where: str) -> Hashable:
+        return ("slice", start, stop, step)
+
+    def ellipsis(self, where: str) -> Hashable:
+        return ("ellipsis", Ellipsis)
+
+    def dtype(self, value: torch.dtype, where: str) -> Hashable:
+        return ("dtype", value)
+
+    def other(self, value: Any, where: str) -> Hashable:
+        raise TypeError(type(value).__name__)
+
+
+_META_SIGNATURE = _MetaSignature()
+
+
+def _signature(value: Any) -> Hashable:
+    """``value``'s :class:`_MetaSignature`."""
+    return _META_SIGNATURE.fold(value, "")
 
 
 def _shares_input(output: Any, inputs: Any) -> bool:

@@ -16,11 +16,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from torchx.core import SpecError
 from torchx.core.dtypes import dtype_name, dtype_named
 from torchx.core.errors import short_repr
+from torchx.core.spec_values import TaggedReader, TaggedValues
 from torchx.core.specs import SpecReader, SpecWriter
 from torchx.functional._ops import METHODS, function_named, name_of_function
 from torchx.functional._placeholder import BatchSize, Placeholder
@@ -32,43 +31,29 @@ if TYPE_CHECKING:
 __all__ = ["as_spec_error", "program_from_spec", "program_to_spec"]
 
 
-def _encode(value: Any, where: str, writer: SpecWriter, names: Mapping[str, str]) -> Any:
-    """``value`` as spec data; ``names`` maps the variables of inputs to the
-    inputs' names (the names a spec refers to them by)."""
-    if isinstance(value, Var):
-        return {"node": names.get(value.name, value.name)}
-    if isinstance(value, BatchOf):
-        return {"batch_of": names.get(value.name, value.name)}
-    if isinstance(value, Input):
-        return {
-            "input": value.name,
-            "shape": list(value.shape),
-            "dtype": dtype_name(value.dtype),
-        }
-    if isinstance(value, torch.dtype):
-        return {"dtype": str(value).removeprefix("torch.")}
-    if isinstance(value, slice):
-        parts = (value.start, value.stop, value.step)
-        return {"slice": [_encode(part, where, writer, names) for part in parts]}
-    if value is Ellipsis:
-        return {"ellipsis": True}
-    if isinstance(value, tuple):
-        return {"tuple": [_encode(item, where, writer, names) for item in value]}
-    if isinstance(value, list):
-        return {"list": [_encode(item, where, writer, names) for item in value]}
-    if isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):  # str(key) would give back another key
-                raise SpecError(where, f"dict keys in a spec are strings, got {short_repr(key)}")
-        return {"dict": {key: _encode(item, where, writer, names) for key, item in value.items()}}
-    return writer.value(value, where)
+class _GraphValues(TaggedValues):
+    """A graph's values as spec data: :class:`TaggedValues`, and references
+    to its inputs and nodes by their names in the spec."""
+
+    def __init__(self, names: Mapping[str, str]) -> None:
+        self.names = names
+        """The inputs' names, by the variables that hold them."""
+
+    def other(self, value: Any, where: str) -> Any:
+        if isinstance(value, Var):
+            return {"node": self.names.get(value.name, value.name)}
+        if isinstance(value, BatchOf):
+            return {"batch_of": self.names.get(value.name, value.name)}
+        if isinstance(value, Input):
+            return {"input": value.name, "shape": list(value.shape), "dtype": dtype_name(value.dtype)}
+        return super().other(value, where)
 
 
 def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
     """The spec fields of ``model``: inputs, modules, nodes, outputs."""
     program = model._torchx_program
     where = writer.where
-    names = {variable: name for name, variable in program.variables.items()}
+    encode = _GraphValues({variable: name for name, variable in program.variables.items()}).fold
     paths = dict.fromkeys(step.target for step in program.steps if step.kind in ("module", "parameter"))
     modules = {path: writer.layer(program.layer_at(model, path), f"{where}.modules.{path}") for path in paths}
     nodes = []
@@ -92,15 +77,15 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
                     f"node {step.var!r} calls {shown}, which is not in the op registry; specs cannot name it",
                 )
             node["op"] = name
-        node["args"] = [_encode(arg, place, writer, names) for arg in step.args]
+        node["args"] = [encode(arg, f"{place}.args[{i}]") for i, arg in enumerate(step.args)]
         if step.kwargs:
-            node["kwargs"] = {key: _encode(item, place, writer, names) for key, item in step.kwargs.items()}
+            node["kwargs"] = {key: encode(item, f"{place}.kwargs.{key}") for key, item in step.kwargs.items()}
         nodes.append(node)
     return {
-        "inputs": _encode(program.inputs, f"{where}.inputs", writer, names),
+        "inputs": encode(program.inputs, f"{where}.inputs"),
         "modules": modules,
         "nodes": nodes,
-        "outputs": _encode(program.outputs, f"{where}.outputs", writer, names),
+        "outputs": encode(program.outputs, f"{where}.outputs"),
     }
 
 
@@ -121,58 +106,36 @@ class _Names:
             )
 
 
-class _Replay:
+class _Replay(TaggedReader):
     """Decodes spec values, replaying nodes on placeholders."""
+
+    tags_shown = ("node", *TaggedReader.tags_shown)
 
     def __init__(self, reader: SpecReader) -> None:
         self.reader = reader
         self.env: dict[str, Any] = {}
         self.names = _Names()  # of inputs and nodes, which share ``env``
 
-    def decode(self, value: Any, where: str) -> Any:
-        if not isinstance(value, Mapping):
-            if isinstance(value, list):
-                raise SpecError(where, 'lists are written as {"list": [...]}')
-            return value
-        if len(value) != 1:
+    def reference(self, tag: Any, content: Any, where: str) -> Any:
+        """The node (``{"node": name}``) or its batch size (``{"batch_of": name}``) a value refers to."""
+        if tag not in ("node", "batch_of"):
+            return super().reference(tag, content, where)
+        if content not in self.env:
             raise SpecError(
                 where,
-                f"expected one tag (node, list, tuple, dict, slice, dtype...), got {sorted(value, key=str)}",
+                f"refers to node {short_repr(content)}, which is not defined before it (a dangling edge)",
             )
-        ((tag, content),) = value.items()
-        if tag in ("node", "batch_of"):
-            if content not in self.env:
-                raise SpecError(
-                    where,
-                    f"refers to node {short_repr(content)}, which is not defined before it (a dangling edge)",
-                )
-            found = self.env[content]
-            if tag == "batch_of":
-                if not isinstance(found, Placeholder):
-                    raise SpecError(where, f"batch_of needs a tensor node, {short_repr(content)} is not one")
-                return BatchSize(found.node)
-            return found
-        if tag in ("list", "tuple") and isinstance(content, list):
-            items = [self.decode(item, f"{where}[{i}]") for i, item in enumerate(content)]
-            return items if tag == "list" else tuple(items)
-        if tag == "dict" and isinstance(content, Mapping):
-            return {key: self.decode(item, f"{where}.{key}") for key, item in content.items()}
-        if tag == "slice" and isinstance(content, list) and len(content) == 3:
-            return slice(*(self.decode(part, where) for part in content))
-        if tag == "ellipsis":
-            return Ellipsis
-        dtype = dtype_named(content) if tag == "dtype" else None
-        if dtype is not None:
-            return dtype
-        raise SpecError(where, f"unknown value tag {short_repr(tag)} or malformed content")
+        found = self.env[content]
+        if tag == "batch_of":
+            if not isinstance(found, Placeholder):
+                raise SpecError(where, f"batch_of needs a tensor node, {short_repr(content)} is not one")
+            return BatchSize(found.node)
+        return found
 
     def inputs(self, value: Any, where: str) -> Any:
         if isinstance(value, Mapping) and "input" in value:
-            name, shape, dtype = (
-                value.get("input"),
-                value.get("shape"),
-                dtype_named(value.get("dtype", "float32")),
-            )
+            name, shape = value.get("input"), value.get("shape")
+            dtype = dtype_named(value.get("dtype", "float32"))
             if not isinstance(name, str) or not isinstance(shape, list) or dtype is None:
                 raise SpecError(where, 'an input is {"input": name, "shape": [...], "dtype": "float32"}')
             if name in self.env:
@@ -186,11 +149,9 @@ class _Replay:
             return placeholder
         if isinstance(value, Mapping) and len(value) == 1:
             ((tag, content),) = value.items()
-            if tag in ("list", "tuple") and isinstance(content, list):
-                items = [self.inputs(item, f"{where}[{i}]") for i, item in enumerate(content)]
-                return items if tag == "list" else tuple(items)
-            if tag == "dict" and isinstance(content, Mapping):
-                return {key: self.inputs(item, f"{where}.{key}") for key, item in content.items()}
+            container = self.read_container(tag, content, where, self.inputs)
+            if container is not None:
+                return container
         raise SpecError(where, "expected an input, or a list/tuple/dict of inputs")
 
 
@@ -230,13 +191,13 @@ def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[An
             raise SpecError(f"{place}.name", f"node name {short_repr(node['name'])} is already taken")
         replay.names.add(node["name"], f"{place}.name")
         with as_spec_error(place):
-            call_args = tuple(replay.decode(arg, f"{place}.args[{i}]") for i, arg in enumerate(args))
+            call_args = tuple(replay.read(arg, f"{place}.args[{i}]") for i, arg in enumerate(args))
             call_kwargs = {
-                str(key): replay.decode(item, f"{place}.kwargs.{key}") for key, item in kwargs.items()
+                str(key): replay.read(item, f"{place}.kwargs.{key}") for key, item in kwargs.items()
             }
             replay.env[node["name"]] = _call(node, modules, call_args, call_kwargs, place)
     with as_spec_error(f"{where}.outputs"):
-        outputs = replay.decode(fields.get("outputs"), f"{where}.outputs")
+        outputs = replay.read(fields.get("outputs"), f"{where}.outputs")
     return inputs, outputs
 
 

@@ -1,0 +1,218 @@
+"""The value grammar: its kinds, its one walk, and its JSON forms (plain and tagged)."""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+import torch
+
+from torchx.core import SpecError
+from torchx.core.dtypes import dtype_name
+from torchx.core.spec_values import (
+    GRAPH_KINDS,
+    JSON_KINDS,
+    KIND_TYPES,
+    JsonValues,
+    Kind,
+    TaggedReader,
+    TaggedValues,
+    ValueFold,
+    kind_of,
+)
+
+
+class Colour(enum.IntEnum):
+    RED = 1
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        (None, "atom"),
+        (True, "atom"),
+        (3, "atom"),
+        (Colour.RED, "atom"),
+        (2.5, "atom"),
+        ("x", "atom"),
+        ((1, 2), "sequence"),
+        ([1, (2,)], "sequence"),
+        (torch.Size([2, 3]), "sequence"),
+        ({"a": 1}, "mapping"),
+        (OrderedDict(a=1), "mapping"),
+        ({}, "mapping"),
+        (slice(1, None, 2), "slice"),
+        (Ellipsis, "ellipsis"),
+        (torch.float16, "dtype"),
+        ({0: 1}, None),
+        ({"a": 1, 2: 3}, None),
+        ({1, 2}, None),
+        (torch.zeros(2), None),
+        (object(), None),
+    ],
+    ids=repr,
+)
+def test_every_value_has_its_kind_or_none(value: Any, kind: Kind | None) -> None:
+    assert kind_of(value) == kind
+
+
+def test_the_json_kinds_are_a_subset_of_the_graph_kinds() -> None:
+    assert JSON_KINDS < GRAPH_KINDS == set(KIND_TYPES)
+
+
+class _Shown(ValueFold[str]):
+    """Values as text, with the places the fold gives their parts."""
+
+    def __init__(self) -> None:
+        self.places: list[str] = []
+
+    def fold(self, value: Any, where: str) -> str:
+        self.places.append(where)
+        return super().fold(value, where)
+
+    def atom(self, value: bool | int | float | str | None, where: str) -> str:
+        return repr(value)
+
+    def sequence(self, value: tuple[Any, ...] | list[Any], items: list[str], where: str) -> str:
+        return f"{type(value).__name__}({', '.join(items)})"
+
+    def mapping(self, items: dict[str, str], where: str) -> str:
+        return "dict(" + ", ".join(f"{key}={item}" for key, item in items.items()) + ")"
+
+    def slice(self, start: str, stop: str, step: str, where: str) -> str:
+        return f"slice({start}, {stop}, {step})"
+
+    def ellipsis(self, where: str) -> str:
+        return "..."
+
+    def dtype(self, value: torch.dtype, where: str) -> str:
+        return dtype_name(value)
+
+    def other(self, value: Any, where: str) -> str:
+        return f"<{type(value).__name__}>"
+
+
+def test_a_fold_folds_the_parts_first_and_gives_each_its_place() -> None:
+    shown = _Shown()
+    value = {"a": [1, (2.5, None)], "b": slice(0, ...), "c": torch.int8, "d": {1, 2}}
+    shown_value = "dict(a=list(1, tuple(2.5, None)), b=slice(0, ..., None), c=int8, d=<set>)"
+    assert shown.fold(value, "$") == shown_value
+    assert shown.places == [
+        "$", "$.a", "$.a[0]", "$.a[1]", "$.a[1][0]", "$.a[1][1]", "$.b", "$.b", "$.b", "$.b", "$.c", "$.d",
+    ]  # fmt: skip
+
+
+def test_a_fold_does_not_walk_into_kinds_it_does_not_declare() -> None:
+    class ShownJson(_Shown):
+        kinds = JSON_KINDS
+
+    shown = ShownJson()
+    outside = [{"a": [1]}, slice(2), torch.int8, ...]
+    assert shown.fold(outside, "$") == "list(<dict>, <slice>, <dtype>, <ellipsis>)"
+    assert shown.places == ["$", "$[0]", "$[1]", "$[2]", "$[3]"]
+
+
+def test_a_fold_refuses_kinds_it_declares_but_does_not_say_how_to_fold() -> None:
+    class Atoms(ValueFold[Any]):
+        def atom(self, value: bool | int | float | str | None, where: str) -> Any:
+            return value
+
+    assert Atoms().fold(1, "$") == 1
+    with pytest.raises(NotImplementedError, match="Atoms does not fold sequences"):
+        Atoms().fold([1], "$")
+
+
+def test_json_values_are_the_json_subset_with_tuples_as_lists() -> None:
+    assert JsonValues().fold((1, [2.5, ("a", None, True)]), "$") == [1, [2.5, ["a", None, True]]]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([1, (2, math.inf)], r"^\$\.args\.x\[1\]\[1\]: inf is not representable in JSON$"),
+        (
+            (1, {"a": 1}),
+            r"^\$\.args\.x\[1\]: a dict value \(\{'a': 1\}\) cannot be written to a spec; "
+            "specs hold only numbers, strings, booleans, null and lists$",
+        ),
+        (torch.float32, r"^\$\.args\.x: a dtype value \(torch\.float32\) cannot be written"),
+        (slice(1), r"^\$\.args\.x: a slice value"),
+    ],
+)
+def test_json_values_refuse_what_json_cannot_hold_where_it_stands(value: Any, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        JsonValues().fold(value, "$.args.x")
+
+
+GRAPH_VALUES = [
+    None,
+    -3,
+    0.5,
+    "text",
+    (),
+    (1,),
+    [1, (2, [3])],
+    {"a": (1, None), "b": {}},
+    slice(None, -1, 2),
+    (Ellipsis, slice(1, None), None),
+    torch.bfloat16,
+    {"dtype": torch.int64},
+]
+
+
+@pytest.mark.parametrize("value", GRAPH_VALUES, ids=repr)
+def test_tagged_values_read_back_as_they_were_written(value: Any) -> None:
+    written = TaggedValues().fold(value, "$")
+    assert TaggedValues().fold(TaggedReader().read(written, "$"), "$") == written
+    read = TaggedReader().read(written, "$")
+    assert read == value and type(read) is type(value)
+
+
+def test_tagged_values_name_each_kind() -> None:
+    written = TaggedValues().fold([(1,), {"a": ...}, slice(2), torch.float16], "$")
+    assert written == {
+        "list": [
+            {"tuple": [1]},
+            {"dict": {"a": {"ellipsis": True}}},
+            {"slice": [None, 2, None]},
+            {"dtype": "float16"},
+        ]
+    }
+
+
+def test_tagged_values_refuse_dict_keys_that_are_not_strings() -> None:
+    with pytest.raises(SpecError, match=r"^\$\.outputs\[1\]: dict keys in a spec are strings, got 0$"):
+        TaggedValues().fold(({"a": 1}, {"a": 1, 0: 2}), "$.outputs")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"list": [1, [2]]}, r'^\$\[1\]: lists are written as \{"list": \[\.\.\.\]\}$'),
+        ({"tuple": [], "list": []}, r"^\$: expected one tag \(list, tuple, dict, slice, dtype\.\.\.\), got"),
+        ({"dict": {"a": {"node": "x"}}}, r"^\$\.a: unknown value tag 'node' or malformed content$"),
+        ({"slice": [1, 2]}, r"^\$: unknown value tag 'slice' or malformed content$"),
+        ({"dtype": "float33"}, r"^\$: unknown value tag 'dtype' or malformed content$"),
+        ({"dtype": ["float32"]}, r"^\$: unknown value tag 'dtype' or malformed content$"),
+    ],
+)
+def test_the_tagged_reader_says_where_data_is_malformed(data: Any, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        TaggedReader().read(data, "$")
+
+
+def test_a_reader_reads_its_own_tags_as_references() -> None:
+    class Named(TaggedReader):
+        tags_shown = ("name", *TaggedReader.tags_shown)
+
+        def reference(self, tag: Any, content: Any, where: str) -> Any:
+            if tag == "name":
+                return f"<{content} at {where}>"
+            return super().reference(tag, content, where)
+
+    assert Named().read({"tuple": [{"name": "x"}, 1]}, "$") == ("<x at $[0]>", 1)
+    with pytest.raises(SpecError, match=r"expected one tag \(name, list, tuple"):
+        Named().read({}, "$")
