@@ -6,6 +6,7 @@ import resource
 
 import pytest
 import torch
+from case_ids import case_id
 from torch import nn
 from toy_layers import Chain, Dense, Norm
 
@@ -117,6 +118,7 @@ def test_a_layer_shared_within_one_build_stays_on_meta() -> None:
         ((2**62, 4), "more than 2\\*\\*63 bytes"),
         ((None, 2**62), "more than 2"),
     ],
+    ids=case_id,
 )
 def test_an_input_shape_no_tensor_can_have_is_a_shape_error(
     shape: tuple[int | None, ...], problem: str

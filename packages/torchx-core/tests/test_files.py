@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+from case_ids import case_id
 
 from torchx.core.files import write_atomically, write_bytes_atomically
 
@@ -21,7 +22,9 @@ def test_a_write_replaces_the_file_whole_and_keeps_its_mode(tmp_path: Path) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.yaml"]
 
 
-@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), RuntimeError("writer failed")])
+@pytest.mark.parametrize(
+    "error", [OSError(28, "No space left on device"), RuntimeError("writer failed")], ids=case_id
+)
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path, error: Exception) -> None:
     path = tmp_path / "model.pt"
     path.write_bytes(b"old")

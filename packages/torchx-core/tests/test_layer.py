@@ -90,9 +90,11 @@ def test_a_native_module_before_the_layers_does_not_hide_them_from_the_optimizer
 @pytest.mark.parametrize(
     ("make_layer", "make_native", "example"),
     [
-        (lambda: Dense(7), lambda: nn.Linear(5, 7), torch.zeros(2, 5)),
-        (lambda: Norm(), lambda: nn.BatchNorm1d(6), torch.zeros(4, 6)),
-        (lambda: Attention(2), lambda: nn.MultiheadAttention(8, 2), torch.zeros(3, 2, 8)),
+        pytest.param(lambda: Dense(7), lambda: nn.Linear(5, 7), torch.zeros(2, 5), id="Dense"),
+        pytest.param(lambda: Norm(), lambda: nn.BatchNorm1d(6), torch.zeros(4, 6), id="Norm"),
+        pytest.param(
+            lambda: Attention(2), lambda: nn.MultiheadAttention(8, 2), torch.zeros(3, 2, 8), id="Attention"
+        ),
     ],
 )
 def test_same_seed_gives_bit_identical_weights(make_layer, make_native, example) -> None:

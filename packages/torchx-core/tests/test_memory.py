@@ -62,12 +62,15 @@ def test_buffers_count_and_ordinary_builds_never_read_the_free_memory(
 @pytest.mark.parametrize(
     ("native", "arguments"),
     [
-        (torch.nn.Linear, {"in_features": 3, "out_features": 5}),
-        (torch.nn.Bilinear, {"in1_features": 3, "in2_features": 4, "out_features": 5}),
-        (torch.nn.MultiheadAttention, {"embed_dim": 8, "num_heads": 1}),
-        (torch.nn.LSTM, {"input_size": 1, "hidden_size": 7, "num_layers": 3, "bidirectional": True}),
-        (torch.nn.TransformerEncoderLayer, {"d_model": 8, "nhead": 2}),
-        (torch.nn.BatchNorm2d, {"num_features": 2}),
+        pytest.param(native, arguments, id=native.__name__)
+        for native, arguments in [
+            (torch.nn.Linear, {"in_features": 3, "out_features": 5}),
+            (torch.nn.Bilinear, {"in1_features": 3, "in2_features": 4, "out_features": 5}),
+            (torch.nn.MultiheadAttention, {"embed_dim": 8, "num_heads": 1}),
+            (torch.nn.LSTM, {"input_size": 1, "hidden_size": 7, "num_layers": 3, "bidirectional": True}),
+            (torch.nn.TransformerEncoderLayer, {"d_model": 8, "nhead": 2}),
+            (torch.nn.BatchNorm2d, {"num_features": 2}),
+        ]
     ],
 )
 def test_the_bound_holds_for_natives_whose_sizes_multiply(native: type, arguments: dict[str, object]) -> None:

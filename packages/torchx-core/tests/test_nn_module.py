@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+from case_ids import case_id
 from fake_backend import FakeBackend, RecordingWrapper
 from torch import nn
 
@@ -173,7 +174,7 @@ def test_an_nnx_module_is_an_nn_module_with_the_same_state_dict() -> None:
     assert model(torch.zeros(2, 10)).shape == (2, 30)
 
 
-@pytest.mark.parametrize(("device_id", "dtype"), [("void", None), ("here", torch.float64)])
+@pytest.mark.parametrize(("device_id", "dtype"), [("void", None), ("here", torch.float64)], ids=case_id)
 def test_nested_nnx_modules_are_placed_with_their_parent(
     backend: FakeBackend, device_id: str, dtype: torch.dtype | None
 ) -> None:

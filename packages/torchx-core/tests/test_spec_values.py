@@ -141,6 +141,7 @@ def test_json_values_are_the_json_subset_with_tuples_as_lists() -> None:
         (torch.float32, r"^\$\.args\.x: a dtype value \(torch\.float32\) cannot be written"),
         (slice(1), r"^\$\.args\.x: a slice value"),
     ],
+    ids=["inf-inside", "dict-inside", "dtype", "slice"],
 )
 def test_json_values_refuse_what_json_cannot_hold_where_it_stands(value: Any, message: str) -> None:
     with pytest.raises(SpecError, match=message):
@@ -198,6 +199,7 @@ def test_tagged_values_refuse_dict_keys_that_are_not_strings() -> None:
         ({"dtype": "float33"}, r"^\$: unknown value tag 'dtype' or malformed content$"),
         ({"dtype": ["float32"]}, r"^\$: unknown value tag 'dtype' or malformed content$"),
     ],
+    ids=["untagged-list", "two-tags", "unknown-tag", "short-slice", "unknown-dtype", "dtype-list"],
 )
 def test_the_tagged_reader_says_where_data_is_malformed(data: Any, message: str) -> None:
     with pytest.raises(SpecError, match=message):

@@ -51,38 +51,70 @@ def test_unknown_type_lists_close_names(registry: LayerRegistry) -> None:
 @pytest.mark.parametrize(
     ("spec", "where", "problem"),
     [
-        (
+        pytest.param(
             {"type": "Dense", "args": {"out_features": "8"}},
             r"\$\.args\.out_features",
             "expected a positive int",
+            id="size-str",
         ),
-        (
+        pytest.param(
             {"type": "Dense", "args": {"out_features": 8.0}},
             r"\$\.args\.out_features",
             "expected a positive int",
+            id="size-float",
         ),
-        ({"type": "Dense", "args": {"out_features": 8, "bias": 1}}, r"\$\.args\.bias", "expected a bool"),
-        ({"type": "Dense", "args": {}}, r"\$\.args", "missing required argument 'out_features'"),
-        (
+        pytest.param(
+            {"type": "Dense", "args": {"out_features": 8, "bias": 1}},
+            r"\$\.args\.bias",
+            "expected a bool",
+            id="bias-int",
+        ),
+        pytest.param(
+            {"type": "Dense", "args": {}},
+            r"\$\.args",
+            "missing required argument 'out_features'",
+            id="missing-argument",
+        ),
+        pytest.param(
             {"type": "Dense", "args": {"out_features": 2, "colour": 1}},
             r"\$\.args\.colour",
             "unknown argument; Dense takes out_features, bias",
+            id="unknown-argument",
         ),
-        ({"type": "Dense", "args": {"out_features": 2}, "extra": 1}, r"\$\.extra", "unknown key"),
-        ({"type": "Dense", "args": [2]}, r"\$\.args", "expected an object of arguments"),
-        (
+        pytest.param(
+            {"type": "Dense", "args": {"out_features": 2}, "extra": 1},
+            r"\$\.extra",
+            "unknown key",
+            id="unknown-key",
+        ),
+        pytest.param(
+            {"type": "Dense", "args": [2]}, r"\$\.args", "expected an object of arguments", id="args-list"
+        ),
+        pytest.param(
             {"type": "Dense", "args": {"out_features": 0}},
             r"\$\.args\.out_features",
             "expected a positive int",
+            id="size-zero",
         ),
-        ({"args": {}}, r"\$\.type", "expected a layer type name"),
-        (
+        pytest.param({"args": {}}, r"\$\.type", "expected a layer type name", id="no-type"),
+        pytest.param(
             {"type": "Chain", "children": [{"type": "Dense", "args": {"out_features": -1}}]},
             r"\$\.children\[0\]\.args\.out_features",
             "positive",
+            id="child-size-negative",
         ),
-        ({"type": "Dense", "format_version": FORMAT_VERSION + 1}, r"\$\.format_version", "newer than"),
-        ({"type": "Dense", "format_version": "1"}, r"\$\.format_version", "positive integer"),
+        pytest.param(
+            {"type": "Dense", "format_version": FORMAT_VERSION + 1},
+            r"\$\.format_version",
+            "newer than",
+            id="version-newer",
+        ),
+        pytest.param(
+            {"type": "Dense", "format_version": "1"},
+            r"\$\.format_version",
+            "positive integer",
+            id="version-str",
+        ),
     ],
 )
 def test_bad_specs_raise_spec_errors_that_say_where(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from case_ids import case_id
 from torch import nn
 
 import torchx
@@ -52,7 +53,9 @@ def test_the_seed_nnx_example_exactly_as_written() -> None:
     assert y.device == torch.device("cuda", 3)
 
 
-@pytest.mark.parametrize("device_id", [LAST, f"cuda:{LAST}", f"gpu:{LAST}", torch.device("cuda", LAST)])
+@pytest.mark.parametrize(
+    "device_id", [LAST, f"cuda:{LAST}", f"gpu:{LAST}", torch.device("cuda", LAST)], ids=case_id
+)
 def test_every_single_gpu_id_creates_there(device_id: object) -> None:
     with torchx.device_scope(device_id):
         made = [torch.zeros(2), torch.randn(2), torch.arange(3), torch.tensor([1.0]), nn.Linear(2, 2).weight]
@@ -100,7 +103,7 @@ def test_torch_compile_inside_a_gpu_scope() -> None:
 
 
 @needs(2)
-@pytest.mark.parametrize("device_id", [[0, 1], "cuda:all"])
+@pytest.mark.parametrize("device_id", [[0, 1], "cuda:all"], ids=case_id)
 def test_data_parallel_scopes_build_once_then_replicate(device_id: object) -> None:
     x = torch.randn(32, 8, device="cuda:0")
     model = L.Sequential(L.Linear(16), L.ReLU(), L.Linear(4))

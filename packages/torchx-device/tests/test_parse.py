@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from case_ids import case_id
 
 import torchx
 from torchx.core import DeviceError, DeviceUnavailableError, DeviceWarning, PluginManager
@@ -38,6 +39,7 @@ FakeGpus = Callable[..., None]
         ("cuda:all", "cuda:0", "data_parallel", (0, 1, 2, 3)),
         ("gpu:all", "cuda:0", "data_parallel", (0, 1, 2, 3)),
     ],
+    ids=case_id,
 )
 def test_every_standard_id_normalises_to_one_placement(
     fake_gpus: FakeGpus, device_id: object, device: str, kind: str, device_ids: tuple[int, ...]
@@ -72,6 +74,7 @@ def test_a_data_parallel_placement_wraps_in_torchx_data_parallel(fake_gpus: Fake
 @pytest.mark.parametrize(
     ("device_id", "shown"),
     [(2, "2 names cuda:2"), ("cuda:5", "'cuda:5' names cuda:5"), ([0, 2], r"\[0, 2\] names cuda:2")],
+    ids=case_id,
 )
 def test_an_absent_gpu_names_the_id_and_the_devices_present(
     fake_gpus: FakeGpus, device_id: object, shown: str
@@ -108,6 +111,7 @@ def test_on_a_machine_without_gpus(no_gpu: None) -> None:
         ([-1, 0], r"not \[-1\]"),
         (True, "a bool is not a device id"),
     ],
+    ids=case_id,
 )
 def test_malformed_ids_are_refused_with_the_reason(
     fake_gpus: FakeGpus, device_id: object, message: str

@@ -8,6 +8,7 @@ from collections import OrderedDict
 import pytest
 import torch
 import yaml
+from case_ids import case_id
 from torch import nn
 
 import torchx
@@ -86,6 +87,7 @@ def test_two_layers_with_one_name_are_refused_naming_both() -> None:
         (("forward", "b"), r"'forward' is an attribute of Functional"),
         (("a.training", "b"), r"'training' is an attribute of Functional"),
     ],
+    ids=case_id,
 )
 def test_names_that_cannot_be_submodule_paths_are_refused(names: tuple[str, str], match: str) -> None:
     x = Placeholder((None, 4))

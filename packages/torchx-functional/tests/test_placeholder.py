@@ -69,26 +69,40 @@ def check(build: Callable[..., object], *shapes: tuple[int, ...]) -> None:
 @pytest.mark.parametrize(
     ("build", "shapes"),
     [
-        (lambda a, b: a + b - a * b / (b + 3.0), [(2, 4), (2, 4)]),
-        (lambda a, b: (-a) ** 2 + 2**b, [(2, 4), (2, 4)]),
-        (lambda a, b: a @ b.transpose(1, 2), [(2, 3, 4), (2, 5, 4)]),
-        (lambda a, b: ((a > b) | (a <= 1.0)).float() + (a == a).float() - (a != b).float(), [(2, 4), (2, 4)]),
-        (lambda a: a[:, 1:3] * a[:, None, 0].squeeze(1).unsqueeze(-1), [(2, 5)]),
-        (lambda a: a[..., -1] + a[:, 0], [(2, 4, 4)]),
-        (
+        pytest.param(lambda a, b: a + b - a * b / (b + 3.0), [(2, 4), (2, 4)], id="arithmetic"),
+        pytest.param(lambda a, b: (-a) ** 2 + 2**b, [(2, 4), (2, 4)], id="negation-powers"),
+        pytest.param(lambda a, b: a @ b.transpose(1, 2), [(2, 3, 4), (2, 5, 4)], id="matmul"),
+        pytest.param(
+            lambda a, b: ((a > b) | (a <= 1.0)).float() + (a == a).float() - (a != b).float(),
+            [(2, 4), (2, 4)],
+            id="comparisons",
+        ),
+        pytest.param(
+            lambda a: a[:, 1:3] * a[:, None, 0].squeeze(1).unsqueeze(-1), [(2, 5)], id="slices-squeeze"
+        ),
+        pytest.param(lambda a: a[..., -1] + a[:, 0], [(2, 4, 4)], id="ellipsis"),
+        pytest.param(
             lambda a: a.view(a.shape[0], -1).reshape(a.shape[0], 3, 4).permute(0, 2, 1).transpose(1, 2),
             [(2, 12)],
+            id="view-reshape-permute",
         ),
-        (lambda a: a.flatten(1) + a.reshape(a.shape[0], -1), [(2, 3, 4)]),
-        (
+        pytest.param(lambda a: a.flatten(1) + a.reshape(a.shape[0], -1), [(2, 3, 4)], id="flatten"),
+        pytest.param(
             lambda a, b: torch.cat([a, b], dim=1) + torch.stack([a, b], dim=1).sum(dim=1).repeat(1, 2),
             [(2, 3), (2, 3)],
+            id="cat-stack-repeat",
         ),
-        (lambda a: torch.split(a, 2, dim=1)[1] * a.chunk(3, dim=1)[0], [(2, 6)]),
-        (lambda a: a.sum(dim=1) + a.mean(dim=1) + a.max(dim=1).values + torch.max(a, 1)[0], [(2, 6)]),
-        (lambda a: F.relu(a) + F.softmax(a, dim=-1) + torch.tanh(a), [(2, 6)]),
-        (lambda a, b: torch.where(a > b, a, b), [(2, 6), (2, 6)]),
-        (lambda a: abs(a) % 3 // 1, [(2, 6)]),
+        pytest.param(
+            lambda a: torch.split(a, 2, dim=1)[1] * a.chunk(3, dim=1)[0], [(2, 6)], id="split-chunk"
+        ),
+        pytest.param(
+            lambda a: a.sum(dim=1) + a.mean(dim=1) + a.max(dim=1).values + torch.max(a, 1)[0],
+            [(2, 6)],
+            id="reductions",
+        ),
+        pytest.param(lambda a: F.relu(a) + F.softmax(a, dim=-1) + torch.tanh(a), [(2, 6)], id="activations"),
+        pytest.param(lambda a, b: torch.where(a > b, a, b), [(2, 6), (2, 6)], id="where"),
+        pytest.param(lambda a: abs(a) % 3 // 1, [(2, 6)], id="abs-mod-floordiv"),
     ],
 )
 def test_recorded_operations_equal_eager_evaluation(

@@ -120,17 +120,23 @@ def test_json_file_round_trip(fresh_plugins: PluginManager, tmp_path: object) ->
 @pytest.mark.parametrize(
     "mutate",
     [
-        lambda s: s["nodes"][0].__setitem__("op", ["torch.relu"]),
-        lambda s: s["nodes"][1]["args"].__setitem__(0, {"node": {"x": 1}}),
-        lambda s: s["nodes"][2].__setitem__("kwargs", {"bogus": 1}),
-        lambda s: s["nodes"][0].__setitem__("args", [{"node": "x"}, {"dtype": ["float32"]}]),
-        lambda s: s.__setitem__("outputs", 5),
-        lambda s: s.__setitem__("outputs", {"list": []}),
-        lambda s: s["nodes"].append({"name": "x", "op": "torch.relu", "args": [{"node": "x"}]}),
-        lambda s: s["nodes"][0].__setitem__("module", "linear"),
-        lambda s: s["nodes"][3]["args"].append("x"),
-        lambda s: s.__setitem__("nodes", {"a": 1}),
-        lambda s: s["inputs"].__setitem__("dtype", ["float32"]),
+        pytest.param(lambda s: s["nodes"][0].__setitem__("op", ["torch.relu"]), id="op-list"),
+        pytest.param(lambda s: s["nodes"][1]["args"].__setitem__(0, {"node": {"x": 1}}), id="node-ref-dict"),
+        pytest.param(lambda s: s["nodes"][2].__setitem__("kwargs", {"bogus": 1}), id="unknown-kwarg"),
+        pytest.param(
+            lambda s: s["nodes"][0].__setitem__("args", [{"node": "x"}, {"dtype": ["float32"]}]),
+            id="dtype-list",
+        ),
+        pytest.param(lambda s: s.__setitem__("outputs", 5), id="outputs-int"),
+        pytest.param(lambda s: s.__setitem__("outputs", {"list": []}), id="outputs-empty-list"),
+        pytest.param(
+            lambda s: s["nodes"].append({"name": "x", "op": "torch.relu", "args": [{"node": "x"}]}),
+            id="node-named-like-input",
+        ),
+        pytest.param(lambda s: s["nodes"][0].__setitem__("module", "linear"), id="op-with-module"),
+        pytest.param(lambda s: s["nodes"][3]["args"].append("x"), id="extra-arg"),
+        pytest.param(lambda s: s.__setitem__("nodes", {"a": 1}), id="nodes-dict"),
+        pytest.param(lambda s: s["inputs"].__setitem__("dtype", ["float32"]), id="input-dtype-list"),
     ],
 )
 def test_malformed_graph_specs_never_raise_anything_but_spec_errors(

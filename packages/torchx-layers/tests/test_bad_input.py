@@ -42,15 +42,15 @@ def test_conv2d_on_3d_input_suggests_the_batch_dim() -> None:
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: L.Linear(0),
-        lambda: L.Linear(-4),
-        lambda: L.Conv2d(0, 3),
-        lambda: L.Embedding(0, 3),
-        lambda: L.GroupNorm(0),
-        lambda: L.Dropout(1.5),
-        lambda: L.Reshape((0, 2)),
-        lambda: L.Reshape((-1, -1)),
-        lambda: L.MultiheadAttention(-1),
+        pytest.param(lambda: L.Linear(0), id="Linear(0)"),
+        pytest.param(lambda: L.Linear(-4), id="Linear(-4)"),
+        pytest.param(lambda: L.Conv2d(0, 3), id="Conv2d(0, 3)"),
+        pytest.param(lambda: L.Embedding(0, 3), id="Embedding(0, 3)"),
+        pytest.param(lambda: L.GroupNorm(0), id="GroupNorm(0)"),
+        pytest.param(lambda: L.Dropout(1.5), id="Dropout(1.5)"),
+        pytest.param(lambda: L.Reshape((0, 2)), id="Reshape((0, 2))"),
+        pytest.param(lambda: L.Reshape((-1, -1)), id="Reshape((-1, -1))"),
+        pytest.param(lambda: L.MultiheadAttention(-1), id="MultiheadAttention(-1)"),
     ],
 )
 def test_zero_and_negative_sizes_fail_at_construction(make: object) -> None:
@@ -84,37 +84,58 @@ def test_unknown_spec_type_lists_close_names(fresh_plugins: PluginManager) -> No
 @pytest.mark.parametrize(
     ("spec", "match"),
     [
-        (
+        pytest.param(
             {"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": "3"}},
             r"\$\.args\.kernel_size: expected a positive int or a list of positive ints",
+            id="kernel_size-str",
         ),
-        (
+        pytest.param(
             {"type": "Conv2d", "args": {"out_channels": 3}},
             r"\$\.args: missing required argument 'kernel_size'",
+            id="missing-argument",
         ),
-        (
+        pytest.param(
             {"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": 3, "in_channel": 3}},
             r"\$\.args\.in_channel: unknown argument",
+            id="unknown-argument",
         ),
-        (
+        pytest.param(
             {"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": 3, "device": "cuda"}},
             r"\$\.args\.device: device is where a model runs, not part of its architecture",
+            id="device-argument",
         ),
-        (
+        pytest.param(
             {"type": "Conv2d", "args": {"out_channels": 3, "kernel_size": 3, "padding_mode": "mirror"}},
             r"\$\.args\.padding_mode: expected one of 'zeros'",
+            id="padding_mode-unknown",
         ),
-        (
+        pytest.param(
             {"type": "Sequential", "layers": [{"type": "Linear"}]},
             r"\$\.layers\[0\]\.args: missing required argument 'out_features'",
+            id="inner-missing-argument",
         ),
-        ({"type": "Sequential", "layers": "Linear"}, r"\$\.layers: expected a list of layers"),
-        ({"type": "Sequential", "layers": [], "title": "x"}, r"\$\.title: unknown key"),
-        ({"type": "Linear", "name": "a b", "args": {"out_features": 3}}, r"\$\.name: layer name 'a b'"),
-        ({"type": "Linear", "name": 3, "args": {"out_features": 3}}, r"\$\.name: a layer name is a string"),
-        (
+        pytest.param(
+            {"type": "Sequential", "layers": "Linear"},
+            r"\$\.layers: expected a list of layers",
+            id="layers-str",
+        ),
+        pytest.param(
+            {"type": "Sequential", "layers": [], "title": "x"}, r"\$\.title: unknown key", id="unknown-key"
+        ),
+        pytest.param(
+            {"type": "Linear", "name": "a b", "args": {"out_features": 3}},
+            r"\$\.name: layer name 'a b'",
+            id="name-not-a-path",
+        ),
+        pytest.param(
+            {"type": "Linear", "name": 3, "args": {"out_features": 3}},
+            r"\$\.name: a layer name is a string",
+            id="name-int",
+        ),
+        pytest.param(
             {"format_version": 99, "type": "Linear", "args": {"out_features": 3}},
             r"format version 99, newer than",
+            id="version-newer",
         ),
     ],
 )
@@ -239,13 +260,20 @@ def test_a_first_call_that_fails_leaves_the_layer_unbuilt() -> None:
 @pytest.mark.parametrize(
     ("layer", "inputs"),
     [
-        (lambda: L.Softmax2d(), [(2, 5)]),
-        (
-            lambda: L.Conv2d(1, kernel_size=3),
-            [(2, 1, 1, 1)],
-        ),  # the closed form gives -1: the meta run says why
-        (lambda: L.TransformerEncoderLayer(2, dim_feedforward=8), [(2, 3, 4, 6)]),
-        (lambda: L.TransformerDecoderLayer(2, dim_feedforward=8), [(5, 2, 6), (7, 2, 10)]),
+        pytest.param(lambda: L.Softmax2d(), [(2, 5)], id="Softmax2d-2d"),
+        pytest.param(  # the closed form gives -1: the meta run says why
+            lambda: L.Conv2d(1, kernel_size=3), [(2, 1, 1, 1)], id="Conv2d-kernel-over-input"
+        ),
+        pytest.param(
+            lambda: L.TransformerEncoderLayer(2, dim_feedforward=8),
+            [(2, 3, 4, 6)],
+            id="TransformerEncoderLayer-4d",
+        ),
+        pytest.param(
+            lambda: L.TransformerDecoderLayer(2, dim_feedforward=8),
+            [(5, 2, 6), (7, 2, 10)],
+            id="TransformerDecoderLayer-memory-width",
+        ),
     ],
 )
 def test_build_rejects_what_the_layer_rejects(layer: object, inputs: list[tuple[int, ...]]) -> None:

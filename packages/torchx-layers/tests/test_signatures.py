@@ -89,12 +89,17 @@ def test_the_list_of_differences_is_current() -> None:
 @pytest.mark.parametrize(
     ("layer", "native"),
     [
-        (lambda: L.BatchNorm2d(bias=False), lambda: nn.BatchNorm2d(4, bias=False)),
-        (
+        pytest.param(
+            lambda: L.BatchNorm2d(bias=False), lambda: nn.BatchNorm2d(4, bias=False), id="BatchNorm2d"
+        ),
+        pytest.param(
             lambda: L.InstanceNorm2d(affine=True, bias=False),
             lambda: nn.InstanceNorm2d(4, affine=True, bias=False),
+            id="InstanceNorm2d",
         ),
-        (lambda: L.GroupNorm(2, bias=False), lambda: nn.GroupNorm(2, 4, bias=False)),
+        pytest.param(
+            lambda: L.GroupNorm(2, bias=False), lambda: nn.GroupNorm(2, 4, bias=False), id="GroupNorm"
+        ),
     ],
 )
 def test_the_keyword_only_bias_of_torchs_norms_is_offered(layer: object, native: object) -> None:
@@ -106,15 +111,17 @@ def test_the_keyword_only_bias_of_torchs_norms_is_offered(layer: object, native:
     assert type(unbuilt) is type(expected) and unbuilt.bias is None
 
 
-def every_layer() -> list[type[Layer]]:
+def every_layer() -> list[object]:
+    """Each layer class torchx.layers exports, by the name it is exported under
+    (an alias such as View is a name of its own)."""
     return [
-        getattr(L, name)
+        pytest.param(getattr(L, name), id=name)
         for name in sorted(L.__all__)
         if isinstance(getattr(L, name), type) and issubclass(getattr(L, name), Layer) and name != "Layer"
     ]
 
 
-@pytest.mark.parametrize("cls", every_layer(), ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("cls", every_layer())
 def test_every_layer_takes_a_keyword_only_name(cls: type[Layer]) -> None:
     parameter = inspect.signature(cls.__init__).parameters["name"]
     assert parameter.kind is parameter.KEYWORD_ONLY and parameter.default is None

@@ -13,17 +13,20 @@ from torchx.core import ArgumentError, PluginManager, ShapeError
 from torchx.rnn import GRU, LSTM, RNN, GetRNNOutput, GetRNNState, GRUCell, LSTMCell, RNNCell, TimeDistributed
 
 CASES = [
-    (
+    pytest.param(
         lambda: RNN(12, num_layers=2, nonlinearity="relu"),
         lambda: nn.RNN(8, 12, 2, nonlinearity="relu", batch_first=True),
+        id="RNN",
     ),
-    (
+    pytest.param(
         lambda: LSTM(12, bidirectional=True, proj_size=5),
         lambda: nn.LSTM(8, 12, bidirectional=True, proj_size=5, batch_first=True),
+        id="LSTM",
     ),
-    (
+    pytest.param(
         lambda: GRU(12, num_layers=2, dropout=0.0, bias=False),
         lambda: nn.GRU(8, 12, 2, bias=False, batch_first=True),
+        id="GRU",
     ),
 ]
 
@@ -204,11 +207,13 @@ def test_torch_style_calls_are_refused_with_the_fix() -> None:
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: LSTM(8),
-        lambda: LSTM(8, return_sequences=False, bidirectional=True),
-        lambda: LSTM(8, return_state=True),
-        lambda: GRU(8, return_sequences=False),
-        lambda: RNN(8, return_state=True, num_layers=2),
+        pytest.param(lambda: LSTM(8), id="LSTM"),
+        pytest.param(
+            lambda: LSTM(8, return_sequences=False, bidirectional=True), id="LSTM-last-bidirectional"
+        ),
+        pytest.param(lambda: LSTM(8, return_state=True), id="LSTM-state"),
+        pytest.param(lambda: GRU(8, return_sequences=False), id="GRU-last"),
+        pytest.param(lambda: RNN(8, return_state=True, num_layers=2), id="RNN-state-2-layers"),
     ],
 )
 def test_built_recurrent_layers_script_where_torchs_do(make) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from case_ids import case_id
 from torch import nn
 
 import torchx
@@ -26,7 +27,11 @@ def test_applies_the_same_layers_to_every_step() -> None:
 
 @pytest.mark.parametrize(
     "inner",
-    [lambda: nn.Linear(5, 3), lambda: L.Sequential(L.Linear(4), L.ReLU()), lambda: L.Linear(3)],
+    [
+        pytest.param(lambda: nn.Linear(5, 3), id="nn.Linear"),
+        pytest.param(lambda: L.Sequential(L.Linear(4), L.ReLU()), id="Sequential"),
+        pytest.param(lambda: L.Linear(3), id="Linear"),
+    ],
 )
 def test_any_inner_module(inner: object) -> None:
     out = TimeDistributed(inner())(torch.randn(2, 6, 5))  # type: ignore[operator]
@@ -160,6 +165,7 @@ def test_torch_fx_and_torchscript_take_a_built_time_distributed() -> None:
         (torch.tensor([6, 2]), r"lengths must lie in \[0, 5\]"),
         (torch.tensor([-1, 2]), r"lengths must lie in \[0, 5\]"),
     ],
+    ids=case_id,
 )
 def test_lengths_are_checked_as_the_recurrent_layers_check_them(lengths: torch.Tensor, match: str) -> None:
     with pytest.raises(ShapeError, match=rf"^TimeDistributed: {match}"):
