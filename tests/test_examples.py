@@ -13,7 +13,7 @@ from vision_helpers import EXAMPLES, assert_same_outputs, torchvision_keys
 
 import torchx
 from torchx.cli import main
-from torchx.core.specs import parse_spec
+from torchx.core._specs import parse_spec
 
 # isort: split
 import seed_models  # examples/ is on the path now (vision_helpers put it there)

@@ -15,7 +15,7 @@ import torchx.functional._plugin
 import torchx.layers
 import torchx.layers._plugin
 import torchx.rnn._plugin
-from torchx.core.registry import PROVIDED_BY, LayerRegistry
+from torchx.core._registry import PROVIDED_BY, LayerRegistry
 
 PLUGINS = {"torchx-functional": torchx.functional._plugin, "torchx-rnn": torchx.rnn._plugin}
 

@@ -12,7 +12,7 @@ from torch import nn
 from vision_helpers import assert_same_outputs
 
 import torchx
-from torchx.core.specs import from_spec, to_spec
+from torchx.core._specs import from_spec, to_spec
 
 # isort: split
 import vision_models  # examples/ is on the path now (vision_helpers put it there)

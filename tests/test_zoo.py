@@ -14,7 +14,7 @@ from torch import nn
 from vision_helpers import EXAMPLES, assert_same_outputs, torchvision_keys
 
 import torchx
-from torchx.core.specs import load_spec
+from torchx.core._specs import load_spec
 
 # isort: split
 import vision_models  # examples/ is on the path now (vision_helpers put it there)

@@ -20,7 +20,7 @@ import yaml
 from torch import nn
 
 import torchx
-from torchx.core.specs import to_spec
+from torchx.core import to_spec
 
 ZOO_DIR = Path(__file__).resolve().parent
 ROOT = ZOO_DIR.parents[1]

@@ -26,9 +26,10 @@ from hypothesis import strategies as st
 from report import Report
 
 from torchx.cli import main as torchx_main
-from torchx.core import SpecError, from_spec, specs
-from torchx.core.specs import MAX_INT_DIGITS, MAX_SPEC_BYTES, MAX_SPEC_VALUES, parse_spec
-from torchx.core.validate import check_spec
+from torchx.core import SpecError, from_spec
+from torchx.core import _specs as specs
+from torchx.core._specs import MAX_INT_DIGITS, MAX_SPEC_BYTES, MAX_SPEC_VALUES, parse_spec
+from torchx.core._validate import check_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SEED_CNN = EXAMPLES / "seed_cnn.yaml"

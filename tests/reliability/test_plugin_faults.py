@@ -17,7 +17,8 @@ import torch
 from report import Report
 
 import torchx
-from torchx.core import PluginError, PluginManager, PluginWarning, from_spec, plugins, use_plugins
+from torchx.core import PluginError, PluginManager, PluginWarning, from_spec, use_plugins
+from torchx.core import _plugins as plugins
 from torchx.core.testing import install_fake_distribution
 
 LAYER = """

@@ -15,7 +15,7 @@ from strategies import Model, models
 
 import torchx
 from torchx.core import from_spec
-from torchx.core.specs import parse_spec
+from torchx.core._specs import parse_spec
 
 
 @settings(max_examples=600)

@@ -26,8 +26,9 @@ from report import Report
 
 import torchx
 import torchx.nn as nnx
-from torchx.core import PluginManager, plugins, use_plugins
-from torchx.core import module as scoped_module
+from torchx.core import PluginManager, use_plugins
+from torchx.core import _module as scoped_module
+from torchx.core import _plugins as plugins
 from torchx.core.testing import StaticDeviceBackend, in_forked_child
 
 TORCHX_MODE = "torchx"
@@ -143,7 +144,7 @@ def run(
     stack (modes named as the model names them) and what every task's
     ``nn.Linear`` is made on, in its own context."""
     scopes = {a.name: torchx.device_scope(a.device, dtype=a.dtype) for a in actors if a.device is not None}
-    names: dict[int, str] = {id(torchx.core.scope._thread.mode): TORCHX_MODE}
+    names: dict[int, str] = {id(torchx.core._scope._thread.mode): TORCHX_MODE}
     stacks: list[list[str]] = []
     made: list[dict[str, tuple[str, torch.dtype]]] = [{} for _ in order]
 
@@ -203,7 +204,7 @@ def test_asyncio_tasks_interleaving_scopes_and_torch_device_in_every_order(
         assert stacks == want_stacks, order
         assert made == want_made, order
         assert stacks[-1] == [], order  # the race ends clean, whoever popped what
-        assert torchx.current_scope() is None and not torchx.core.scope.OPEN_SCOPES
+        assert torchx.current_scope() is None and not torchx.core._scope.OPEN_SCOPES
         checked += 1
         torch_pops += torch_popped_ours
     assert checked == 90 and torch_pops > 0  # some orders have torch.device's exit pop TorchX's mode

@@ -25,9 +25,10 @@ from torch import nn
 import torchx
 import torchx.layers as L
 from torchx.cli import main as torchx_main
-from torchx.core import AllocationError, LayerError, SpecError, from_spec, memory, record_of
-from torchx.core.specs import parse_spec
-from torchx.core.validate import check_spec
+from torchx.core import AllocationError, LayerError, SpecError, from_spec, record_of
+from torchx.core import _memory as memory
+from torchx.core._specs import parse_spec
+from torchx.core._validate import check_spec
 
 RUN_LIMIT = 64 * 2**20
 """Models whose weights need more than this are checked abstractly only."""

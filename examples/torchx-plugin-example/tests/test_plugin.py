@@ -91,7 +91,7 @@ def test_the_flops_command_counts_a_forward(capsys: pytest.CaptureFixture[str], 
 
 def test_the_residual_block_draws_its_skip_connection(spec_file: Path) -> None:
     pytest.importorskip("graphviz")
-    from torchx.core.graph import model_graph
+    from torchx.core import model_graph
 
     graph = model_graph(torchx.load_spec(spec_file), (None, 3, 8, 8))
     [add] = [node for node in graph.nodes.values() if node.label == "add"]

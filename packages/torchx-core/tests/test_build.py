@@ -128,7 +128,7 @@ def test_an_input_shape_no_tensor_can_have_is_a_shape_error(
 
 
 def test_an_int_too_long_to_print_is_described_by_its_size() -> None:
-    from torchx.core.errors import short_repr
+    from torchx.core._errors import short_repr
 
     assert short_repr(10**5000) == "<an int of about 5,001 digits>"
     assert short_repr(12345) == "12345"

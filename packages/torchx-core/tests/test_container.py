@@ -21,7 +21,7 @@ from torchx.core import (
     from_spec,
     to_spec,
 )
-from torchx.core.graph import Graph
+from torchx.core._graph import Graph
 
 
 class Repeat(Container):

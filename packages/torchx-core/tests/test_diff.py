@@ -1,4 +1,4 @@
-"""torchx.core.diff and ``torchx diff``, with the toy layers: differences by spec
+"""torchx.core._diff and ``torchx diff``, with the toy layers: differences by spec
 path, aligned lists, normalisation, and layer differences from summaries."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from toy_layers import Chain, Dense, Norm
 import torchx.cli._plugin
 from torchx.cli import main
 from torchx.core import LayerRegistry, PluginManager, SpecError, hookimpl, use_plugins
-from torchx.core.diff import SpecDifference, diff_specs, diff_summaries
-from torchx.core.summary import summarize
+from torchx.core._diff import SpecDifference, diff_specs, diff_summaries
+from torchx.core._summary import summarize
 
 
 def chain(*children: dict[str, Any]) -> dict[str, Any]:

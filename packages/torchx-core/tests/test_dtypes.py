@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchx.core.dtypes import DTYPES, dtype_name, dtype_named
+from torchx.core._dtypes import DTYPES, dtype_name, dtype_named
 
 
 @pytest.mark.parametrize(

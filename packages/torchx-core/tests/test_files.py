@@ -9,7 +9,7 @@ from typing import IO
 import pytest
 from case_ids import case_id
 
-from torchx.core.files import write_atomically, write_bytes_atomically
+from torchx.core._files import write_atomically, write_bytes_atomically
 
 
 def test_a_write_replaces_the_file_whole_and_keeps_its_mode(tmp_path: Path) -> None:

@@ -14,40 +14,40 @@ PACKAGE = CORE.parent
 LAYERS: list[set[str]] = [
     # plain data and facts: no TorchX import at all, or only errors
     {
-        "errors",
-        "tree",
-        "symbolic",
-        "placement",
-        "files",
+        "_errors",
+        "_tree",
+        "_symbolic",
+        "_placement",
+        "_files",
         "_version",
-        "native_signature",
-        "dtypes",
-        "spec_values",
+        "_native_signature",
+        "_dtypes",
+        "_spec_values",
     },
-    {"arguments", "pending", "torch_style", "record"},
+    {"_arguments", "_pending", "_torch_style", "_record"},
     # registries, hookspecs, plugins, device scopes
-    {"registry", "hookspecs"},
-    {"commands"},
-    {"plugins", "testing"},
-    {"scope"},
+    {"_registry", "hookspecs"},
+    {"_commands"},
+    {"_plugins", "testing"},
+    {"_scope"},
     # the meta engine and the memory check
-    {"memory"},
-    {"shapes", "safetensors_file"},
+    {"_memory"},
+    {"_shapes", "_safetensors_file"},
     # specs read and write layers through their records and classes
-    {"specs"},
+    {"_specs"},
     # layers: what every layer is, then leaf layers and the build machinery
-    {"layer"},
-    {"leaf"},
-    {"build", "helpers"},
+    {"_layer"},
+    {"_leaf"},
+    {"_build", "_helpers"},
     # what works on whole models
-    {"summary"},
-    {"graph"},
-    {"checkpoint"},
-    {"module_helpers", "weights", "diff"},
+    {"_summary"},
+    {"_graph"},
+    {"_checkpoint"},
+    {"_module_helpers", "_weights", "_diff"},
     # torchx.nn.Module, and containers (which are torchx.nn.Modules)
-    {"module"},
-    {"container"},
-    {"validate"},
+    {"_module"},
+    {"_container"},
+    {"_validate"},
     # the public API
     {"__init__"},
 ]
@@ -110,3 +110,15 @@ def test_every_import_in_core_points_down() -> None:
             if level(target) > level(importer):
                 upward.append(f"core/{path.name}:{line} imports torchx.core.{target}, a layer above it")
     assert not upward, "\n".join(upward)
+
+
+PUBLIC_MODULES = {"hookspecs", "testing"}
+"""The modules of torchx.core that are API besides the package itself: the
+hook specifications plugins implement, and the test fixtures they use. Every
+other module is internal (a leading underscore); the API is what
+``torchx``, ``torchx.core``, ``torchx.nn`` and ``torchx.plugin`` export."""
+
+
+def test_only_the_api_modules_of_core_go_without_an_underscore() -> None:
+    public = {path.stem for path in CORE.glob("*.py") if not path.stem.startswith("_")}
+    assert public == PUBLIC_MODULES

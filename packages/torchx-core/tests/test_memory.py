@@ -10,8 +10,9 @@ import torch
 from toy_layers import Attention, Chain, Dense, Norm
 
 import torchx
-from torchx.core import AllocationError, Layer, LeafLayer, memory
-from torchx.core.leaf import all_or_nothing
+from torchx.core import AllocationError, Layer, LeafLayer
+from torchx.core import _memory as memory
+from torchx.core._leaf import all_or_nothing
 
 
 def _peak_rss_mib() -> float:

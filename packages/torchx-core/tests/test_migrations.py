@@ -27,10 +27,10 @@ from torchx.core import (
     hookimpl,
     use_plugins,
 )
-from torchx.core.arguments import PositiveInt
-from torchx.core.errors import SpecMigrationWarning
-from torchx.core.registry import LayerRegistry, MigrationRegistry, rename_argument
-from torchx.core.specs import from_spec, to_spec
+from torchx.core._arguments import PositiveInt
+from torchx.core._errors import SpecMigrationWarning
+from torchx.core._registry import LayerRegistry, MigrationRegistry, rename_argument
+from torchx.core._specs import from_spec, to_spec
 
 
 class Projection(LeafLayer):

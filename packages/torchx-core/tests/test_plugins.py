@@ -236,7 +236,7 @@ def test_a_hookspec_that_gains_an_argument_keeps_older_implementations_working(
 
     import pluggy
 
-    from torchx.core import plugins
+    from torchx.core import _plugins as plugins
 
     specs = {name: getattr(hookspecs, name) for name in dir(hookspecs) if name.startswith("torchx_")}
     grown = types.SimpleNamespace(**{**specs, "torchx_infer_output": grown_infer_output})
@@ -447,7 +447,7 @@ def test_a_foreign_distribution_never_takes_a_built_in_name(
 def test_a_built_in_name_is_reserved_even_when_that_distribution_is_not_installed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from torchx.core import plugins
+    from torchx.core import _plugins as plugins
 
     monkeypatch.setattr(plugins, "BUILTIN_PLUGINS", plugins.BUILTIN_PLUGINS | {"torchx-absent"})
     squatter = install_in(monkeypatch, tmp_path / "site", "absent-lookalike", "torchx-absent", "squatter")
@@ -501,7 +501,8 @@ class HeldLocks:
 
 
 def test_a_fork_while_another_thread_holds_the_plugin_locks_finishes_in_the_child() -> None:
-    from torchx.core import current_plugins, plugins
+    from torchx.core import _plugins as plugins
+    from torchx.core import current_plugins
 
     manager = PluginManager(load_entry_points=False)
     manager.load()

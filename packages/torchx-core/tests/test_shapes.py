@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from torchx.core import PluginManager, hookimpl
-from torchx.core.errors import format_shape
-from torchx.core.shapes import lacks_meta_kernel, merge_probes, meta_state, run_on_meta, to_meta
+from torchx.core._errors import format_shape
+from torchx.core._shapes import lacks_meta_kernel, merge_probes, meta_state, run_on_meta, to_meta
 
 
 @torch.library.custom_op("torchx_test::cpu_only_double", mutates_args=())

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from torchx.core import SpecError
-from torchx.core.dtypes import dtype_name
-from torchx.core.spec_values import (
+from torchx.core._dtypes import dtype_name
+from torchx.core._spec_values import (
     GRAPH_KINDS,
     JSON_KINDS,
     KIND_TYPES,

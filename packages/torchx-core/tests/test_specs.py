@@ -208,8 +208,8 @@ def _shared_bomb(depth: int, fan_out: int = 10) -> list:
 
 
 def test_shared_values_anywhere_in_a_spec_count_once_per_use(registry: LayerRegistry) -> None:
-    from torchx.core.specs import MAX_SPEC_VALUES
-    from torchx.core.validate import check_spec
+    from torchx.core._specs import MAX_SPEC_VALUES
+    from torchx.core._validate import check_spec
 
     # 10**60 values in 60 lists: the check visits each list once, so it answers at once
     for spec in (
@@ -229,7 +229,7 @@ def test_shared_values_anywhere_in_a_spec_count_once_per_use(registry: LayerRegi
 
 
 def test_yaml_aliases_that_expand_past_the_limit_are_refused(registry: LayerRegistry) -> None:
-    from torchx.core.specs import parse_spec
+    from torchx.core._specs import parse_spec
 
     lines = ["type: Dense", "args: {out_features: 3}", "notes:", "  - &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
     lines += [f"  - &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 12)]
@@ -239,7 +239,7 @@ def test_yaml_aliases_that_expand_past_the_limit_are_refused(registry: LayerRegi
 
 
 def test_a_document_that_holds_itself_is_refused(registry: LayerRegistry) -> None:
-    from torchx.core.specs import parse_spec
+    from torchx.core._specs import parse_spec
 
     loop: list = [1]
     loop.append(loop)
@@ -251,7 +251,7 @@ def test_a_document_that_holds_itself_is_refused(registry: LayerRegistry) -> Non
 
 
 def test_too_many_layers_are_still_refused_by_their_own_limit(registry: LayerRegistry) -> None:
-    from torchx.core.specs import MAX_LAYERS
+    from torchx.core._specs import MAX_LAYERS
 
     layer = {"type": "Dense", "args": {"out_features": 2}}
     for _ in range(17):  # 2**17 layers in 34 objects
@@ -261,7 +261,7 @@ def test_too_many_layers_are_still_refused_by_their_own_limit(registry: LayerReg
 
 
 def test_huge_integers_are_one_line_spec_errors(registry: LayerRegistry) -> None:
-    from torchx.core.specs import MAX_INT_DIGITS, parse_spec
+    from torchx.core._specs import MAX_INT_DIGITS, parse_spec
 
     digits = "9" * 5000
     cases = {
@@ -296,7 +296,7 @@ def test_huge_integers_are_one_line_spec_errors(registry: LayerRegistry) -> None
 def test_documents_past_the_size_limit_are_refused_before_parsing(
     registry: LayerRegistry, tmp_path: Path
 ) -> None:
-    from torchx.core.specs import MAX_SPEC_BYTES, parse_spec
+    from torchx.core._specs import MAX_SPEC_BYTES, parse_spec
 
     text = "#" * (MAX_SPEC_BYTES + 1)
     for kind in ("json", "yaml"):
@@ -312,7 +312,7 @@ def test_documents_past_the_size_limit_are_refused_before_parsing(
 def test_yaml_of_more_values_than_the_limit_stops_while_it_is_composed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from torchx.core import specs
+    from torchx.core import _specs as specs
 
     monkeypatch.setattr(specs, "MAX_SPEC_VALUES", 1000)
     assert len(specs.parse_spec("[" + "1, " * 998 + "1]")) == 999  # the list and its items: 1,000
@@ -329,7 +329,7 @@ def test_the_c_and_pure_yaml_loaders_read_the_same_data_and_refuse_the_same_tags
 ) -> None:
     import yaml
 
-    from torchx.core import specs
+    from torchx.core import _specs as specs
 
     assert issubclass(specs._yaml_loader(), yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader)
     texts = [
@@ -363,8 +363,8 @@ def test_the_c_and_pure_yaml_loaders_read_the_same_data_and_refuse_the_same_tags
 def test_check_spec_reports_weights_larger_than_memory(
     monkeypatch: pytest.MonkeyPatch, registry: LayerRegistry
 ) -> None:
-    from torchx.core import memory
-    from torchx.core.validate import check_spec
+    from torchx.core import _memory as memory
+    from torchx.core._validate import check_spec
 
     monkeypatch.setattr(memory, "available_memory", lambda device: 1 << 20)  # a 1 MiB machine
     spec = {"type": "Dense", "args": {"out_features": 1024}}

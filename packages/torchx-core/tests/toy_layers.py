@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from torch import nn
 
 from torchx.core import Container, FromInput, FromState, Layer, LeafLayer
-from torchx.core.arguments import PositiveInt, Probability
+from torchx.core._arguments import PositiveInt, Probability
 
 
 class Dense(LeafLayer):

@@ -338,7 +338,7 @@ def test_torchx_summarize_of_a_dict_input_graph_agrees_with_torchinfo() -> None:
 
 def test_the_diamond_graph_has_its_branches_and_merge() -> None:
     pytest.importorskip("graphviz")
-    from torchx.core.graph import model_graph
+    from torchx.core._graph import model_graph
 
     x = Placeholder((8, 3, 32, 32))
     stem = L.Conv2d(10, kernel_size=5, stride=2)(x)
@@ -579,7 +579,7 @@ def test_a_functional_defined_in_a_scope_takes_its_dtype(fresh_plugins: PluginMa
 
 
 def test_plots_name_inputs_and_outputs_and_draw_a_recurrent_result_as_one_node() -> None:
-    from torchx.core.graph import model_graph
+    from torchx.core._graph import model_graph
 
     tokens = Placeholder((None, 7, 4), name="tokens")
     out, (h, c) = accept_placeholders(nn.LSTM(4, 6, batch_first=True))(tokens)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from torchx.cli import main
-from torchx.core.diff import diff_specs
+from torchx.core._diff import diff_specs
 
 SEED_DIAMOND = Path(__file__).resolve().parents[3] / "examples" / "seed_diamond.yaml"
 

@@ -14,7 +14,7 @@ from torch import nn
 import torchx
 import torchx.layers as L
 from torchx.core import ArgumentError, Layer, ShapeError, TorchXError
-from torchx.core.graph import model_graph
+from torchx.core._graph import model_graph
 from torchx.functional import Functional, Placeholder
 
 

@@ -255,7 +255,8 @@ def test_a_value_specs_cannot_hold_is_refused_at_its_place_in_the_node(fresh_plu
 def test_the_layers_of_a_functional_spec_are_checked_against_memory_as_one_model(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from torchx.core import AllocationError, memory
+    from torchx.core import AllocationError
+    from torchx.core import _memory as memory
 
     x = L.Placeholder((None, 256))
     y = x

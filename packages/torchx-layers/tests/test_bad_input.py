@@ -284,7 +284,7 @@ def test_build_rejects_what_the_layer_rejects(layer: object, inputs: list[tuple[
 
 
 def test_memory_errors_are_not_reported_as_shape_errors() -> None:
-    from torchx.core.leaf import is_shape_problem
+    from torchx.core._leaf import is_shape_problem
 
     assert not is_shape_problem(torch.OutOfMemoryError("out of memory"))
     assert is_shape_problem(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))

@@ -397,7 +397,7 @@ def test_a_broken_pipe_inside_a_command_is_quiet_too(
 def test_standard_input_that_is_not_text_or_too_long_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from torchx.core.specs import MAX_SPEC_BYTES
+    from torchx.core._specs import MAX_SPEC_BYTES
 
     cases = {
         io.TextIOWrapper(io.BytesIO(b"\xff\xfe type: ReLU"), encoding="utf-8"): "not UTF-8 text",
@@ -413,7 +413,7 @@ def test_standard_input_that_is_not_text_or_too_long_is_a_usage_error(
 def test_huge_and_exploding_spec_files_are_refused_quickly_in_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from torchx.core.specs import MAX_SPEC_BYTES, MAX_SPEC_VALUES
+    from torchx.core._specs import MAX_SPEC_BYTES, MAX_SPEC_VALUES
 
     huge = tmp_path / "huge.yaml"
     with huge.open("wb") as file:
@@ -463,7 +463,7 @@ PADDED = "type: Sequential\nlayers:\n  - {type: Conv1d, args: {out_channels: 8, 
 def test_a_forward_larger_than_memory_fails_validate_and_warns_in_summary_in_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from torchx.core import memory
+    from torchx.core import _memory as memory
 
     monkeypatch.setattr(memory, "available_memory", lambda device: 16 << 20)  # a 16 MiB machine
     spec = tmp_path / "padded.yaml"
@@ -481,7 +481,7 @@ def test_summary_validate_and_plot_read_the_spec_a_checkpoint_holds(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, only_core_and_layers: PluginManager, suffix: str
 ) -> None:
     import torchx
-    from torchx.core.specs import load_spec
+    from torchx.core._specs import load_spec
 
     model = torchx.build(load_spec(SEED_CNN), (None, 3, 32, 32))
     model.save(tmp_path / f"cnn{suffix}")

@@ -10,7 +10,7 @@ from torch.nn.parameter import is_lazy
 
 import torchx
 import torchx.layers as L
-from torchx.core.shapes import run_on_meta
+from torchx.core._shapes import run_on_meta
 
 
 def ids(case: Case) -> str:

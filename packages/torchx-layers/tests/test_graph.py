@@ -12,7 +12,7 @@ from torch import nn
 
 import torchx.layers as L
 from torchx.core import MissingPackageError
-from torchx.core.graph import model_graph
+from torchx.core._graph import model_graph
 
 graphviz = pytest.importorskip("graphviz")
 

@@ -96,7 +96,7 @@ def test_the_largest_tensor_of_a_forward_is_reported_even_outside_layers_with_pa
 
 
 def test_a_forward_larger_than_memory_warns(monkeypatch: pytest.MonkeyPatch) -> None:
-    from torchx.core import memory
+    from torchx.core import _memory as memory
 
     monkeypatch.setattr(memory, "available_memory", lambda device: 16 << 20)
     model = L.Sequential(L.Conv1d(8, 3), L.ZeroPad1d(padding=2**20), L.ReLU())

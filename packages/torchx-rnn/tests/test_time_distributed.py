@@ -124,7 +124,7 @@ def test_time_distributed_is_an_nnx_module_placed_by_its_scope(fresh_plugins: Pl
 
 def test_time_distributed_draws_its_layers_in_a_box() -> None:
     pytest.importorskip("graphviz")
-    from torchx.core.graph import model_graph
+    from torchx.core._graph import model_graph
 
     model = L.Sequential(TimeDistributed(L.Linear(8), L.ReLU()), LSTM(4, return_sequences=False))
     graph = model_graph(model, (None, 5, 3))

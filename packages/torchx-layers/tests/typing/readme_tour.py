@@ -22,11 +22,10 @@ import torchx
 import torchx.functional
 import torchx.layers as L
 import torchx.nn as nnx
-from torchx.core import Layer
-from torchx.core.graph import Graph, model_graph
+from torchx.core import Layer, model_graph
 from torchx.device import destroy_distributed
 from torchx.functional import Functional, Placeholder
-from torchx.plugin import FromInput, FromState, LayerRegistry, LeafLayer, PositiveInt, hookimpl
+from torchx.plugin import FromInput, FromState, Graph, LayerRegistry, LeafLayer, PositiveInt, hookimpl
 from torchx.rnn import LSTM, GetRNNState, TimeDistributed
 
 

@@ -14,15 +14,15 @@ import torch
 
 from torchx.cli._errors import UsageError
 from torchx.cli._inputs import add_input_arguments, add_spec_argument, inputs_of, load_model, read_document
-from torchx.core.build import build
-from torchx.core.commands import CommandRegistry
-from torchx.core.files import write_bytes_atomically
-from torchx.core.graph import model_graph
-from torchx.core.plugins import current_plugins
-from torchx.core.shapes import input_dtype, input_shape
-from torchx.core.specs import save_spec
-from torchx.core.summary import COLUMNS, summarize
-from torchx.core.validate import check_spec
+from torchx.core._build import build
+from torchx.core._commands import CommandRegistry
+from torchx.core._files import write_bytes_atomically
+from torchx.core._graph import model_graph
+from torchx.core._plugins import current_plugins
+from torchx.core._shapes import input_dtype, input_shape
+from torchx.core._specs import save_spec
+from torchx.core._summary import COLUMNS, summarize
+from torchx.core._validate import check_spec
 
 __all__ = ["convert", "export", "plot", "plugins", "summary", "validate"]
 

@@ -16,12 +16,12 @@ import torch
 
 from torchx.cli._errors import UsageError
 from torchx.cli._inputs import add_input_arguments, inputs_of, read_document
-from torchx.core.diff import LayerDifference, SpecDifference, diff_specs, diff_summaries
-from torchx.core.errors import TorchXError
-from torchx.core.layer import Layer
-from torchx.core.shapes import InputLike, input_shape
-from torchx.core.specs import from_spec, to_spec
-from torchx.core.summary import Summary, format_table, shape_text, summarize
+from torchx.core._diff import LayerDifference, SpecDifference, diff_specs, diff_summaries
+from torchx.core._errors import TorchXError
+from torchx.core._layer import Layer
+from torchx.core._shapes import InputLike, input_shape
+from torchx.core._specs import from_spec, to_spec
+from torchx.core._summary import Summary, format_table, shape_text, summarize
 
 __all__ = ["configure_diff", "diff"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchx.core.errors import TorchXError
+from torchx.core._errors import TorchXError
 
 __all__ = ["USAGE", "UsageError"]
 

@@ -10,13 +10,13 @@ from typing import Any
 import torch
 
 from torchx.cli._errors import UsageError
-from torchx.core.arguments import INT64_MAX
-from torchx.core.checkpoint import read_checkpoint_spec
-from torchx.core.dtypes import dtype_named
-from torchx.core.errors import CheckpointError, short_repr
-from torchx.core.layer import Layer
-from torchx.core.shapes import InputLike, TypedShape, input_shape, shape_problem
-from torchx.core.specs import MAX_SPEC_BYTES, from_spec, parse_spec
+from torchx.core._arguments import INT64_MAX
+from torchx.core._checkpoint import read_checkpoint_spec
+from torchx.core._dtypes import dtype_named
+from torchx.core._errors import CheckpointError, short_repr
+from torchx.core._layer import Layer
+from torchx.core._shapes import InputLike, TypedShape, input_shape, shape_problem
+from torchx.core._specs import MAX_SPEC_BYTES, from_spec, parse_spec
 
 __all__ = ["add_input_arguments", "add_spec_argument", "inputs_of", "load_model", "read_document"]
 
@@ -89,7 +89,7 @@ def inputs_of(options: argparse.Namespace) -> tuple[InputLike, ...]:
 
 
 def _check_tensor_size(value: InputLike, dtype: torch.dtype | None) -> None:
-    """Refuse a shape no tensor can have (see :func:`~torchx.core.shapes.shape_problem`)."""
+    """Refuse a shape no tensor can have (see :func:`~torchx.core._shapes.shape_problem`)."""
     problem = shape_problem(value, dtype)
     if problem is not None:
         shown = ",".join("None" if dim is None else str(dim) for dim in input_shape(value))
@@ -145,7 +145,7 @@ def _checkpoint_spec(path: Path) -> dict[str, Any]:
 
 
 def _parsed(text: str, kind: str, where: str) -> Any:
-    from torchx.core.errors import SpecError
+    from torchx.core._errors import SpecError
 
     if not text.strip():
         raise UsageError(f"{where}: is empty; a spec is an object with a 'type'")

@@ -11,9 +11,9 @@ from typing import NoReturn
 
 from torchx.cli._errors import USAGE, UsageError
 from torchx.core import __version__
-from torchx.core.commands import CommandRegistry
-from torchx.core.errors import TorchXError
-from torchx.core.plugins import current_plugins
+from torchx.core._commands import CommandRegistry
+from torchx.core._errors import TorchXError
+from torchx.core._plugins import current_plugins
 
 __all__ = ["main"]
 

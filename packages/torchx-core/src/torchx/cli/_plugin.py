@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torchx.cli import _commands, _diff
-from torchx.core.commands import CommandRegistry
+from torchx.core._commands import CommandRegistry
 from torchx.core.hookspecs import hookimpl
 
 

@@ -1,106 +1,115 @@
-"""torchx.core: the Layer protocol, the shape engine, specs, plugins, device scopes and errors."""
+"""torchx.core: the layer protocol, the shape engine, specs, plugins, device scopes and errors.
 
-from torchx.core._version import __version__ as __version__
-from torchx.core.build import build as build
-from torchx.core.build import infer_shapes as infer_shapes
-from torchx.core.checkpoint import load_model as load_model
-from torchx.core.commands import Command as Command
-from torchx.core.commands import CommandRegistry as CommandRegistry
-from torchx.core.container import Container as Container
-from torchx.core.errors import (
+The API is what this package exports (and ``torchx``, ``torchx.nn`` and, for
+plugin authors, ``torchx.plugin``), plus two modules: :mod:`torchx.core.hookspecs`,
+the hooks a plugin implements, and :mod:`torchx.core.testing`, fixtures for a
+plugin's tests. Every other module is internal (a leading underscore); they are
+layered, each importing only from those below it (``tests/test_layering.py``).
+"""
+
+from torchx.core._build import build as build
+from torchx.core._build import infer_shapes as infer_shapes
+from torchx.core._checkpoint import load_model as load_model
+from torchx.core._commands import Command as Command
+from torchx.core._commands import CommandRegistry as CommandRegistry
+from torchx.core._container import Container as Container
+from torchx.core._diff import diff_specs as diff_specs
+from torchx.core._errors import (
     AllocationError as AllocationError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     ArgumentError as ArgumentError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     BuildWarning as BuildWarning,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     CheckpointError as CheckpointError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     DeviceError as DeviceError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     DeviceUnavailableError as DeviceUnavailableError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     DeviceWarning as DeviceWarning,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     DtypeError as DtypeError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     LayerError as LayerError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     MemoryWarning as MemoryWarning,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     MissingPackageError as MissingPackageError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     NotBuiltError as NotBuiltError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     PluginError as PluginError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     PluginWarning as PluginWarning,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     ShapeError as ShapeError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     SpecError as SpecError,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     SpecMigrationWarning as SpecMigrationWarning,
 )
-from torchx.core.errors import (
+from torchx.core._errors import (
     TorchXError as TorchXError,
 )
-from torchx.core.hookspecs import hookimpl as hookimpl
-from torchx.core.layer import Layer as Layer
-from torchx.core.layer import is_built as is_built
-from torchx.core.layer import native_module as native_module
-from torchx.core.leaf import FromInput as FromInput
-from torchx.core.leaf import FromState as FromState
-from torchx.core.leaf import LeafLayer as LeafLayer
-from torchx.core.module_helpers import ModuleHelpers as ModuleHelpers
-from torchx.core.pending import PendingBuffer as PendingBuffer
-from torchx.core.pending import PendingParameter as PendingParameter
-from torchx.core.placement import Placement as Placement
-from torchx.core.plugins import (
+from torchx.core._graph import model_graph as model_graph
+from torchx.core._layer import Layer as Layer
+from torchx.core._layer import is_built as is_built
+from torchx.core._layer import native_module as native_module
+from torchx.core._leaf import FromInput as FromInput
+from torchx.core._leaf import FromState as FromState
+from torchx.core._leaf import LeafLayer as LeafLayer
+from torchx.core._module_helpers import ModuleHelpers as ModuleHelpers
+from torchx.core._pending import PendingBuffer as PendingBuffer
+from torchx.core._pending import PendingParameter as PendingParameter
+from torchx.core._placement import Placement as Placement
+from torchx.core._plugins import (
     PluginManager as PluginManager,
 )
-from torchx.core.plugins import (
+from torchx.core._plugins import (
     current_plugins as current_plugins,
 )
-from torchx.core.plugins import (
+from torchx.core._plugins import (
     use_plugins as use_plugins,
 )
-from torchx.core.record import LayerRecord as LayerRecord
-from torchx.core.record import record_of as record_of
-from torchx.core.registry import LayerRegistry as LayerRegistry
-from torchx.core.registry import MigrationRegistry as MigrationRegistry
-from torchx.core.registry import rename_argument as rename_argument
-from torchx.core.scope import DeviceScope as DeviceScope
-from torchx.core.scope import current_scope as current_scope
-from torchx.core.scope import device_scope as device_scope
-from torchx.core.scope import resolve_device as resolve_device
-from torchx.core.shapes import TypedShape as TypedShape
-from torchx.core.specs import FORMAT_VERSION as FORMAT_VERSION
-from torchx.core.specs import from_spec as from_spec
-from torchx.core.specs import load_spec as load_spec
-from torchx.core.specs import save_spec as save_spec
-from torchx.core.specs import to_spec as to_spec
-from torchx.core.summary import Summary as Summary
-from torchx.core.summary import summarize as summarize
-from torchx.core.weights import WeightMismatchError as WeightMismatchError
-from torchx.core.weights import WeightReport as WeightReport
-from torchx.core.weights import load_weights as load_weights
+from torchx.core._record import LayerRecord as LayerRecord
+from torchx.core._record import record_of as record_of
+from torchx.core._registry import LayerRegistry as LayerRegistry
+from torchx.core._registry import MigrationRegistry as MigrationRegistry
+from torchx.core._registry import rename_argument as rename_argument
+from torchx.core._scope import DeviceScope as DeviceScope
+from torchx.core._scope import current_scope as current_scope
+from torchx.core._scope import device_scope as device_scope
+from torchx.core._scope import resolve_device as resolve_device
+from torchx.core._shapes import TypedShape as TypedShape
+from torchx.core._specs import FORMAT_VERSION as FORMAT_VERSION
+from torchx.core._specs import from_spec as from_spec
+from torchx.core._specs import load_spec as load_spec
+from torchx.core._specs import save_spec as save_spec
+from torchx.core._specs import to_spec as to_spec
+from torchx.core._summary import Summary as Summary
+from torchx.core._summary import summarize as summarize
+from torchx.core._version import __version__ as __version__
+from torchx.core._weights import WeightMismatchError as WeightMismatchError
+from torchx.core._weights import WeightReport as WeightReport
+from torchx.core._weights import load_weights as load_weights
+from torchx.core.hookspecs import hookimpl as hookimpl
 
 __all__ = [
     "FORMAT_VERSION",
@@ -147,6 +156,7 @@ __all__ = [
     "current_plugins",
     "current_scope",
     "device_scope",
+    "diff_specs",
     "from_spec",
     "hookimpl",
     "infer_shapes",
@@ -154,6 +164,7 @@ __all__ = [
     "load_model",
     "load_spec",
     "load_weights",
+    "model_graph",
     "native_module",
     "record_of",
     "rename_argument",

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from torchx.core.commands import CommandRegistry
-    from torchx.core.placement import Placement
-    from torchx.core.registry import LayerRegistry, MigrationRegistry
+    from torchx.core._commands import CommandRegistry
+    from torchx.core._placement import Placement
+    from torchx.core._registry import LayerRegistry, MigrationRegistry
 
 __all__ = ["hookimpl", "hookspec"]
 
@@ -46,8 +46,8 @@ def torchx_register_layers(registry: LayerRegistry) -> None:
     loaded, or a name missing from ``torchx.layers`` is looked up).
 
     :param registry: the registry to add to; see
-        :meth:`~torchx.core.registry.LayerRegistry.register` and
-        :meth:`~torchx.core.registry.LayerRegistry.export`.
+        :meth:`~torchx.core.LayerRegistry.register` and
+        :meth:`~torchx.core.LayerRegistry.export`.
     """
 
 
@@ -60,7 +60,7 @@ def torchx_register_migrations(migrations: MigrationRegistry) -> None:
     below N that specs may have been written at.
 
     :param migrations: the registry to add to; see
-        :meth:`~torchx.core.registry.MigrationRegistry.add`.
+        :meth:`~torchx.core.MigrationRegistry.add`.
     """
 
 
@@ -97,11 +97,11 @@ def torchx_resolve_device(device_id: object) -> Placement | None:
 
     :param device_id: the id as given: an int, a string, a list of ints, a
         ``torch.device``, or anything a backend chooses to accept.
-    :return: the validated :class:`~torchx.core.placement.Placement`, or
+    :return: the validated :class:`~torchx.core.Placement`, or
         ``None`` when this backend does not handle ids of this form. Raise
-        :class:`~torchx.core.errors.DeviceError` for an id of this backend's
+        :class:`~torchx.core.DeviceError` for an id of this backend's
         form that is malformed, and
-        :class:`~torchx.core.errors.DeviceUnavailableError` for a device that
+        :class:`~torchx.core.DeviceUnavailableError` for a device that
         is not present (``fallback=`` applies to that one only).
 
     Stops at the first non-None result.
@@ -118,5 +118,5 @@ def torchx_register_commands(commands: CommandRegistry) -> None:
     Called once per plugin, the first time the command line starts.
 
     :param commands: the registry to add to; see
-        :meth:`~torchx.core.commands.CommandRegistry.add`.
+        :meth:`~torchx.core.CommandRegistry.add`.
     """

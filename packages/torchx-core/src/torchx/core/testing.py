@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from torchx.core._placement import Placement
+from torchx.core._plugins import ENTRY_POINT_GROUP, PluginManager, use_plugins
 from torchx.core.hookspecs import hookimpl
-from torchx.core.placement import Placement
-from torchx.core.plugins import ENTRY_POINT_GROUP, PluginManager, use_plugins
 
 __all__ = ["StaticDeviceBackend", "fresh_plugins", "in_forked_child", "install_fake_distribution"]
 

@@ -6,18 +6,18 @@ helpers also exist as functions that take any ``nn.Module``
 (``nnx.soft_update(target_net, online_net, tau=0.005)``).
 """
 
-from torchx.core.checkpoint import Checkpoint as Checkpoint
-from torchx.core.checkpoint import read_checkpoint as read_checkpoint
-from torchx.core.helpers import clip_grad_norm as clip_grad_norm
-from torchx.core.helpers import clip_grad_value as clip_grad_value
-from torchx.core.helpers import clone as clone
-from torchx.core.helpers import freeze as freeze
-from torchx.core.helpers import hard_update as hard_update
-from torchx.core.helpers import num_parameters as num_parameters
-from torchx.core.helpers import soft_update as soft_update
-from torchx.core.helpers import unfreeze as unfreeze
-from torchx.core.module import Module as Module
-from torchx.core.module import release_parallel_wrappers as release_parallel_wrappers
+from torchx.core._checkpoint import Checkpoint as Checkpoint
+from torchx.core._checkpoint import read_checkpoint as read_checkpoint
+from torchx.core._helpers import clip_grad_norm as clip_grad_norm
+from torchx.core._helpers import clip_grad_value as clip_grad_value
+from torchx.core._helpers import clone as clone
+from torchx.core._helpers import freeze as freeze
+from torchx.core._helpers import hard_update as hard_update
+from torchx.core._helpers import num_parameters as num_parameters
+from torchx.core._helpers import soft_update as soft_update
+from torchx.core._helpers import unfreeze as unfreeze
+from torchx.core._module import Module as Module
+from torchx.core._module import release_parallel_wrappers as release_parallel_wrappers
 
 __all__ = [
     "Checkpoint",

@@ -12,8 +12,8 @@ import torch.distributed as dist
 from torch import nn
 
 from torchx.core import DeviceError, DeviceUnavailableError, Placement, TorchXError, build
-from torchx.core.leaf import unbuilt_layers
-from torchx.core.shapes import InputLike
+from torchx.core._leaf import unbuilt_layers
+from torchx.core._shapes import InputLike
 from torchx.device import _inventory as inventory
 from torchx.nn import release_parallel_wrappers
 

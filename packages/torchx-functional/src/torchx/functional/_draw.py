@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from torch.utils._pytree import tree_leaves
 
-from torchx.core.record import layer_caption
+from torchx.core._record import layer_caption
 from torchx.functional._program import Step, Var
 
 if TYPE_CHECKING:
-    from torchx.core.graph import Graph
+    from torchx.core._graph import Graph
     from torchx.functional._functional import Functional
 
 __all__ = ["draw_program"]

@@ -9,15 +9,15 @@ import torch
 from torch import nn
 
 from torchx.core import Container, Layer, ShapeError
-from torchx.core.errors import add_note, format_shape
-from torchx.core.graph import Graph
-from torchx.core.layer import is_fx_tracing
-from torchx.core.leaf import explain_failure
-from torchx.core.memory import allocation_budget
-from torchx.core.record import layer_name
-from torchx.core.shapes import InputLike, TypedShape
-from torchx.core.specs import SpecReader, SpecWriter
-from torchx.core.summary import Summary
+from torchx.core._errors import add_note, format_shape
+from torchx.core._graph import Graph
+from torchx.core._layer import is_fx_tracing
+from torchx.core._leaf import explain_failure
+from torchx.core._memory import allocation_budget
+from torchx.core._record import layer_name
+from torchx.core._shapes import InputLike, TypedShape
+from torchx.core._specs import SpecReader, SpecWriter
+from torchx.core._summary import Summary
 from torchx.functional._codegen import (
     MISSING,
     code_namespace,

@@ -22,13 +22,13 @@ import torch
 from torch import nn
 
 from torchx.core import Layer, ShapeError, TorchXError
-from torchx.core.errors import format_shape, torch_message
-from torchx.core.leaf import all_or_nothing, closed_form_output, unbuilt_layers
-from torchx.core.record import layer_name
-from torchx.core.scope import current_scope, scope_device
-from torchx.core.shapes import DYNAMIC_PROBES, build_target, run_on_meta
-from torchx.core.spec_values import ValueFold
-from torchx.core.symbolic import find_symbolic
+from torchx.core._errors import format_shape, torch_message
+from torchx.core._leaf import all_or_nothing, closed_form_output, unbuilt_layers
+from torchx.core._record import layer_name
+from torchx.core._scope import current_scope, scope_device
+from torchx.core._shapes import DYNAMIC_PROBES, build_target, run_on_meta
+from torchx.core._spec_values import ValueFold
+from torchx.core._symbolic import find_symbolic
 from torchx.functional._ops import UNINITIALISED_METHODS, ZERO_FILLED_FUNCTIONS, ZERO_FILLED_METHODS
 from torchx.functional._tree import leaves_of, map_leaves
 

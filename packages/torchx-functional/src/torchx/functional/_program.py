@@ -33,9 +33,9 @@ from torch import nn
 from torch.utils._pytree import tree_map
 
 from torchx.core import BuildWarning, TorchXError
-from torchx.core.errors import format_shape, short_repr
-from torchx.core.layer import Layer
-from torchx.core.record import given_name, layer_name, layer_view, record_of
+from torchx.core._errors import format_shape, short_repr
+from torchx.core._layer import Layer
+from torchx.core._record import given_name, layer_name, layer_view, record_of
 from torchx.functional._placeholder import BatchSize, Node, Placeholder
 from torchx.functional._tree import map_leaves
 from torchx.layers._parameter import ParameterModule

@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from torchx.core import SpecError
-from torchx.core.dtypes import dtype_name, dtype_named
-from torchx.core.errors import short_repr
-from torchx.core.spec_values import TaggedReader, TaggedValues
-from torchx.core.specs import SpecReader, SpecWriter
+from torchx.core._dtypes import dtype_name, dtype_named
+from torchx.core._errors import short_repr
+from torchx.core._spec_values import TaggedReader, TaggedValues
+from torchx.core._specs import SpecReader, SpecWriter
 from torchx.functional._ops import METHODS, function_named, name_of_function
 from torchx.functional._placeholder import BatchSize, Placeholder
 from torchx.functional._program import BatchOf, IdentifierForms, Input, Var, normal_form

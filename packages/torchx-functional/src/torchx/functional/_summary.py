@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from torchx.core.errors import format_shape
-from torchx.core.record import layer_name
-from torchx.core.summary import format_table
+from torchx.core._errors import format_shape
+from torchx.core._record import layer_name
+from torchx.core._summary import format_table
 
 if TYPE_CHECKING:
     from torchx.functional._functional import Functional

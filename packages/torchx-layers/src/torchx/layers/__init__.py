@@ -82,7 +82,7 @@ def __getattr__(name: str) -> object:
     if name.startswith("__"):
         raise AttributeError(name)
     from torchx.core import MissingPackageError, current_plugins
-    from torchx.core.registry import PROVIDED_BY
+    from torchx.core._registry import PROVIDED_BY
 
     found = current_plugins().registry.exported(name)
     if found is not None:

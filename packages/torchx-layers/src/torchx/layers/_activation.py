@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from torchx.core import FromInput, LeafLayer
-from torchx.core.arguments import PositiveInt
+from torchx.core._arguments import PositiveInt
 
 __all__ = [
     "CELU",

@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from torchx.core import FromState, Layer
-from torchx.core.arguments import Padding, PositiveInt, Size
-from torchx.core.shapes import Shape
+from torchx.core._arguments import Padding, PositiveInt, Size
+from torchx.core._shapes import Shape
 from torchx.layers._channels_first import ChannelsFirst
 
 __all__ = [

@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 from torchx.core import FromInput, FromState, LeafLayer
-from torchx.core.arguments import PositiveInt
-from torchx.core.shapes import Shape
+from torchx.core._arguments import PositiveInt
+from torchx.core._shapes import Shape
 
 __all__ = ["Bilinear", "Identity", "Linear"]
 

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from torchx.core import FromInput, FromState, LeafLayer
-from torchx.core.arguments import PositiveFloat, PositiveInt, Probability
-from torchx.core.errors import format_shape
+from torchx.core._arguments import PositiveFloat, PositiveInt, Probability
+from torchx.core._errors import format_shape
 from torchx.layers._channels_first import ChannelsFirst
 
 __all__ = [

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.core.arguments import PositiveFloat
-from torchx.core.shapes import Shape
+from torchx.core._arguments import PositiveFloat
+from torchx.core._shapes import Shape
 
 __all__ = ["Parameter"]
 

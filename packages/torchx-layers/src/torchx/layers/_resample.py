@@ -11,7 +11,7 @@ from typing import Literal
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.core.arguments import PositiveInt
+from torchx.core._arguments import PositiveInt
 
 __all__ = ["ChannelShuffle", "Fold", "PixelShuffle", "PixelUnshuffle", "Unfold", "Upsample"]
 

@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from torchx.core import ShapeError
-from torchx.core.record import layer_name
+from torchx.core._record import layer_name
 
 __all__ = [
     "GRUModule",

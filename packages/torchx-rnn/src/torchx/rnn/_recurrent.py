@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
 from torchx.core import FromInput, FromState, LeafLayer
-from torchx.core.arguments import DropoutRate, NonNegativeInt, PositiveInt
+from torchx.core._arguments import DropoutRate, NonNegativeInt, PositiveInt
 from torchx.rnn._modules import GetRNNOutputModule, GetRNNStateModule, GRUModule, LSTMModule, RNNModule
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "GetRNNOutput", "GetRNNState", "LSTMCell", "RNNCell"]

@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 from torchx.core import Container, LayerError
-from torchx.core.errors import format_shape
-from torchx.core.layer import is_fx_tracing
-from torchx.core.symbolic import is_symbolic
+from torchx.core._errors import format_shape
+from torchx.core._layer import is_fx_tracing
+from torchx.core._symbolic import is_symbolic
 from torchx.layers import Sequential
 from torchx.rnn._modules import checked_lengths
 

@@ -15,7 +15,7 @@ on the entry's data, in its ``torchx_register_migrations`` hook::
 
 Reading a spec applies each entry's migrations in order, from the version it
 was written at to the installed one, and warns
-(:class:`~torchx.core.errors.SpecMigrationWarning`) naming what it migrated;
+(:class:`~torchx.core.SpecMigrationWarning`) naming what it migrated;
 ``torchx convert`` writes the spec at the current versions.
 """
 
@@ -29,10 +29,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from torchx.core.errors import SpecError, short_repr
+from torchx.core._errors import SpecError, short_repr
 
 if TYPE_CHECKING:
-    from torchx.core.layer import Layer
+    from torchx.core._layer import Layer
 
 __all__ = [
     "PROVIDED_BY",

@@ -21,7 +21,7 @@ order. So inserting a layer reports one added layer, not every layer after it
 as changed. Paired entries whose type differs are one change of the whole
 entry. Lists of plain values (a ``kernel_size``, a shape) are one value.
 
-``diff_summaries(a, b)`` does the same for two :class:`~torchx.core.summary.Summary`
+``diff_summaries(a, b)`` does the same for two :class:`~torchx.core.Summary`
 objects: rows (modules) are aligned on ``(depth, type, name)`` and paired rows
 whose type, parameter count or output shape differ are reported.
 """
@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Literal, TypeVar
 
-from torchx.core.registry import LayerRegistry
-from torchx.core.specs import from_spec, to_spec
-from torchx.core.summary import Summary, SummaryRow
+from torchx.core._registry import LayerRegistry
+from torchx.core._specs import from_spec, to_spec
+from torchx.core._summary import Summary, SummaryRow
 
 __all__ = ["Change", "LayerDifference", "SpecDifference", "canonical_spec", "diff_specs", "diff_summaries"]
 
@@ -114,7 +114,7 @@ class LayerDifference:
 def canonical_spec(document: Mapping[str, Any], *, registry: LayerRegistry | None = None) -> dict[str, Any]:
     """``document`` as TorchX writes it back: read into a model and written out
     again (canonical type names, default arguments dropped). A document that is
-    not a valid spec raises :class:`~torchx.core.errors.SpecError`."""
+    not a valid spec raises :class:`~torchx.core.SpecError`."""
     return to_spec(from_spec(document, registry=registry), registry=registry)
 
 

@@ -8,12 +8,12 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from torchx.core.errors import ShapeError, dynamic_dims_shown_as_none, format_shape, torch_message
-from torchx.core.leaf import all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
-from torchx.core.memory import BuildNeed, Rehearsal, weight_bytes
-from torchx.core.record import layer_name
-from torchx.core.scope import current_scope, scope_device
-from torchx.core.shapes import (
+from torchx.core._errors import ShapeError, dynamic_dims_shown_as_none, format_shape, torch_message
+from torchx.core._leaf import all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
+from torchx.core._memory import BuildNeed, Rehearsal, weight_bytes
+from torchx.core._record import layer_name
+from torchx.core._scope import current_scope, scope_device
+from torchx.core._shapes import (
     DYNAMIC_PROBES,
     InputLike,
     build_target,
@@ -45,7 +45,7 @@ def _meta_forward(
 ) -> Any:
     """``model``'s meta output; ``owned``: the model is in a build that no other
     code can use meanwhile, so it computes on stand-ins swapped in place, else
-    on a private meta copy (see :func:`~torchx.core.shapes.meta_copy`)."""
+    on a private meta copy (see :func:`~torchx.core._shapes.meta_copy`)."""
     metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
     with torch.no_grad(), _probe_shown(inputs, probe):
         if owned:

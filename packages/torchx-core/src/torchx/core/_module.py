@@ -12,10 +12,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchx.core.module_helpers import ModuleHelpers
-from torchx.core.scope import ACTIVE, OPEN_SCOPES, DeviceScope, ScopeFrame
-from torchx.core.shapes import InputLike, inferring_shapes
-from torchx.core.summary import Summary, summarize
+from torchx.core._module_helpers import ModuleHelpers
+from torchx.core._scope import ACTIVE, OPEN_SCOPES, DeviceScope, ScopeFrame
+from torchx.core._shapes import InputLike, inferring_shapes
+from torchx.core._summary import Summary, summarize
 
 __all__ = ["Module", "release_parallel_wrappers"]
 
@@ -97,7 +97,7 @@ class Module(ModuleHelpers):
         as it is (the summary runs on a meta copy).
 
         :param depth: the deepest level of modules shown (None: all; 1: the children).
-        :param columns: from :data:`torchx.core.summary.COLUMNS`: ``"output_size"``,
+        :param columns: from :data:`torchx.core._summary.COLUMNS`: ``"output_size"``,
             ``"num_params"``, ``"trainable"``, ``"frozen"``, ``"params_percent"``,
             ``"mult_adds"`` (torchinfo's names). Default: output size, parameters, frozen.
         """

@@ -21,13 +21,13 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from torchx.core.dtypes import dtype_name
-from torchx.core.errors import MissingPackageError, TorchXError, format_shape
-from torchx.core.files import write_bytes_atomically
-from torchx.core.layer import Layer
-from torchx.core.record import layer_caption
-from torchx.core.shapes import InputLike, input_dtype, input_shape
-from torchx.core.summary import built_on_meta, record_calls, shape_text
+from torchx.core._dtypes import dtype_name
+from torchx.core._errors import MissingPackageError, TorchXError, format_shape
+from torchx.core._files import write_bytes_atomically
+from torchx.core._layer import Layer
+from torchx.core._record import layer_caption
+from torchx.core._shapes import InputLike, input_dtype, input_shape
+from torchx.core._summary import built_on_meta, record_calls, shape_text
 
 __all__ = ["Graph", "GraphCluster", "GraphNode", "model_graph"]
 

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from torchx.core.errors import NotBuiltError, SpecError
-from torchx.core.layer import Layer
-from torchx.core.leaf import load_building, unbuilt_layers
-from torchx.core.module import Module
-from torchx.core.specs import SpecReader, SpecWriter
+from torchx.core._errors import NotBuiltError, SpecError
+from torchx.core._layer import Layer
+from torchx.core._leaf import load_building, unbuilt_layers
+from torchx.core._module import Module
+from torchx.core._specs import SpecReader, SpecWriter
 
 if TYPE_CHECKING:
-    from torchx.core.graph import Graph
+    from torchx.core._graph import Graph
 
 __all__ = ["Container"]
 

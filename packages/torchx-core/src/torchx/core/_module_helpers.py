@@ -1,4 +1,4 @@
-"""The helpers of :mod:`torchx.core.helpers` as methods: the base of ``torchx.nn.Module``."""
+"""The helpers of :mod:`torchx.nn` as methods: the base of ``torchx.nn.Module``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any, Generic, TypeVar, overload
 import torch
 from torch import nn
 
-from torchx.core.checkpoint import load_checkpoint, save_checkpoint
-from torchx.core.helpers import (
+from torchx.core._checkpoint import load_checkpoint, save_checkpoint
+from torchx.core._helpers import (
     clip_grad_norm,
     clip_grad_value,
     clone,
@@ -50,7 +50,7 @@ class _Derived(Generic[_T]):
 
 
 class ModuleHelpers(nn.Module):
-    """The helpers of :mod:`torchx.core.helpers` as methods, as the seed's
+    """The helpers of :mod:`torchx.nn` (its functions) as methods, as the seed's
     ``torchx.nn.Module`` offers them (``model.clip_grad_value(1.0)``,
     ``target.soft_update(online, tau)``): a base of ``torchx.nn.Module``, and
     so of every container. Leaf layers have none (once built, they are their
@@ -109,6 +109,6 @@ class ModuleHelpers(nn.Module):
         """Load a checkpoint written by :meth:`save` into this module; returns it.
 
         Nothing changes unless the whole checkpoint fits (see
-        :func:`torchx.core.checkpoint.load_checkpoint`).
+        :func:`torchx.core._checkpoint.load_checkpoint`).
         """
         return load_checkpoint(self, path)

@@ -7,7 +7,7 @@ a layer builds on a real device TorchX bounds what it will allocate from its
 integer arguments (given, inferred and the native defaults). Only when that
 bound exceeds what the device has is the exact need measured, by running the
 native constructor on meta. A need larger than the available memory raises
-:class:`~torchx.core.errors.AllocationError` instead of allocating.
+:class:`~torchx.core.AllocationError` instead of allocating.
 
 The bound is cheap (a product of a few ints), so ordinary layers pay nearly
 nothing; the meta measurement runs only for layers big enough that their real
@@ -40,12 +40,12 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-from torchx.core.errors import AllocationError, format_call
-from torchx.core.scope import scope_device
-from torchx.core.tree import submodules
+from torchx.core._errors import AllocationError, format_call
+from torchx.core._scope import scope_device
+from torchx.core._tree import submodules
 
 if TYPE_CHECKING:
-    from torchx.core.layer import Layer
+    from torchx.core._layer import Layer
 
 __all__ = [
     "BuildNeed",

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
-from torchx.core.errors import ArgumentError, short_repr
+from torchx.core._errors import ArgumentError, short_repr
 
 __all__ = [
     "ArgumentChecker",

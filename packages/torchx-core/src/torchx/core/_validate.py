@@ -7,15 +7,15 @@ from typing import Any
 
 import torch
 
-from torchx.core.build import build
-from torchx.core.container import Container
-from torchx.core.errors import LayerError, SpecError
-from torchx.core.layer import Layer
-from torchx.core.plugins import current_plugins
-from torchx.core.registry import LayerRegistry
-from torchx.core.shapes import InputLike
-from torchx.core.specs import SpecReader, read_document
-from torchx.core.summary import memory_problems
+from torchx.core._build import build
+from torchx.core._container import Container
+from torchx.core._errors import LayerError, SpecError
+from torchx.core._layer import Layer
+from torchx.core._plugins import current_plugins
+from torchx.core._registry import LayerRegistry
+from torchx.core._shapes import InputLike
+from torchx.core._specs import SpecReader, read_document
+from torchx.core._summary import memory_problems
 
 __all__ = ["SpecProblem", "check_spec"]
 

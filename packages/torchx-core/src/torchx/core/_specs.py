@@ -9,7 +9,7 @@ A spec is a JSON-compatible dict::
 ``"type"`` resolves only through the layer registry (case-insensitive, with
 aliases); nothing is imported by dotted path or evaluated. YAML is read with
 PyYAML's safe loader (its C version where installed), which refuses Python
-tags. Every problem raises :class:`~torchx.core.errors.SpecError` naming its
+tags. Every problem raises :class:`~torchx.core.SpecError` naming its
 place in the document.
 
 Reading is bounded whatever the document: its text (MAX_SPEC_BYTES), its
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from torch import nn
 
-from torchx.core.arguments import ArgumentMismatch, coerce, signature_of
-from torchx.core.errors import (
+from torchx.core._arguments import ArgumentMismatch, coerce, signature_of
+from torchx.core._errors import (
     ArgumentError,
     SpecError,
     SpecMigrationWarning,
@@ -38,14 +38,14 @@ from torchx.core.errors import (
     int_digits,
     short_repr,
 )
-from torchx.core.files import write_bytes_atomically
-from torchx.core.plugins import current_plugins
-from torchx.core.record import layer_view, name_problem, record_of, set_given_name
-from torchx.core.registry import LayerRegistry
-from torchx.core.spec_values import JsonValues
+from torchx.core._files import write_bytes_atomically
+from torchx.core._plugins import current_plugins
+from torchx.core._record import layer_view, name_problem, record_of, set_given_name
+from torchx.core._registry import LayerRegistry
+from torchx.core._spec_values import JsonValues
 
 if TYPE_CHECKING:
-    from torchx.core.layer import Layer
+    from torchx.core._layer import Layer
 
 __all__ = [
     "FORMAT_VERSION",
@@ -140,7 +140,7 @@ class SpecWriter:
 
     def value(self, value: Any, where: str) -> Any:
         """``value`` as JSON data (tuples become lists); refuses anything else
-        (see :class:`~torchx.core.spec_values.JsonValues`)."""
+        (see :class:`~torchx.core._spec_values.JsonValues`)."""
         return _JSON_VALUES.fold(value, f"{self.where}.{where}")
 
 
@@ -151,7 +151,7 @@ class SpecReader:
     read (the error is appended, and ``stand_in()`` takes the layer's place),
     so that one pass finds every unreadable entry. ``places`` maps
     each layer made to where in the document it came from; ``migrated`` lists
-    the entries read through migrations (see :mod:`torchx.core.registry`).
+    the entries read through migrations (see :mod:`torchx.core._registry`).
     """
 
     def __init__(

@@ -27,14 +27,14 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import flop_registry
 
-from torchx.core import memory
-from torchx.core.build import build
-from torchx.core.dtypes import dtype_name
-from torchx.core.errors import MemoryWarning, format_shape
-from torchx.core.leaf import unbuilt_layers
-from torchx.core.memory import format_bytes
-from torchx.core.record import layer_name
-from torchx.core.shapes import (
+from torchx.core import _memory as memory
+from torchx.core._build import build
+from torchx.core._dtypes import dtype_name
+from torchx.core._errors import MemoryWarning, format_shape
+from torchx.core._leaf import unbuilt_layers
+from torchx.core._memory import format_bytes
+from torchx.core._record import layer_name
+from torchx.core._shapes import (
     DYNAMIC_PROBES,
     InputLike,
     Shape,
@@ -233,7 +233,7 @@ def built_on_meta(
     model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None
 ) -> Iterator[nn.Module]:
     """Inside the block, a private meta copy of ``model`` (see
-    :func:`~torchx.core.shapes.meta_copy`), built for ``inputs`` if it was not:
+    :func:`~torchx.core._shapes.meta_copy`), built for ``inputs`` if it was not:
     what summaries and graphs run, leaving ``model`` as it is and copying none
     of its weights."""
     with meta_copy(model) as copied:
@@ -249,7 +249,7 @@ def summarize(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None = 
     :func:`torchx.build`. ``model`` is left as it is: the summary runs on a
     meta copy of it (built on meta, if it was not), which holds none of its
     weights. A forward whose largest tensor is more than the memory available
-    (on the model's device) gives a :class:`~torchx.core.errors.MemoryWarning`.
+    (on the model's device) gives a :class:`~torchx.core.MemoryWarning`.
     """
     with built_on_meta(model, inputs, dtype) as copied:
         summary = _summary(copied, inputs, dtype)

@@ -2,7 +2,7 @@
 
 Each helper is a function of a module (``soft_update(target, source, tau)``),
 usable on plain torch modules;
-:class:`~torchx.core.module_helpers.ModuleHelpers` offers the same as methods
+:class:`~torchx.core.ModuleHelpers` offers the same as methods
 (``target.soft_update(source, tau)``) on ``torchx.nn.Module`` and on every
 TorchX container.
 """
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, TypeVar
 import torch
 from torch import nn
 
-from torchx.core.errors import NotBuiltError, ShapeError, TorchXError
-from torchx.core.leaf import unbuilt_layers
+from torchx.core._errors import NotBuiltError, ShapeError, TorchXError
+from torchx.core._leaf import unbuilt_layers
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

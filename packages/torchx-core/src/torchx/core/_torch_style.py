@@ -13,11 +13,11 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from torchx.core.arguments import checker_of
-from torchx.core.errors import ArgumentError, short_repr
+from torchx.core._arguments import checker_of
+from torchx.core._errors import ArgumentError, short_repr
 
 if TYPE_CHECKING:
-    from torchx.core.leaf import LeafLayer
+    from torchx.core._leaf import LeafLayer
 
 __all__ = ["positional_error", "torch_positional"]
 

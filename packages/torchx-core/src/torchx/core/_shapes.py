@@ -27,12 +27,12 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map
 
-from torchx.core.arguments import INT64_MAX
-from torchx.core.errors import LayerError, ShapeError, format_shape
-from torchx.core.pending import unfilled
-from torchx.core.plugins import current_plugins
-from torchx.core.scope import current_scope, default_device
-from torchx.core.tree import submodules
+from torchx.core._arguments import INT64_MAX
+from torchx.core._errors import LayerError, ShapeError, format_shape
+from torchx.core._pending import unfilled
+from torchx.core._plugins import current_plugins
+from torchx.core._scope import current_scope, default_device
+from torchx.core._tree import submodules
 
 __all__ = [
     "DYNAMIC_PROBES",

@@ -12,13 +12,13 @@ A leaf layer subclass declares
   ``LeafLayer.__init__``, which checks every value against the annotations.
 
 Before its first input a leaf layer shows the parameters and buffers its
-native module will have, as pending tensors (see :mod:`torchx.core.pending`).
+native module will have, as pending tensors (see :mod:`torchx.core._pending`).
 On its first call (or in :func:`torchx.build`, or when a state dict is loaded
 into it) it runs the native constructor on itself and *becomes* the native
 module: ``type(layer) is nn.Linear``, the same seed gives bit-identical
 weights, the pending tensors become its parameters. What TorchX knows of it
 (the layer class and the given arguments, for specs) stays in the instance,
-as a :class:`~torchx.core.record.LayerRecord`. The build machinery that
+as a :class:`~torchx.core.LayerRecord`. The build machinery that
 containers share (the build lock, :func:`all_or_nothing`, failures explained)
 is here too.
 """
@@ -39,7 +39,7 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
-from torchx.core.errors import (
+from torchx.core._errors import (
     ArgumentError,
     BuildWarning,
     DtypeError,
@@ -52,10 +52,10 @@ from torchx.core.errors import (
     short_repr,
     torch_message,
 )
-from torchx.core.layer import Layer, cannot_build_while_compiling, is_fx_tracing
-from torchx.core.memory import Rehearsal, allocation_budget, check_allocation
-from torchx.core.native_signature import check_layer_signature
-from torchx.core.pending import (
+from torchx.core._layer import Layer, cannot_build_while_compiling, is_fx_tracing
+from torchx.core._memory import Rehearsal, allocation_budget, check_allocation
+from torchx.core._native_signature import check_layer_signature
+from torchx.core._pending import (
     Layout,
     PlacementRequest,
     add_pending,
@@ -68,11 +68,11 @@ from torchx.core.pending import (
     save_pending_state,
     stand_in_size,
 )
-from torchx.core.record import MODULE_STATE, init_module_state, layer_view, record_of
-from torchx.core.shapes import Shape, current_build_target, run_on_meta
-from torchx.core.symbolic import find_symbolic
-from torchx.core.torch_style import positional_error
-from torchx.core.tree import submodules
+from torchx.core._record import MODULE_STATE, init_module_state, layer_view, record_of
+from torchx.core._shapes import Shape, current_build_target, run_on_meta
+from torchx.core._symbolic import find_symbolic
+from torchx.core._torch_style import positional_error
+from torchx.core._tree import submodules
 
 __all__ = [
     "FromInput",
@@ -835,7 +835,7 @@ def all_or_nothing(module: nn.Module, rehearsal: Rehearsal | None = None) -> Ite
     unbuilds what another one built. It gives the layers still unbuilt when
     it began (none: another thread built them meanwhile). What they allocate
     is checked against the memory as one sum (see
-    :func:`~torchx.core.memory.allocation_budget`); ``rehearsal`` measures the
+    :func:`~torchx.core._memory.allocation_budget`); ``rehearsal`` measures the
     whole build first, for models too large to build blindly."""
     with _BUILD_LOCK, allocation_budget(rehearsal):
         pending = unbuilt_layers(module)

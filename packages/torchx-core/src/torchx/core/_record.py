@@ -4,7 +4,7 @@ A built leaf layer *is* its native module (``type(layer) is nn.Linear``), so
 what makes it a TorchX layer is its :class:`LayerRecord`: the layer class,
 the arguments as given, its name. Specs, summaries, error messages and
 ``load_state_dict`` read layers through these functions, not through the
-layer classes, which is why they sit below :mod:`torchx.core.layer`.
+layer classes, which is why they sit below :mod:`torchx.core._layer`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from torchx.core.errors import ArgumentError, TorchXError, short_repr
+from torchx.core._errors import ArgumentError, TorchXError, short_repr
 
 if TYPE_CHECKING:
-    from torchx.core.layer import Layer
-    from torchx.core.pending import Layout
+    from torchx.core._layer import Layer
+    from torchx.core._pending import Layout
 
 __all__ = [
     "LayerRecord",

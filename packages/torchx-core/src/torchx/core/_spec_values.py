@@ -16,7 +16,7 @@ a tensor, any other object) is outside the grammar.
 becomes, and what a value outside their kinds does: :class:`JsonValues` writes
 a plain layer's arguments, :class:`TaggedValues` writes every kind as tagged
 JSON for graph specs, and :class:`TaggedReader` reads that back (dtypes by
-their names in :mod:`torchx.core.dtypes`).
+their names in :mod:`torchx.core._dtypes`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import torch
 
-from torchx.core.dtypes import dtype_name, dtype_named
-from torchx.core.errors import SpecError, short_repr
+from torchx.core._dtypes import dtype_name, dtype_named
+from torchx.core._errors import SpecError, short_repr
 
 __all__ = [
     "GRAPH_KINDS",

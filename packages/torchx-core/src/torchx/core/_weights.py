@@ -30,11 +30,11 @@ from typing import Literal, get_args
 import torch
 from torch import nn
 
-from torchx.core.checkpoint import load_state, read_weights
-from torchx.core.dtypes import dtype_name
-from torchx.core.errors import CheckpointError
-from torchx.core.pending import is_pending
-from torchx.core.summary import format_table, shape_text
+from torchx.core._checkpoint import load_state, read_weights
+from torchx.core._dtypes import dtype_name
+from torchx.core._errors import CheckpointError
+from torchx.core._pending import is_pending
+from torchx.core._summary import format_table, shape_text
 
 __all__ = ["Adapter", "Match", "WeightEntry", "WeightMismatchError", "WeightReport", "load_weights"]
 

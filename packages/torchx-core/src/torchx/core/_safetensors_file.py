@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 import torch
 
-from torchx.core.errors import CheckpointError
-from torchx.core.memory import format_bytes
+from torchx.core._errors import CheckpointError
+from torchx.core._memory import format_bytes
 
 __all__ = [
     "MAX_HEADER_BYTES",

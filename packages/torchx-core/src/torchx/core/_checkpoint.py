@@ -33,22 +33,22 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from torchx.core.errors import CheckpointError, LayerError, SpecError, TorchXError
-from torchx.core.files import write_atomically, write_path_atomically
-from torchx.core.helpers import module_device, require_built
-from torchx.core.layer import Layer
-from torchx.core.leaf import LeafLayer
-from torchx.core.memory import available_memory, format_bytes
-from torchx.core.pending import is_pending
-from torchx.core.record import record_of
-from torchx.core.safetensors_file import (
+from torchx.core._errors import CheckpointError, LayerError, SpecError, TorchXError
+from torchx.core._files import write_atomically, write_path_atomically
+from torchx.core._helpers import module_device, require_built
+from torchx.core._layer import Layer
+from torchx.core._leaf import LeafLayer
+from torchx.core._memory import available_memory, format_bytes
+from torchx.core._pending import is_pending
+from torchx.core._record import record_of
+from torchx.core._safetensors_file import (
     is_safetensors,
     read_safetensors,
     read_safetensors_metadata,
     write_safetensors,
 )
-from torchx.core.shapes import meta_copy
-from torchx.core.specs import from_spec, parse_spec, to_spec
+from torchx.core._shapes import meta_copy
+from torchx.core._specs import from_spec, parse_spec, to_spec
 
 __all__ = [
     "CHECKPOINT_FORMAT",

@@ -35,9 +35,9 @@ from torch._C import (
 )
 from torch.overrides import TorchFunctionMode
 
-from torchx.core.errors import ArgumentError, DeviceError, DeviceUnavailableError, DeviceWarning, TorchXError
-from torchx.core.placement import Placement
-from torchx.core.plugins import current_plugins
+from torchx.core._errors import ArgumentError, DeviceError, DeviceUnavailableError, DeviceWarning, TorchXError
+from torchx.core._placement import Placement
+from torchx.core._plugins import current_plugins
 
 __all__ = [
     "DeviceScope",
@@ -400,9 +400,9 @@ def device_scope(
       in ``DistributedDataParallel``.
 
     Plugins may accept more. Ids are validated against the devices present:
-    an absent device raises :class:`~torchx.core.errors.DeviceUnavailableError`,
+    an absent device raises :class:`~torchx.core.DeviceUnavailableError`,
     unless ``fallback`` (another id, such as ``"cpu"``) is given, which is
-    then used with a :class:`~torchx.core.errors.DeviceWarning`.
+    then used with a :class:`~torchx.core.DeviceWarning`.
 
     :param dtype: a floating dtype for constructors that would otherwise use
         torch's default floating dtype, and for modules called in the scope.

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from torch import nn
 
 if TYPE_CHECKING:
-    from torchx.core.leaf import LeafLayer
+    from torchx.core._leaf import LeafLayer
 
 __all__ = ["check_layer_signature", "native_parameters"]
 

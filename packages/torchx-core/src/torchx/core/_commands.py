@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from torchx.core.registry import RegistryConflict, registering_plugin
+from torchx.core._registry import RegistryConflict, registering_plugin
 
 __all__ = ["Command", "CommandRegistry"]
 

@@ -3,13 +3,13 @@
 Plugins come from the ``torchx.plugins`` entry-point group and are loaded
 lazily, on first use, one entry point at a time: a plugin that fails to import,
 fails validation, raises inside a hook or returns what its hook does not
-allow is reported with a :class:`~torchx.core.errors.PluginWarning` naming
+allow is reported with a :class:`~torchx.core.PluginWarning` naming
 it, and every other plugin keeps working (so is one that takes longer than
 :data:`SLOW_IMPORT_SECONDS` to import, which still loads). Two entry points
 with one name load one plugin; the other is reported and never imported (see
 :meth:`PluginManager._entry_points` for which one wins). With
 ``TORCHX_STRICT_PLUGINS=1`` such a report raises
-:class:`~torchx.core.errors.PluginError` instead.
+:class:`~torchx.core.PluginError` instead.
 
 The facade calls each plugin's implementation on its own (that is what
 isolates them), keeping pluggy's calling rules: implementations in pluggy's
@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from torchx.core import hookspecs
-from torchx.core.commands import CommandRegistry
-from torchx.core.errors import DeviceError, PluginError, PluginWarning
-from torchx.core.placement import Placement
-from torchx.core.registry import LayerRegistry, MigrationRegistry, registering_as
+from torchx.core._commands import CommandRegistry
+from torchx.core._errors import DeviceError, PluginError, PluginWarning
+from torchx.core._placement import Placement
+from torchx.core._registry import LayerRegistry, MigrationRegistry, registering_as
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -292,7 +292,7 @@ class PluginManager:
     def _each_plugin(self, hook: str, *, into: str, **arguments: Any) -> None:
         """Call ``hook``'s implementations one by one with ``arguments``; the one
         named ``into`` is the registry the hook adds to. What each plugin adds
-        is recorded as its own (see :func:`~torchx.core.registry.registering_as`);
+        is recorded as its own (see :func:`~torchx.core._registry.registering_as`);
         a plugin that raises, or takes a name already taken, is reported
         against it."""
         target: LayerRegistry | MigrationRegistry | CommandRegistry = arguments[into]
@@ -338,7 +338,7 @@ class PluginManager:
     def resolve_device(self, device_id: object) -> Placement | None:
         """The first backend's ``torchx_resolve_device`` result, or None (cached).
 
-        A backend's :class:`~torchx.core.errors.DeviceError` propagates: it is
+        A backend's :class:`~torchx.core.DeviceError` propagates: it is
         the answer for an id of its form. Any other exception, or a result
         that is not a Placement, is reported against that backend, and the
         next one is asked.

@@ -4,9 +4,9 @@ A layer is an ``nn.Module`` that records its constructor arguments as given
 (and a ``name=``), so that it can be written as a spec and read back. It is
 always one of two kinds, each with its own base class:
 
-- a leaf layer (:class:`~torchx.core.leaf.LeafLayer`) builds one native
+- a leaf layer (:class:`~torchx.core.LeafLayer`) builds one native
   module from its first input and then *is* that module (``L.Linear``);
-- a container (:class:`~torchx.core.container.Container`) holds layers and
+- a container (:class:`~torchx.core.Container`) holds layers and
   modules and runs its own forward over them (``L.Sequential``).
 
 This module holds what the two share: the record, naming, errors, specs and
@@ -26,13 +26,13 @@ try:
 except ImportError:  # torch before 2.6
     from torch.fx._symbolic_trace import is_fx_tracing as _fx_tracing
 
-from torchx.core.arguments import checker_of
-from torchx.core.errors import ArgumentError, NotBuiltError, ShapeError
-from torchx.core.record import LayerRecord, init_module_state, layer_caption, name_problem
-from torchx.core.specs import SpecReader, SpecWriter, from_spec, to_spec
+from torchx.core._arguments import checker_of
+from torchx.core._errors import ArgumentError, NotBuiltError, ShapeError
+from torchx.core._record import LayerRecord, init_module_state, layer_caption, name_problem
+from torchx.core._specs import SpecReader, SpecWriter, from_spec, to_spec
 
 if TYPE_CHECKING:
-    from torchx.core.graph import Graph
+    from torchx.core._graph import Graph
 
 __all__ = [
     "Layer",
@@ -48,8 +48,8 @@ _DEFAULTS: dict[type, Mapping[str, Any]] = {}
 class Layer(nn.Module):
     r"""Base class of every TorchX layer: an ``nn.Module`` that records how it was made.
 
-    Subclass :class:`~torchx.core.leaf.LeafLayer` for a layer that builds one
-    native module, or :class:`~torchx.core.container.Container` for one made
+    Subclass :class:`~torchx.core.LeafLayer` for a layer that builds one
+    native module, or :class:`~torchx.core.Container` for one made
     of layers; ``Layer`` itself is what both are (``isinstance(m, Layer)``).
     """
 
@@ -59,7 +59,7 @@ class Layer(nn.Module):
     spec_version: ClassVar[int] = 1
     """The version of this layer's spec entry. Raise it when the entry changes
     (an argument renamed, a field moved), and register a migration from the
-    previous version (:class:`~torchx.core.registry.MigrationRegistry`), so
+    previous version (:class:`~torchx.core.MigrationRegistry`), so
     that specs written before still load."""
 
     _torchx: LayerRecord
@@ -126,7 +126,7 @@ class Layer(nn.Module):
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Layer:
-        """Construct an unbuilt layer from ``spec`` (see :func:`torchx.core.specs.from_spec`)."""
+        """Construct an unbuilt layer from ``spec`` (see :func:`torchx.core.from_spec`)."""
         return from_spec(spec, expect=cls)
 
     def spec_fields(self, writer: SpecWriter) -> dict[str, Any]:

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
-from torchx.core.errors import NotBuiltError
+from torchx.core._errors import NotBuiltError
 
 __all__ = [
     "Layout",
