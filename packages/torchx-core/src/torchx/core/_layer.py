@@ -68,6 +68,12 @@ class Layer(nn.Module):
     _torchx_plain_init: ClassVar[bool] = False
 
     def __init__(self, *, name: str | None = None, **arguments: Any) -> None:
+        self._record_construction(name, arguments)
+
+    def _record_construction(self, name: str | None, arguments: dict[str, Any]) -> None:
+        """Set up the module and record ``arguments`` (checked against the
+        annotations) and ``name``: what ``__init__`` does, callable without
+        repacking the arguments (a leaf layer's constructor runs in bulk)."""
         cls = type(self)
         if cls._torchx_plain_init:
             init_module_state(self)

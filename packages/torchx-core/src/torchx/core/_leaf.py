@@ -281,7 +281,7 @@ class LeafLayer(Layer):
 
     def __init__(self, **arguments: Any) -> None:
         device, dtype = arguments.pop("device", None), arguments.pop("dtype", None)
-        super().__init__(**arguments)
+        self._record_construction(arguments.pop("name", None), arguments)
         if device is not None or dtype is not None:
             self.__dict__["_torchx_request"] = PlacementRequest(
                 None if device is None else torch.device(device), dtype
