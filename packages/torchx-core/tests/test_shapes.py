@@ -7,8 +7,16 @@ import torch
 from torch import nn
 
 from torchx.core import PluginManager, hookimpl
-from torchx.core._errors import format_shape
-from torchx.core._shapes import lacks_meta_kernel, merge_probes, meta_state, run_on_meta, to_meta
+from torchx.core._errors import ShapeError, format_shape
+from torchx.core._shapes import (
+    DYNAMIC_PROBES,
+    Probes,
+    lacks_meta_kernel,
+    merge_probes,
+    meta_state,
+    run_on_meta,
+    to_meta,
+)
 
 
 @torch.library.custom_op("torchx_test::cpu_only_double", mutates_args=())
@@ -73,3 +81,18 @@ def test_to_meta_and_probe_merging() -> None:
     assert merge_probes((2, 10), (3, 10)) == (None, 10)
     assert merge_probes([(2, 4), {"a": (2,)}], [(3, 4), {"a": (3,)}]) == [(None, 4), {"a": (None,)}]
     assert format_shape((None, 3)) == "(None, 3)" and format_shape((4,)) == "(4,)"
+
+
+def test_probes_run_twice_only_for_dynamic_inputs_and_show_the_probe_size_as_none() -> None:
+    static, dynamic = Probes.for_inputs([(4, 3)]), Probes.for_inputs([(4, 3), (None, 3)])
+    assert static.run(lambda probe: probe) == [0] and dynamic.run(lambda probe: probe) == [0, 1]
+    assert dynamic.run(lambda probe: probe, second=lambda probe: -probe) == [0, -1]
+    metas = dynamic.meta_inputs([(None, 3)])
+    assert [meta.shape for (meta,) in metas] == [(size, 3) for size in DYNAMIC_PROBES]
+    assert dynamic.run(lambda probe: format_shape(metas[probe][0].shape)) == ["(None, 3)"] * 2
+    size = DYNAMIC_PROBES[0]
+    assert static.run(lambda probe: format_shape((size, 3))) == [f"({size}, 3)"]  # a real dim, shown
+    outputs = dynamic.run(lambda probe: torch.empty(metas[probe][0].shape[0], 4, device="meta"))
+    assert dynamic.merged_shapes(outputs) == (None, 4) and static.merged_shapes(outputs[:1]) == (size, 4)
+    with pytest.raises(ShapeError, match="has a negative dim"):
+        static.meta_inputs([(-1, 3)])

@@ -123,6 +123,12 @@ def test_a_shape_error_at_definition_names_the_operation_and_shapes() -> None:
         torch.cat([a, b], dim=0)
 
 
+def test_a_layer_error_on_a_dynamic_placeholder_shows_the_dim_as_none() -> None:
+    with pytest.raises(ShapeError, match=r"got \(None, 32, 32\) \(3-d\)") as info:
+        L.Conv2d(8, 3)(Placeholder((None, 32, 32)))
+    assert "61" not in str(info.value) and "unsqueeze" not in str(info.value)
+
+
 def test_view_with_the_defined_batch_size_keeps_the_batch_flexible() -> None:
     x = Placeholder((8, 4, 5))
     model = Functional(inputs=x, outputs=x.view(8, -1))

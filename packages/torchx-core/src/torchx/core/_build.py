@@ -8,23 +8,12 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from torchx.core._errors import ShapeError, dynamic_dims_shown_as_none, format_shape, torch_message
+from torchx.core._errors import ShapeError, format_shape, torch_message
 from torchx.core._leaf import all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
 from torchx.core._memory import BuildNeed, Rehearsal, weight_bytes
 from torchx.core._record import layer_name
 from torchx.core._scope import current_scope, scope_device
-from torchx.core._shapes import (
-    DYNAMIC_PROBES,
-    InputLike,
-    build_target,
-    input_shape,
-    is_dynamic,
-    merge_probes,
-    meta_copy,
-    meta_state,
-    shape_of,
-    to_meta,
-)
+from torchx.core._shapes import InputLike, Probes, build_target, input_shape, meta_copy, meta_state
 
 __all__ = ["build", "build_need", "infer_shapes"]
 
@@ -40,24 +29,17 @@ def _target_device(inputs: Sequence[InputLike], device: torch.device | str | int
     return scope_device()
 
 
-def _meta_forward(
-    model: nn.Module, inputs: Sequence[InputLike], probe: int, dtype: torch.dtype | None, *, owned: bool
-) -> Any:
-    """``model``'s meta output; ``owned``: the model is in a build that no other
-    code can use meanwhile, so it computes on stand-ins swapped in place, else
-    on a private meta copy (see :func:`~torchx.core._shapes.meta_copy`)."""
-    metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
-    with torch.no_grad(), _probe_shown(inputs, probe):
+def _meta_forward(model: nn.Module, metas: tuple[torch.Tensor, ...], *, owned: bool) -> Any:
+    """``model``'s output for the meta inputs ``metas``; ``owned``: the model is
+    in a build that no other code can use meanwhile, so it computes on
+    stand-ins swapped in place, else on a private meta copy (see
+    :func:`~torchx.core._shapes.meta_copy`)."""
+    with torch.no_grad():
         if owned:
             with meta_state(model):
                 return model(*metas)
         with meta_copy(model) as copied:
             return copied(*metas)
-
-
-def _probe_shown(inputs: Sequence[InputLike], probe: int) -> Any:
-    """Messages raised inside show ``probe`` as ``None`` when the inputs have dynamic dims."""
-    return dynamic_dims_shown_as_none(probe if any(is_dynamic(value) for value in inputs) else None)
 
 
 def build(
@@ -86,20 +68,20 @@ def build(
     floating_input = any(isinstance(value, torch.Tensor) and value.is_floating_point() for value in inputs)
     if dtype is None and scope is not None and not floating_input:
         dtype = scope.dtype
-    metas = tuple(to_meta(value, probe=DYNAMIC_PROBES[0], dtype=dtype) for value in inputs)
+    probes = Probes.for_inputs(inputs)
+    metas = probes.meta_inputs(inputs, dtype)
     rehearsal = Rehearsal(type(model).__name__, lambda: build_need(model, *inputs, dtype=dtype))
     with all_or_nothing(model, rehearsal) as pending:
         if not pending:
             return model  # another thread built it meanwhile
-        with (
-            build_target(target, dtype) as building,
-            torch.no_grad(),
-            _probe_shown(inputs, DYNAMIC_PROBES[0]),
-        ):
-            building.swap.add(model)
-            model(*metas)
-        if any(is_dynamic(value) for value in inputs):
-            _second_probe(model, inputs, dtype, owned=True)
+
+        def build_on(probe: int) -> None:
+            with build_target(target, dtype) as building, torch.no_grad():
+                building.swap.add(model)
+                model(*metas[probe])
+
+        # The first probe builds; the second checks that no built size follows a dynamic dim.
+        probes.run(build_on, second=lambda probe: _second_probe(model, inputs, metas[probe], owned=True))
     return model
 
 
@@ -120,14 +102,15 @@ def build_need(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None =
 
 
 def _second_probe(
-    model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype | None, *, owned: bool
+    model: nn.Module, inputs: Sequence[InputLike], metas: tuple[torch.Tensor, ...], *, owned: bool
 ) -> Any:
-    """The meta forward with the second size of the dynamic dims; a built size
-    that changes with them is an error (it would bake one batch size in)."""
+    """The meta forward for ``metas``, the second probe's inputs: a built size
+    that changes with the dynamic dims is an error (it would bake one batch
+    size in)."""
     try:
-        return _meta_forward(model, inputs, DYNAMIC_PROBES[1], dtype, owned=owned)
+        return _meta_forward(model, metas, owned=owned)
     except Exception as error:
-        explained = explain_failure(model, tuple(to_meta(v, probe=DYNAMIC_PROBES[1]) for v in inputs), error)
+        explained = explain_failure(model, metas, error)
         if explained is None and not is_shape_problem(error):
             raise
         shown = ", ".join(format_shape(input_shape(value)) for value in inputs)
@@ -159,8 +142,10 @@ def infer_shapes(
     of ints/None for a tensor, lists/tuples/dicts of those otherwise.
     """
     build(model, *inputs, device=device, dtype=dtype)
-    first = shape_of(_meta_forward(model, inputs, DYNAMIC_PROBES[0], dtype, owned=False))
-    if not any(is_dynamic(value) for value in inputs):
-        return first
-    second = shape_of(_second_probe(model, inputs, dtype, owned=False))
-    return merge_probes(first, second)
+    probes = Probes.for_inputs(inputs)
+    metas = probes.meta_inputs(inputs, dtype)
+    outputs = probes.run(
+        lambda probe: _meta_forward(model, metas[probe], owned=False),
+        second=lambda probe: _second_probe(model, inputs, metas[probe], owned=False),
+    )
+    return probes.merged_shapes(outputs)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import contextvars
 import math
 import reprlib
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -41,20 +40,26 @@ __all__ = [
 _PROBE_SIZE: contextvars.ContextVar[int | None] = contextvars.ContextVar("torchx_probe_size", default=None)
 
 
-@contextmanager
-def dynamic_dims_shown_as_none(probe: int | None) -> Iterator[None]:
+class dynamic_dims_shown_as_none:  # a context manager named as it reads, like contextlib.suppress
     """Inside the block, messages print a dim of size ``probe`` as ``None``.
 
     Shape inference gives a dynamic (``None``) dim a stand-in size (the probe);
     a message about a layer's input must say ``None`` there, as the user wrote
     it, not the stand-in. The probe sizes are chosen to be unusual, so a real
-    dim rarely shares one.
+    dim rarely shares one. (A class rather than a generator: every operation
+    recorded on placeholders enters one.)
     """
-    token = _PROBE_SIZE.set(probe)
-    try:
-        yield
-    finally:
-        _PROBE_SIZE.reset(token)
+
+    __slots__ = ("_probe", "_token")
+
+    def __init__(self, probe: int | None) -> None:
+        self._probe = probe
+
+    def __enter__(self) -> None:
+        self._token = _PROBE_SIZE.set(self._probe)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _PROBE_SIZE.reset(self._token)
 
 
 def is_probe_size(dim: int | None) -> bool:

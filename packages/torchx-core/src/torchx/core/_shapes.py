@@ -9,7 +9,7 @@ without a meta kernel is first offered to the ``torchx_infer_output`` hook,
 then run for real on CPU zeros (on a real copy) as a last resort.
 
 A ``None`` dim is dynamic: it is probed with two sizes, and an output dim that
-differs between the probes is reported as ``None``.
+differs between the probes is reported as ``None`` (:class:`Probes`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
@@ -28,7 +28,7 @@ from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map
 
 from torchx.core._arguments import INT64_MAX
-from torchx.core._errors import LayerError, ShapeError, format_shape
+from torchx.core._errors import LayerError, ShapeError, dynamic_dims_shown_as_none, format_shape
 from torchx.core._pending import unfilled
 from torchx.core._plugins import current_plugins
 from torchx.core._scope import current_scope, default_device
@@ -40,6 +40,7 @@ __all__ = [
     "InputLike",
     "TypedShape",
     "MetaSwap",
+    "Probes",
     "Shape",
     "build_target",
     "current_build_target",
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 _M = TypeVar("_M", bound=nn.Module)
+_T = TypeVar("_T")
 
 Shape: TypeAlias = tuple[int | None, ...]
 """A tensor shape; ``None`` marks a dynamic dim."""
@@ -383,6 +385,8 @@ def run_on_meta(
 
 def shape_of(output: Any) -> Any:
     """The shapes (tuples) of a possibly nested output of meta tensors."""
+    if isinstance(output, torch.Tensor):
+        return tuple(output.shape)  # the common case, without a tree walk
     return tree_map(
         lambda value: tuple(value.shape) if isinstance(value, torch.Tensor) else value,
         output,
@@ -399,3 +403,62 @@ def merge_probes(first: Any, second: Any) -> Any:
     if isinstance(first, dict) and isinstance(second, dict):
         return {key: merge_probes(first[key], second[key]) for key in first}
     return first
+
+
+class Probes:
+    """The runs of a shape inference: one, or two when an input has a dynamic
+    (``None``) dim, which takes the size ``DYNAMIC_PROBES[i]`` in run ``i``.
+
+    Every two-probe inference goes through here: making the meta inputs of each
+    probe, running under each probe (with messages printing its size as
+    ``None``) and merging the outputs, in which a dim that differs between the
+    probes is dynamic.
+    """
+
+    __slots__ = ("dynamic", "sizes")
+
+    def __init__(self, dynamic: bool) -> None:
+        self.dynamic = dynamic
+        """Whether an input has a dynamic dim (and so a second probe runs)."""
+        self.sizes: tuple[int, ...] = DYNAMIC_PROBES if dynamic else DYNAMIC_PROBES[:1]
+        """The size dynamic dims take in each probe."""
+
+    @classmethod
+    def for_inputs(cls, inputs: Iterable[InputLike]) -> Probes:
+        """The probes for ``inputs``: two when one of them has a dynamic dim."""
+        return cls(any(is_dynamic(value) for value in inputs))
+
+    @property
+    def indices(self) -> range:
+        """Each probe's index, as :meth:`run` passes it."""
+        return range(len(self.sizes))
+
+    def __repr__(self) -> str:
+        return f"Probes(dynamic={self.dynamic})"
+
+    def meta_inputs(
+        self, inputs: Sequence[InputLike], dtype: torch.dtype | None = None
+    ) -> list[tuple[torch.Tensor, ...]]:
+        """Meta tensors standing for ``inputs`` in each probe (see :func:`to_meta`).
+
+        :raises ShapeError: no tensor can have the shape of an input.
+        """
+        return [tuple(to_meta(value, probe=size, dtype=dtype) for value in inputs) for size in self.sizes]
+
+    def run(self, function: Callable[[int], _T], *, second: Callable[[int], _T] | None = None) -> list[_T]:
+        """The results of ``function(probe)`` for each probe's index (0, then 1
+        when dynamic), in order; ``second``, where given, runs the second probe
+        instead (a first probe that builds passes what runs the built model).
+        Messages raised inside print the probe's size of dynamic dims as ``None``."""
+        outputs = []
+        for probe, size in enumerate(self.sizes):
+            with dynamic_dims_shown_as_none(size if self.dynamic else None):
+                outputs.append((function if probe == 0 or second is None else second)(probe))
+        return outputs
+
+    @staticmethod
+    def merged_shapes(outputs: Sequence[Any]) -> Any:
+        """The shapes of one output computed under each probe (see
+        :func:`shape_of`), with ``None`` for each dim that differs between them."""
+        first = shape_of(outputs[0])
+        return first if len(outputs) == 1 else merge_probes(first, shape_of(outputs[-1]))

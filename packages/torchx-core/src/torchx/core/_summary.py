@@ -35,16 +35,14 @@ from torchx.core._leaf import unbuilt_layers
 from torchx.core._memory import format_bytes
 from torchx.core._record import layer_name
 from torchx.core._shapes import (
-    DYNAMIC_PROBES,
     InputLike,
+    Probes,
     Shape,
     input_dtype,
     input_shape,
-    is_dynamic,
     merge_probes,
     meta_copy,
     shape_of,
-    to_meta,
 )
 
 __all__ = [
@@ -331,7 +329,7 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
         activation_bytes=activation,
         parameter_bytes=sum(p.numel() * p.element_size() for p in all_parameters),
         largest_tensor=recording.largest,
-        per_sample=any(is_dynamic(value) for value in inputs),
+        per_sample=Probes.for_inputs(inputs).dynamic,
     )
 
 
@@ -441,47 +439,48 @@ def record_calls(
     """Every call of every module, and every tensor allocated, in one meta
     forward (two, merged, with dynamic dims) of ``model``, a meta copy (see
     :func:`built_on_meta`)."""
-    dynamic = any(is_dynamic(value) for value in inputs)
-    probes: list[dict[int, list[_Call]]] = []
-    recorders = []
-    for probe in DYNAMIC_PROBES[: 2 if dynamic else 1]:
-        seen: dict[int, list[_Call]] = {id(module): [] for _, module in named}
-        recorder = _ForwardRecorder()
-
-        def enter(module: nn.Module, args: Any, recorder: _ForwardRecorder = recorder) -> None:
-            recorder.running.append(id(module))
-
-        def leave(
-            module: nn.Module, args: Any, output: Any, seen: dict[int, list[_Call]] = seen,
-            recorder: _ForwardRecorder = recorder,
-        ) -> None:  # fmt: skip
-            recorder.running.pop()
-            seen[id(module)].append(_Call.of(output))
-
-        handles = [hook for _, module in named for hook in (
-            module.register_forward_pre_hook(enter), module.register_forward_hook(leave, always_call=True)
-        )]  # fmt: skip
-        try:
-            metas = tuple(to_meta(value, probe=probe, dtype=dtype) for value in inputs)
-            with torch.no_grad(), recorder:
-                model(*metas)
-        finally:
-            for handle in handles:
-                handle.remove()
-        probes.append(seen)
-        recorders.append(recorder)
-    first, last = probes[0], probes[-1]
+    probes = Probes.for_inputs(inputs)
+    metas = probes.meta_inputs(inputs, dtype)
+    runs = probes.run(lambda probe: _record_forward(model, named, metas[probe]))
+    (first, first_recorder), (last, last_recorder) = runs[0], runs[-1]
     calls = {key: [a.merged(b) for a, b in zip(first[key], last[key], strict=True)] for key in first}
-    largest = _largest(recorders[0].allocations, recorders[-1].allocations)
-    return Recording(calls, largest, _mult_adds(recorders[0].mult_adds, recorders[-1].mult_adds, dynamic))
+    largest = _largest(first_recorder.allocations, last_recorder.allocations)
+    return Recording(calls, largest, _mult_adds(first_recorder.mult_adds, last_recorder.mult_adds, probes))
 
 
-def _mult_adds(first: dict[int, int], last: dict[int, int], dynamic: bool) -> dict[int, int | None]:
+def _record_forward(
+    model: nn.Module, named: list[tuple[str, nn.Module]], metas: tuple[torch.Tensor, ...]
+) -> tuple[dict[int, list[_Call]], _ForwardRecorder]:
+    """``model``'s forward on ``metas``: the calls of each of the modules
+    ``named`` (by ``id``), and the recorder of its ops."""
+    seen: dict[int, list[_Call]] = {id(module): [] for _, module in named}
+    recorder = _ForwardRecorder()
+
+    def enter(module: nn.Module, args: Any) -> None:
+        recorder.running.append(id(module))
+
+    def leave(module: nn.Module, args: Any, output: Any) -> None:
+        recorder.running.pop()
+        seen[id(module)].append(_Call.of(output))
+
+    handles = [hook for _, module in named for hook in (
+        module.register_forward_pre_hook(enter), module.register_forward_hook(leave, always_call=True)
+    )]  # fmt: skip
+    try:
+        with torch.no_grad(), recorder:
+            model(*metas)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return seen, recorder
+
+
+def _mult_adds(first: dict[int, int], last: dict[int, int], probes: Probes) -> dict[int, int | None]:
     """Multiply-adds by module: as counted, or with dynamic inputs per sample,
     where the two probes' counts are proportional to their sizes (else None)."""
-    if not dynamic:
+    if not probes.dynamic:
         return dict(first)
-    small, large = DYNAMIC_PROBES
+    small, large = probes.sizes
     return {
         key: count // small if count * large == last.get(key, 0) * small and count % small == 0 else None
         for key, count in first.items()

@@ -5,8 +5,8 @@ produced it (an input, a module call, a function or a tensor method), its
 arguments (other nodes, or constants) and its output on the meta device,
 computed when the node is recorded — so a shape error surfaces at definition
 time, naming the operation. A ``None`` dim is dynamic: nodes downstream of one
-also keep a second meta output, from a second probe size, and report the dims
-that differ as ``None``.
+also keep a second meta output, from the second probe (see
+:class:`~torchx.core._shapes.Probes`), and report the dims that differ as ``None``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from torchx.core._errors import format_shape, torch_message
 from torchx.core._leaf import all_or_nothing, closed_form_output, unbuilt_layers
 from torchx.core._record import layer_name
 from torchx.core._scope import current_scope, scope_device
-from torchx.core._shapes import DYNAMIC_PROBES, build_target, run_on_meta
+from torchx.core._shapes import Probes, build_target, run_on_meta
 from torchx.core._spec_values import ValueFold
 from torchx.core._symbolic import find_symbolic
 from torchx.functional._ops import UNINITIALISED_METHODS, ZERO_FILLED_FUNCTIONS, ZERO_FILLED_METHODS
@@ -54,7 +54,7 @@ class BatchSize:
 class Node:
     """One recorded step of a graph; placeholders point at nodes, nodes at nodes."""
 
-    __slots__ = ("args", "fresh", "id", "kind", "kwargs", "meta", "meta_b", "name", "target")
+    __slots__ = ("args", "fresh", "id", "kind", "kwargs", "metas", "name", "target")
 
     def __init__(
         self,
@@ -62,8 +62,7 @@ class Node:
         target: Any,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        meta: Any,
-        meta_b: Any,
+        metas: tuple[Any, ...],
         name: str | None = None,
         fresh: bool = True,
     ) -> None:
@@ -72,8 +71,9 @@ class Node:
         self.target = target
         self.args = args
         self.kwargs = kwargs
-        self.meta = meta
-        self.meta_b = meta_b
+        self.metas = metas
+        """The output on the meta device under each probe: two where an input
+        has a dynamic dim, else one (see :class:`~torchx.core._shapes.Probes`)."""
         self.name = name
         self.fresh = fresh
         """Whether the output is new memory: not an input, nor a view of one
@@ -89,13 +89,21 @@ class Node:
         ]
 
     @property
+    def meta(self) -> Any:
+        """The output on the meta device under the first probe (its dtype and
+        nesting are those of every probe)."""
+        return self.metas[0]
+
+    def meta_under(self, probe: int) -> Any:
+        """The output on the meta device under ``probe`` (the first probe's
+        where no input had a dynamic dim)."""
+        return self.metas[probe if probe < len(self.metas) else 0]
+
+    @property
     def shape(self) -> tuple[int | None, ...]:
         """The output shape, ``None`` where it follows a dynamic dim."""
-        first = tuple(self.meta.shape)
-        if self.meta_b is None:
-            return first
-        second = tuple(self.meta_b.shape)
-        return tuple(a if a == b else None for a, b in zip(first, second, strict=True))
+        shape: tuple[int | None, ...] = Probes.merged_shapes(self.metas)
+        return shape
 
     def describe(self) -> str:
         """A short name for messages: the layer class, function or method."""
@@ -108,20 +116,22 @@ class Node:
         return getattr(self.target, "__name__", repr(self.target))
 
 
-def _as_meta(value: Any, probe: Literal[0, 1]) -> Any:
-    """``value`` with placeholders replaced by their meta outputs for ``probe``."""
+def _as_meta(value: Any, probe: int) -> Any:
+    """``value`` with placeholders replaced by their meta outputs under ``probe``."""
 
     def convert(leaf: Any) -> Any:
         if isinstance(leaf, Placeholder):
-            node = leaf.node
-            return node.meta_b if probe and node.meta_b is not None else node.meta
+            return leaf.node.meta_under(probe)
         if isinstance(leaf, BatchSize):
-            node = leaf.node
-            meta = node.meta_b if probe and node.meta_b is not None else node.meta
-            return meta.shape[0]
+            return leaf.node.meta_under(probe).shape[0]
         return leaf
 
     return map_leaves(convert, value)
+
+
+def _as_metas(value: Any, probes: Probes) -> list[Any]:
+    """``value`` with placeholders replaced by their meta outputs, under each of ``probes``."""
+    return [_as_meta(value, probe) for probe in probes.indices]
 
 
 def _as_nodes(value: Any) -> Any:
@@ -149,7 +159,7 @@ def _check_leaves(what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> b
     dynamic = False
     for leaf in leaves:
         if isinstance(leaf, Placeholder):
-            dynamic = dynamic or leaf.node.meta_b is not None
+            dynamic = dynamic or len(leaf.node.metas) > 1
         elif isinstance(leaf, nn.Parameter):
             raise _ModuleCall(what)
         elif isinstance(leaf, torch.Tensor):
@@ -283,12 +293,13 @@ def _compute(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     dynamic: bool,
-) -> tuple[Any, Any, bool]:
-    """Run ``function`` on the meta values of its inputs, for one or two
-    probes; and whether its output is fresh memory."""
+) -> tuple[tuple[Any, ...], bool]:
+    """Run ``function`` on the meta values of its inputs under each probe (two
+    when ``dynamic``): its outputs, and whether they are fresh memory."""
     try:
-        first, fresh = _run_cached(key, function, _as_meta(args, 0), _as_meta(kwargs, 0))
-        second = _run_cached(key, function, _as_meta(args, 1), _as_meta(kwargs, 1))[0] if dynamic else None
+        runs = Probes(dynamic).run(
+            lambda probe: _run_cached(key, function, _as_meta(args, probe), _as_meta(kwargs, probe))
+        )
     except (RuntimeError, ValueError, IndexError, TypeError, AssertionError) as error:
         if isinstance(error, _ModuleCall):
             raise
@@ -301,7 +312,7 @@ def _compute(
             f"cannot take ({shapes}): {torch_message(error)}",
             fix="change the inputs' shapes or the operation's arguments",
         ) from None
-    return first, second, fresh
+    return tuple(output for output, _ in runs), runs[0][1]
 
 
 def record(
@@ -314,8 +325,8 @@ def record(
 ) -> Any:
     """Record one operation on placeholders and return placeholder output(s)."""
     dynamic = _check_leaves(what, args, kwargs)
-    meta, meta_b, fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
-    node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs), meta, meta_b, fresh=fresh)
+    metas, fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
+    node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs), metas, fresh=fresh)
     return _outputs(node)
 
 
@@ -330,9 +341,9 @@ def _outputs(node: Node) -> Any:
         parts = {}
         for key, part in items:
             if isinstance(part, (torch.Tensor, tuple, list, dict)):
-                part_b = None if node.meta_b is None else node.meta_b[key]
+                part_metas = tuple(meta[key] for meta in node.metas)
                 # A part shares its container's memory: the container's node stands for both.
-                part_node = Node("function", operator.getitem, (node, key), {}, part, part_b, fresh=False)
+                part_node = Node("function", operator.getitem, (node, key), {}, part_metas, fresh=False)
                 parts[key] = _outputs(part_node)
             else:
                 parts[key] = part
@@ -345,12 +356,13 @@ def _outputs(node: Node) -> Any:
     )
 
 
-def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
+def _call_module(
+    module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], bool]:
     """Build ``module`` for the placeholders' shapes if needed; its meta
-    outputs, and whether its output is fresh memory."""
-    what = layer_name(module)
-    dynamic = _check_leaves(what, args, kwargs)
-    metas, meta_kwargs = _as_meta(args, 0), _as_meta(kwargs, 0)
+    outputs under each probe, and whether they are fresh memory."""
+    probes = Probes(_check_leaves(layer_name(module), args, kwargs))
+    metas, meta_kwargs = _as_metas(args, probes), _as_metas(kwargs, probes)
     if unbuilt_layers(module):
         with (
             all_or_nothing(module),
@@ -358,16 +370,16 @@ def _call_module(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
             torch.no_grad(),
         ):
             target.swap.add(module)
-            first = module(*metas, **meta_kwargs)
-            # Still the build's own module: the second probe runs on its swapped stand-ins.
-            second = (
-                _probe(module, _as_meta(args, 1), _as_meta(kwargs, 1), building=True) if dynamic else None
+            # The first probe builds; the second runs the build's own module, on its swapped stand-ins.
+            outputs = probes.run(
+                lambda probe: module(*metas[probe], **meta_kwargs[probe]),
+                second=lambda probe: _probe(module, metas[probe], meta_kwargs[probe], building=True),
             )
     else:
-        first = _probe(module, metas, meta_kwargs)
-        second = _probe(module, _as_meta(args, 1), _as_meta(kwargs, 1)) if dynamic else None
-    shares = _shares_input(first, metas) or (bool(meta_kwargs) and _shares_input(first, meta_kwargs))
-    return first, second, not shares and not _may_return_input(module)
+        outputs = probes.run(lambda probe: _probe(module, metas[probe], meta_kwargs[probe]))
+    output, first, first_kwargs = outputs[0], metas[0], meta_kwargs[0]
+    shares = _shares_input(output, first) or (bool(first_kwargs) and _shares_input(output, first_kwargs))
+    return tuple(outputs), not shares and not _may_return_input(module)
 
 
 def _scope_dtype() -> torch.dtype | None:
@@ -511,16 +523,9 @@ class Placeholder:
                 raise TorchXError(
                     f"Placeholder shape {dims!r}: every dim must be a non-negative int or None (dynamic)"
                 )
-        dtype = dtype or torch.get_default_dtype()
-        first = torch.empty(
-            [DYNAMIC_PROBES[0] if dim is None else dim for dim in dims], dtype=dtype, device="meta"
-        )
-        second = None
-        if None in dims:
-            second = torch.empty(
-                [DYNAMIC_PROBES[1] if dim is None else dim for dim in dims], dtype=dtype, device="meta"
-            )
-        self.node = Node("input", None, (), {}, first, second, name)
+        probes = Probes(None in dims)
+        metas = tuple(meta for (meta,) in probes.meta_inputs([dims], dtype))
+        self.node = Node("input", None, (), {}, metas, name)
 
     @classmethod
     def _of(cls, node: Node) -> Placeholder:
@@ -624,12 +629,12 @@ class Placeholder:
 
     def __torchx_call__(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Record ``module(*args, **kwargs)``, building the module first if needed."""
-        meta, meta_b, fresh = _call_module(module, args, kwargs)
+        metas, fresh = _call_module(module, args, kwargs)
         if not isinstance(module, Layer):
             accept_placeholders(
                 module
             )  # a layer built here is its native module now: shared, it is called again
-        node = Node("module", module, _as_nodes(args), _as_nodes(kwargs), meta, meta_b, fresh=fresh)
+        node = Node("module", module, _as_nodes(args), _as_nodes(kwargs), metas, fresh=fresh)
         return _outputs(node)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
