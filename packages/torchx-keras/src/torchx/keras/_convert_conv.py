@@ -1,0 +1,384 @@
+"""Converters of Keras's image layers: convolutions, pools, padding, resizing and the norms.
+
+They run channels-first (the Keras tensor is permuted once, where it first
+needs it), with kernels moved to torch's layout. Keras's ``same`` padding is
+TensorFlow's: the extra row or column goes at the end, which torch's
+symmetric padding cannot say, so an uneven ``same`` becomes a ``ZeroPad``
+before the layer (its sizes read off the input, known at conversion).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from torch import nn
+
+import torchx.layers as L
+from torchx.keras._convert_core import activate
+from torchx.keras._layer import KerasLayer, assign, converts
+from torchx.keras._values import Value
+
+if TYPE_CHECKING:
+    from torchx.keras._model import GraphBuilder
+
+__all__: list[str] = []
+
+
+def _spatial_rank(layer: KerasLayer) -> int:
+    return int(layer.class_name.split("D")[0][-1])
+
+
+def _channels_last(layer: KerasLayer) -> None:
+    if layer.get("data_format", "channels_last") not in ("channels_last", None):
+        raise layer.error("data_format='channels_first' is not supported: save the model channels_last (Keras's default)")
+
+
+def _same_padding(
+    layer: KerasLayer, value: Value, kernel: tuple[int, ...], strides: tuple[int, ...], dilation: tuple[int, ...]
+) -> list[tuple[int, int]]:
+    """TensorFlow's ``same`` padding per spatial dim: (before, after), the extra at the end."""
+    sizes = value.keras_shape[1:-1]
+    pads = []
+    for size, k, s, d in zip(sizes, kernel, strides, dilation, strict=True):
+        extent = (k - 1) * d + 1
+        if s == 1:
+            total = extent - 1
+        elif size is None:
+            raise layer.error(
+                "padding='same' with strides > 1 needs the input's spatial size, and the model's input has it "
+                "dynamic (None): give the Input a fixed size"
+            )
+        else:
+            total = max((math.ceil(size / s) - 1) * s + extent - size, 0)
+        pads.append((total // 2, total - total // 2))
+    return pads
+
+
+def _padded(layer: KerasLayer, value: Value, pads: list[tuple[int, int]], fill: float = 0.0) -> tuple[Value, tuple[int, ...]]:
+    """``value`` with ``pads`` applied: symmetric ones are returned for the layer to take, uneven ones padded here."""
+    if all(before == after for before, after in pads):
+        return value, tuple(before for before, _ in pads)
+    flat = tuple(size for before, after in reversed(pads) for size in (before, after))
+    rank = len(pads)
+    make = lambda: getattr(L, f"ConstantPad{rank}d")(flat, fill, name=layer.part_name("pad"))  # noqa: E731
+    return value.with_tensor(layer.apply(make, value.tensor, part="pad")), (0,) * rank
+
+
+def _torch_kernel(kernel: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Keras ``(*spatial, in, out)`` -> torch ``(out, in, *spatial)``."""
+    rank = kernel.ndim - 2
+    return kernel.transpose(rank + 1, rank, *range(rank))
+
+
+def _conv_padding(layer: KerasLayer, value: Value, kernel: tuple[int, ...], strides: tuple[int, ...],
+                  dilation: tuple[int, ...]) -> tuple[Value, tuple[int, ...]]:  # fmt: skip
+    padding = layer.require("padding", ("valid", "same", "causal"))
+    rank = len(kernel)
+    if padding == "valid":
+        return value, (0,) * rank
+    if padding == "causal":
+        return _padded(layer, value, [((k - 1) * d, 0) for k, d in zip(kernel, dilation, strict=True)])
+    return _padded(layer, value, _same_padding(layer, value, kernel, strides, dilation))
+
+
+@converts("Conv1D", "Conv2D", "Conv3D", becomes="Conv1d/2d/3d (an uneven 'same' or 'causal' padding: ConstantPad before)")
+def conv(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    _channels_last(layer)
+    rank = _spatial_rank(layer)
+    kernel, strides = layer.ints("kernel_size", rank), layer.ints("strides", rank, 1)
+    dilation = layer.ints("dilation_rate", rank, 1)
+    groups, use_bias = int(layer.get("groups", 1)), bool(layer.get("use_bias", True))
+    value, padding = _conv_padding(layer, graph.layouts.axis_first(inputs[0]), kernel, strides, dilation)
+
+    def load(module: nn.Module) -> None:
+        arrays = layer.arrays(2 if use_bias else 1)
+        assign(layer, module, weight=_torch_kernel(arrays[0]))
+        if use_bias:
+            assign(layer, module, bias=arrays[1])
+
+    make = lambda: getattr(L, f"Conv{rank}d")(  # noqa: E731
+        int(layer.get("filters")), kernel, stride=strides, padding=padding, dilation=dilation, groups=groups,
+        bias=use_bias, name=layer.module_name,
+    )  # fmt: skip
+    out = value.with_tensor(layer.apply(make, value.tensor, load=load))
+    return activate(layer, out, layer.get("activation"))
+
+
+@converts("Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", becomes="ConvTranspose1d/2d/3d")
+def conv_transpose(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    _channels_last(layer)
+    rank = _spatial_rank(layer)
+    kernel, strides = layer.ints("kernel_size", rank), layer.ints("strides", rank, 1)
+    dilation = layer.ints("dilation_rate", rank, 1)
+    use_bias = bool(layer.get("use_bias", True))
+    padding_kind = layer.require("padding", ("valid", "same"))
+    output_padding = layer.get("output_padding")
+    requested = None if output_padding is None else layer.ints("output_padding", rank)
+    padding, extra = [], []
+    for index, (k, s, d) in enumerate(zip(kernel, strides, dilation, strict=True)):
+        crop_before, crop_after = _transpose_crops((k - 1) * d + 1, s, padding_kind, None if requested is None else requested[index])
+        if crop_before < 0 or not crop_before - max(s, d) < crop_after <= crop_before:
+            raise layer.error(
+                f"kernel_size={k}, strides={s}, padding={padding_kind!r}, output_padding={output_padding} crops "
+                f"({crop_before}, {crop_after}) from the transposed convolution's ends, which torch's "
+                "ConvTranspose cannot (it crops the end by at most as much as the start)"
+            )
+        padding.append(crop_before)
+        extra.append(crop_before - crop_after)
+    value = graph.layouts.axis_first(inputs[0])
+
+    def load(module: nn.Module) -> None:
+        arrays = layer.arrays(2 if use_bias else 1)
+        assign(layer, module, weight=arrays[0].transpose(rank + 1, rank, *range(rank)))
+        if use_bias:
+            assign(layer, module, bias=arrays[1])
+
+    make = lambda: getattr(L, f"ConvTranspose{rank}d")(  # noqa: E731
+        int(layer.get("filters")), kernel, stride=strides, padding=tuple(padding), output_padding=tuple(extra),
+        dilation=dilation, bias=use_bias, name=layer.module_name,
+    )  # fmt: skip
+    out = value.with_tensor(layer.apply(make, value.tensor, load=load))
+    return activate(layer, out, layer.get("activation"))
+
+
+def _transpose_crops(extent: int, stride: int, padding: str, output_padding: int | None) -> tuple[int, int]:
+    """What Keras (as TensorFlow and JAX define it) crops from the full transposed output's two ends."""
+    if padding == "valid":
+        added = max(extent, stride) - extent if output_padding is None else output_padding
+        return 0, -added
+    pad_len = stride + extent - 2 if output_padding is None else extent + extent % 2 - 2 + output_padding
+    left = min(pad_len // 2 + pad_len % 2, extent - 1)
+    return extent - 1 - left, extent - 1 - (pad_len - left)
+
+
+@converts("DepthwiseConv1D", "DepthwiseConv2D", becomes="Conv1d/2d with groups = in_channels")
+def depthwise(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    _channels_last(layer)
+    rank = _spatial_rank(layer)
+    kernel, strides = layer.ints("kernel_size", rank), layer.ints("strides", rank, 1)
+    dilation = layer.ints("dilation_rate", rank, 1)
+    multiplier, use_bias = int(layer.get("depth_multiplier", 1)), bool(layer.get("use_bias", True))
+    value, padding = _conv_padding(layer, graph.layouts.axis_first(inputs[0]), kernel, strides, dilation)
+    channels = int(value.keras_shape[-1] or 0)
+
+    def load(module: nn.Module) -> None:
+        arrays = layer.arrays(2 if use_bias else 1)
+        assign(layer, module, weight=_depthwise_kernel(arrays[0]))
+        if use_bias:
+            assign(layer, module, bias=arrays[1])
+
+    make = lambda: getattr(L, f"Conv{rank}d")(  # noqa: E731
+        channels * multiplier, kernel, stride=strides, padding=padding, dilation=dilation, groups=channels,
+        bias=use_bias, name=layer.module_name,
+    )  # fmt: skip
+    out = value.with_tensor(layer.apply(make, value.tensor, load=load))
+    return activate(layer, out, layer.get("activation"))
+
+
+def _depthwise_kernel(kernel: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Keras ``(*spatial, in, multiplier)`` -> torch ``(in * multiplier, 1, *spatial)``."""
+    rank = kernel.ndim - 2
+    moved = kernel.transpose(rank, rank + 1, *range(rank))
+    return moved.reshape(-1, 1, *kernel.shape[:rank])
+
+
+@converts("SeparableConv1D", "SeparableConv2D", becomes="a depthwise Conv1d/2d, then a 1x1 Conv1d/2d (two layers)")
+def separable(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    _channels_last(layer)
+    rank = _spatial_rank(layer)
+    kernel, strides = layer.ints("kernel_size", rank), layer.ints("strides", rank, 1)
+    dilation = layer.ints("dilation_rate", rank, 1)
+    multiplier, use_bias = int(layer.get("depth_multiplier", 1)), bool(layer.get("use_bias", True))
+    value, padding = _conv_padding(layer, graph.layouts.axis_first(inputs[0]), kernel, strides, dilation)
+    channels = int(value.keras_shape[-1] or 0)
+    conv_class = getattr(L, f"Conv{rank}d")
+
+    def load_depthwise(module: nn.Module) -> None:
+        assign(layer, module, weight=_depthwise_kernel(layer.arrays(3 if use_bias else 2)[0]))
+
+    def load_pointwise(module: nn.Module) -> None:
+        arrays = layer.arrays(3 if use_bias else 2)
+        assign(layer, module, weight=_torch_kernel(arrays[1]))
+        if use_bias:
+            assign(layer, module, bias=arrays[2])
+
+    depth = layer.apply(
+        lambda: conv_class(channels * multiplier, kernel, stride=strides, padding=padding, dilation=dilation,
+                           groups=channels, bias=False, name=layer.part_name("depthwise")),
+        value.tensor, load=load_depthwise, part="depthwise",
+    )  # fmt: skip
+    out = layer.apply(
+        lambda: conv_class(int(layer.get("filters")), 1, bias=use_bias, name=layer.part_name("pointwise")),
+        depth, load=load_pointwise, part="pointwise",
+    )  # fmt: skip
+    return activate(layer, value.with_tensor(out), layer.get("activation"))
+
+
+@converts(
+    "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D", "AveragePooling2D", "AveragePooling3D",
+    becomes="MaxPool/AvgPool 1d/2d/3d ('same': padded as TensorFlow pads, the average over real values only)",
+)  # fmt: skip
+def pool(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    _channels_last(layer)
+    rank = _spatial_rank(layer)
+    size = layer.ints("pool_size", rank)
+    strides = layer.ints("strides", rank) if layer.get("strides") is not None else size
+    value = graph.layouts.axis_first(inputs[0])
+    is_max = layer.class_name.startswith("Max")
+    padding: tuple[int, ...] = (0,) * rank
+    if layer.require("padding", ("valid", "same")) == "same":
+        pads = _same_padding(layer, value, size, strides, (1,) * rank)
+        if is_max:
+            value, padding = _padded(layer, value, pads, fill=-math.inf)
+        elif any(before != after for before, after in pads):
+            raise layer.error(
+                f"padding='same' here pads {pads} (uneven), and an average over only the real values of an "
+                "unevenly padded window has no torch layer: use padding='valid' or an even padding"
+            )
+        else:
+            padding = tuple(before for before, _ in pads)
+    name = layer.module_name
+    if is_max:
+        make = lambda: getattr(L, f"MaxPool{rank}d")(size, strides, padding, name=name)  # noqa: E731
+    else:
+        make = lambda: getattr(L, f"AvgPool{rank}d")(size, strides, padding, count_include_pad=False, name=name)  # noqa: E731
+    return value.with_tensor(layer.apply(make, value.tensor))
+
+
+@converts(
+    "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D",
+    "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
+    becomes="mean / amax over the spatial dims (keepdims kept)",
+)  # fmt: skip
+def global_pool(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    _channels_last(layer)
+    value = graph.layouts.axis_first(inputs[0])
+    keepdims = bool(layer.get("keepdims", False))
+    dims = tuple(range(2, value.rank))
+    reduce = "mean" if "Average" in layer.class_name else "amax"
+    out = getattr(value.tensor, reduce)(dim=dims, keepdim=keepdims)
+    return Value(out, value.order) if keepdims else Value(out, (0, 1))
+
+
+@converts("ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", becomes="ZeroPad1d/2d/3d")
+def zero_padding(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    _channels_last(layer)
+    rank = _spatial_rank(layer)
+    pads = _pairs(layer, "padding", rank)
+    value = graph.layouts.axis_first(inputs[0])
+    flat = tuple(size for before, after in reversed(pads) for size in (before, after))
+    make = lambda: getattr(L, f"ZeroPad{rank}d")(flat, name=layer.module_name)  # noqa: E731
+    return value.with_tensor(layer.apply(make, value.tensor))
+
+
+@converts("Cropping1D", "Cropping2D", "Cropping3D", becomes="slicing")
+def cropping(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    _channels_last(layer)
+    rank = _spatial_rank(layer)
+    crops = _pairs(layer, "cropping", rank)
+    value = graph.layouts.axis_first(inputs[0])
+    index = (slice(None), slice(None), *(slice(before, -after if after else None) for before, after in crops))
+    return value.with_tensor(value.tensor[index])
+
+
+def _pairs(layer: KerasLayer, key: str, rank: int) -> list[tuple[int, int]]:
+    """Keras padding or cropping: an int, one per dim, or (before, after) per dim."""
+    value = layer.get(key)
+    if isinstance(value, int):
+        return [(value, value)] * rank
+    if isinstance(value, list) and len(value) == 2 and rank == 1 and all(isinstance(v, int) for v in value):
+        return [(value[0], value[1])]
+    if isinstance(value, list) and len(value) == rank:
+        pairs = [(v, v) if isinstance(v, int) else tuple(v) for v in value]
+        if all(len(pair) == 2 and all(isinstance(v, int) for v in pair) for pair in pairs):
+            return [(int(pair[0]), int(pair[1])) for pair in pairs]
+    raise layer.error(f"{key}={value!r} is not {rank} (before, after) pair(s)")
+
+
+@converts("UpSampling1D", "UpSampling2D", "UpSampling3D", becomes="Upsample (nearest or bilinear)")
+def upsampling(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    _channels_last(layer)
+    rank = _spatial_rank(layer)
+    size = layer.ints("size", rank, 2)
+    mode = layer.require("interpolation", ("nearest", "bilinear")) if rank == 2 else "nearest"
+    value = graph.layouts.axis_first(inputs[0])
+    factors = tuple(float(factor) for factor in size)
+    make = lambda: L.Upsample(scale_factor=factors, mode=mode, name=layer.module_name)  # noqa: E731
+    return value.with_tensor(layer.apply(make, value.tensor))
+
+
+@converts("BatchNormalization", becomes="BatchNorm1d/2d/3d (momentum = 1 - Keras's momentum)")
+def batch_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    axis = layer.get("axis", -1)
+    axis = axis[0] if isinstance(axis, list) and len(axis) == 1 else axis
+    if not isinstance(axis, int):
+        raise layer.error(f"axis={axis!r}: normalizing over several axes is not supported")
+    center, scale = bool(layer.get("center", True)), bool(layer.get("scale", True))
+    if center != scale:
+        raise layer.error(f"center={center} with scale={scale} has no torch equivalent (affine is both or neither)")
+    if layer.get("renorm"):
+        raise layer.error("renorm=True is not supported")
+    value = graph.layouts.axis_first(inputs[0], axis)
+    dims = max(value.rank - 2, 1)
+    momentum = round(1.0 - float(layer.get("momentum", 0.99)), 12)
+
+    def load(module: nn.Module) -> None:
+        arrays = layer.arrays(4 if scale else 2)
+        if scale:
+            assign(layer, module, weight=arrays[0], bias=arrays[1])
+        assign(layer, module, running_mean=arrays[-2], running_var=arrays[-1])
+
+    make = lambda: getattr(L, f"BatchNorm{dims}d")(  # noqa: E731
+        eps=float(layer.get("epsilon", 1e-3)), momentum=momentum, affine=scale, name=layer.module_name,
+    )  # fmt: skip
+    return value.with_tensor(layer.apply(make, value.tensor, load=load))
+
+
+@converts("LayerNormalization", becomes="LayerNorm over the trailing axes (RMSNorm with rms_scaling)")
+def layer_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    value = graph.layouts.keras(inputs[0])
+    axes = layer.get("axis", -1)
+    axes = sorted(a % value.rank for a in (axes if isinstance(axes, list) else [axes]))
+    if axes != list(range(value.rank - len(axes), value.rank)):
+        raise layer.error(f"axis={layer.get('axis')!r}: only the trailing axes can be normalized (torch's LayerNorm)")
+    shape = tuple(int(value.keras_shape[a] or 0) for a in axes)
+    center, scale = bool(layer.get("center", True)), bool(layer.get("scale", True))
+    eps = float(layer.get("epsilon", 1e-3))
+    rms = bool(layer.get("rms_scaling", False))
+    if rms and not scale:
+        raise layer.error("rms_scaling=True needs scale=True")
+
+    def load(module: nn.Module) -> None:
+        arrays = layer.arrays(int(center and not rms) + int(scale))
+        if scale:
+            assign(layer, module, weight=arrays[0].reshape(shape))
+        if center and not rms:
+            assign(layer, module, bias=arrays[-1].reshape(shape))
+
+    if rms:
+        make = lambda: L.RMSNorm(shape, eps=eps, name=layer.module_name)  # noqa: E731
+    elif center != scale:
+        make = lambda: L.LayerNorm(shape, eps=eps, elementwise_affine=scale, bias=center, name=layer.module_name)  # noqa: E731
+    else:
+        make = lambda: L.LayerNorm(shape, eps=eps, elementwise_affine=scale, name=layer.module_name)  # noqa: E731
+    return value.with_tensor(layer.apply(make, value.tensor, load=load))
+
+
+@converts("GroupNormalization", becomes="GroupNorm (channels first)")
+def group_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    axis = int(layer.get("axis", -1))
+    value = graph.layouts.axis_first(inputs[0], axis)
+    groups = int(layer.get("groups", 32))
+    center, scale = bool(layer.get("center", True)), bool(layer.get("scale", True))
+    if center != scale:
+        raise layer.error(f"center={center} with scale={scale} has no torch equivalent (affine is both or neither)")
+
+    def load(module: nn.Module) -> None:
+        if scale:
+            gamma, beta = layer.arrays(2)
+            assign(layer, module, weight=gamma, bias=beta)
+
+    make = lambda: L.GroupNorm(groups, eps=float(layer.get("epsilon", 1e-3)), affine=scale, name=layer.module_name)  # noqa: E731
+    return value.with_tensor(layer.apply(make, value.tensor, load=load))

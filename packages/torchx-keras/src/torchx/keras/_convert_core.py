@@ -1,0 +1,253 @@
+"""Converters of Keras's core layers: Dense, activations, dropouts, reshaping, merging, Embedding."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from torch import nn
+
+import torchx.layers as L
+from torchx.keras._layer import KerasLayer, assign, converts
+from torchx.keras._values import Flattened, Value
+
+if TYPE_CHECKING:
+    from torchx.keras._model import GraphBuilder
+
+__all__ = ["ACTIVATIONS", "activate"]
+
+ACTIVATIONS: dict[str, Callable[..., nn.Module] | None] = {
+    "linear": None,
+    "relu": L.ReLU,
+    "relu6": L.ReLU6,
+    "sigmoid": L.Sigmoid,
+    "tanh": L.Tanh,
+    "elu": L.ELU,
+    "selu": L.SELU,
+    "softplus": L.Softplus,
+    "softsign": L.Softsign,
+    "silu": L.SiLU,
+    "swish": L.SiLU,
+    "gelu": L.GELU,
+    "mish": L.Mish,
+    "hard_sigmoid": L.Hardsigmoid,
+    "hard_silu": L.Hardswish,
+    "hard_swish": L.Hardswish,
+    "leaky_relu": partial(L.LeakyReLU, 0.2),
+    "log_sigmoid": L.LogSigmoid,
+    "tanh_shrink": L.Tanhshrink,
+}
+"""Keras activation name -> the TorchX layer (``softmax`` and ``log_softmax`` take their axis from the tensor)."""
+
+_SOFTMAX = {"softmax": L.Softmax, "log_softmax": L.LogSoftmax}
+
+
+def activate(layer: KerasLayer, value: Value, name: str | None, part: str = "activation") -> Value:
+    """``value`` through the Keras activation ``name`` (a layer of its own, named after ``layer``)."""
+    name = name or "linear"
+    if name in _SOFTMAX:
+        dim = value.stored_axis(-1)
+        make: Callable[[], nn.Module] | None = lambda: _SOFTMAX[name](dim=dim, name=layer.part_name(name))  # noqa: E731
+    elif name in ACTIVATIONS:
+        factory = ACTIVATIONS[name]
+        make = None if factory is None else lambda: factory(name=layer.part_name(name))
+    else:
+        known = ", ".join(sorted([*ACTIVATIONS, *_SOFTMAX]))
+        raise layer.error(f"the activation {name!r} is not supported (supported: {known})")
+    if make is None:
+        return value
+    return value.with_tensor(layer.apply(make, value.tensor, part=part))
+
+
+@converts("Dense", becomes="Linear (+ the activation's layer)")
+def dense(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    (value,) = inputs
+    units = layer.get("units")
+    use_bias = bool(layer.get("use_bias", True))
+    # The first call fixes the order the kernel's rows are in; a shared Dense gets that order on every call.
+    flattened = layer.state.setdefault("flattened", value.flattened)
+    if value.flattened != flattened:
+        raise layer.error("is shared between a Flatten of a channels-first tensor and another input: not supported")
+    if flattened is None:
+        value = graph.layouts.keras(value)
+
+    def load(module: nn.Module) -> None:
+        arrays = layer.arrays(2 if use_bias else 1)
+        kernel = arrays[0]
+        if flattened is not None:  # the features arrive in the stored (channels-first) order
+            kernel = kernel[flattened.keras_index()]
+        assign(layer, module, weight=kernel.T)
+        if use_bias:
+            assign(layer, module, bias=arrays[1])
+
+    out = layer.apply(lambda: L.Linear(units, bias=use_bias, name=layer.module_name), value.tensor, load=load)
+    return activate(layer, Value(out, tuple(range(value.rank))), layer.get("activation"))
+
+
+@converts(
+    "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "PReLU",
+    becomes="the activation's layer: ReLU, ReLU6, Hardtanh, LeakyReLU, ELU, Softmax (axis translated), PReLU",
+)  # fmt: skip
+def activation_layer(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    (value,) = inputs
+    kind = layer.class_name
+    if kind == "Activation":
+        return activate(layer, value, layer.get("activation"), part="")
+    if kind == "Softmax":
+        axis = layer.get("axis", -1)
+        if not isinstance(axis, int):
+            raise layer.error(f"axis={axis!r}: softmax over several axes is not supported")
+        dim = value.stored_axis(axis)
+        return value.with_tensor(layer.apply(lambda: L.Softmax(dim=dim, name=layer.module_name), value.tensor))
+    if kind == "PReLU":
+        return _prelu(layer, value, graph)
+    make = _relu_family(layer)
+    return value.with_tensor(layer.apply(make, value.tensor))
+
+
+def _relu_family(layer: KerasLayer) -> Callable[[], nn.Module]:
+    name = layer.module_name
+    if layer.class_name == "LeakyReLU":
+        slope = float(layer.get("negative_slope", layer.get("alpha", 0.3)))
+        return lambda: L.LeakyReLU(slope, name=name)
+    if layer.class_name == "ELU":
+        alpha = float(layer.get("alpha", 1.0))
+        return lambda: L.ELU(alpha, name=name)
+    max_value = layer.get("max_value")
+    slope = float(layer.get("negative_slope", 0.0) or 0.0)
+    threshold = float(layer.get("threshold", 0.0) or 0.0)
+    if threshold != 0.0:
+        raise layer.error(f"threshold={threshold} has no torch equivalent: only threshold=0 is supported")
+    if slope and max_value is not None:
+        raise layer.error("negative_slope together with max_value has no torch equivalent: use one of them")
+    if slope:
+        return lambda: L.LeakyReLU(slope, name=name)
+    if max_value is None:
+        return lambda: L.ReLU(name=name)
+    if float(max_value) == 6.0:
+        return lambda: L.ReLU6(name=name)
+    return lambda: L.Hardtanh(0.0, float(max_value), name=name)
+
+
+def _prelu(layer: KerasLayer, value: Value, graph: GraphBuilder) -> Value:
+    """PReLU: one slope per channel (Keras ``shared_axes`` = every axis but the channels), or one in all."""
+    shared = layer.get("shared_axes") or []
+    shared = [shared] if isinstance(shared, int) else list(shared)
+    rank = value.rank
+    if sorted(shared) == list(range(1, rank)):
+        count = 1
+    elif rank == 2 and not shared or sorted(shared) == list(range(1, rank - 1)):
+        count = value.keras_shape[-1]
+        value = graph.layouts.axis_first(value)
+    else:
+        raise layer.error(
+            f"shared_axes={shared or None} on a rank-{rank} input gives a slope per position, which torch's PReLU "
+            f"does not have: share every axis but the channels (shared_axes={list(range(1, rank - 1))})"
+        )
+
+    def load(module: nn.Module) -> None:
+        (alpha,) = layer.arrays(1)
+        assign(layer, module, weight=np.asarray(alpha).reshape(-1)[: count if count == 1 else None])
+
+    out = layer.apply(lambda: L.PReLU(num_parameters=count, name=layer.module_name), value.tensor, load=load)
+    return value.with_tensor(out)
+
+
+@converts(
+    "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianDropout", "AlphaDropout",
+    becomes="Dropout, Dropout1d/2d/3d (channels first), AlphaDropout; the identity in inference",
+)  # fmt: skip
+def dropout(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    (value,) = inputs
+    rate = float(layer.get("rate", 0.0))
+    name = layer.module_name
+    if layer.class_name.startswith("SpatialDropout"):
+        dims = layer.class_name[-2]
+        value = graph.layouts.axis_first(value)
+        make: Callable[[], nn.Module] = lambda: getattr(L, f"Dropout{dims}d")(rate, name=name)  # noqa: E731
+    elif layer.class_name == "AlphaDropout":
+        make = lambda: L.AlphaDropout(rate, name=name)  # noqa: E731
+    elif layer.class_name == "GaussianDropout":
+        raise layer.error("GaussianDropout has no torch layer: replace it with Dropout before saving")
+    else:
+        if layer.get("noise_shape") is not None:
+            raise layer.error("noise_shape is not supported: use SpatialDropout for dropping whole channels")
+        make = lambda: L.Dropout(rate, name=name)  # noqa: E731
+    return value.with_tensor(layer.apply(make, value.tensor))
+
+
+@converts("Flatten", becomes="Flatten (channels-first features: the next Dense's kernel rows are reordered)")
+def flatten(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    (value,) = inputs
+    out = layer.apply(lambda: L.Flatten(name=layer.module_name), value.tensor)
+    if value.rank <= 2:
+        return value.with_tensor(out)
+    if value.in_keras_order:
+        return Value(out, (0, 1))
+    stored = tuple(int(dim) for dim in value.tensor.shape[1:])
+    return Value(out, (0, 1), Flattened(stored, tuple(axis - 1 for axis in value.order[1:])))
+
+
+@converts("Reshape", becomes="Reshape")
+def reshape(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    value = graph.layouts.keras(inputs[0])
+    target = tuple(int(dim) for dim in layer.get("target_shape"))
+    out = layer.apply(lambda: L.Reshape(target, name=layer.module_name), value.tensor)
+    return Value(out, tuple(range(len(target) + 1)))
+
+
+@converts("Permute", becomes="Permute")
+def permute(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    (value,) = inputs
+    dims = tuple(int(dim) for dim in layer.get("dims"))
+    if sorted(dims) != list(range(1, value.rank)):
+        raise layer.error(f"dims={list(dims)} is not a permutation of 1..{value.rank - 1}")
+    # Keras axis d of the output is input axis dims[d-1]: a relabelling, no data moves here.
+    if value.flattened is not None:
+        value = graph.layouts.keras(value)
+    relabel = {source: target for target, source in enumerate((0, *dims))}
+    return Value(value.tensor, tuple(relabel[axis] for axis in value.order))
+
+
+@converts("RepeatVector", becomes="unsqueeze + expand")
+def repeat_vector(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    value = graph.layouts.keras(inputs[0])
+    times = int(layer.get("n"))
+    return Value(value.tensor.unsqueeze(1).expand(-1, times, -1), (0, 1, 2))
+
+
+_MERGES: dict[str, Callable[..., Any]] = {
+    "Add": L.Add, "Subtract": L.Subtract, "Multiply": L.Multiply, "Average": L.Average,
+    "Maximum": L.Maximum, "Minimum": L.Minimum,
+}  # fmt: skip
+
+
+@converts(*_MERGES, "Concatenate", becomes="Add, Subtract, Multiply, Average, Maximum, Minimum, Concat (axis translated)")
+def merge(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    if len(inputs) < 2:
+        raise layer.error(f"merges at least 2 tensors, got {len(inputs)}")
+    first = inputs[0] if inputs[0].flattened is None else graph.layouts.keras(inputs[0])
+    values = [graph.layouts.to_order(value, first.order) for value in inputs]
+    tensors = [value.tensor for value in values]
+    if layer.class_name == "Concatenate":
+        dim = first.stored_axis(int(layer.get("axis", -1)))
+        return first.with_tensor(layer.apply(lambda: L.Concat(dim, name=layer.module_name), *tensors))
+    make = _MERGES[layer.class_name]
+    return first.with_tensor(layer.apply(lambda: make(name=layer.module_name), *tensors))
+
+
+@converts("Embedding", becomes="Embedding")
+def embedding(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    value = graph.layouts.keras(inputs[0])
+    if layer.get("mask_zero"):
+        raise layer.error("mask_zero=True is not supported (masks are not converted): pass lengths to the RNN")
+    count, size = int(layer.get("input_dim")), int(layer.get("output_dim"))
+
+    def load(module: nn.Module) -> None:
+        (table,) = layer.arrays(1)
+        assign(layer, module, weight=table)
+
+    out = layer.apply(lambda: L.Embedding(count, size, name=layer.module_name), value.tensor, load=load)
+    return Value(out, tuple(range(value.rank + 1)))

@@ -1,0 +1,160 @@
+"""One Keras layer of a config, as a converter sees it, and the converter table.
+
+A converter is a function ``(layer, inputs, graph) -> outputs`` registered for
+a Keras class name with :func:`converts`. It reads the layer's config
+(:meth:`KerasLayer.get`), makes TorchX layers and applies them to the input
+:class:`~torchx.keras._values.Value` s through :meth:`KerasLayer.apply`,
+which keeps one module per layer (a shared Keras layer is one module called
+several times) and loads its weights after the first call builds it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from torchx.keras._archive import WeightGroup
+from torchx.keras._values import Value
+from torchx.plugin import SpecError
+
+if TYPE_CHECKING:
+    from torchx.keras._model import GraphBuilder
+
+__all__ = ["CONVERTERS", "Converter", "KerasLayer", "converts", "unsupported"]
+
+Converter = Callable[["KerasLayer", list[Value], "GraphBuilder"], Sequence[Value] | Value]
+
+CONVERTERS: dict[str, Converter] = {}
+"""Keras class name -> its converter; the supported table."""
+
+DESCRIPTIONS: dict[str, str] = {}
+"""Keras class name -> what it becomes, for the docs table."""
+
+
+def converts(*class_names: str, becomes: str) -> Callable[[Converter], Converter]:
+    """Register a converter for Keras layers of ``class_names``; ``becomes`` says what they turn into."""
+
+    def register(function: Converter) -> Converter:
+        for name in class_names:
+            CONVERTERS[name] = function
+            DESCRIPTIONS[name] = becomes
+        return function
+
+    return register
+
+
+@dataclass
+class KerasLayer:
+    """A layer of the Keras config being converted: its class, config, place and weights."""
+
+    where: str
+    """Its place in the config, as errors show it: ``layers[3] (Conv2D "conv1")``."""
+    class_name: str
+    name: str
+    module_name: str
+    config: dict[str, Any]
+    weights: WeightGroup
+    node_kwargs: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    """What a converter keeps between the calls of a shared layer."""
+    _modules: dict[str, nn.Module] = field(default_factory=dict)
+
+    def error(self, problem: str) -> SpecError:
+        return SpecError(self.where, problem)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.config.get(key, default)
+
+    def require(self, key: str, allowed: Sequence[Any], why: str = "") -> Any:
+        """``config[key]``, refused (with the reason) unless it is one of ``allowed``."""
+        value = self.config.get(key, allowed[0])
+        if value not in allowed:
+            shown = " or ".join(repr(option) for option in allowed)
+            raise self.error(f"{key}={value!r} is not supported (only {shown}){': ' + why if why else ''}")
+        return value
+
+    def ints(self, key: str, rank: int, default: int | Sequence[int] | None = None) -> tuple[int, ...]:
+        """``config[key]`` as ``rank`` ints (Keras accepts one int for every spatial dim)."""
+        value = self.config.get(key, default)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (value,) * rank
+        if isinstance(value, (list, tuple)) and len(value) == rank and all(isinstance(v, int) for v in value):
+            return tuple(value)
+        raise self.error(f"{key}={value!r} is not {rank} int(s)")
+
+    def arrays(self, count: int, group: WeightGroup | None = None) -> list[np.ndarray[Any, Any]]:
+        """The layer's ``count`` variables from the weights file (or those of its subgroup ``group``)."""
+        group = group or self.weights
+        if len(group.arrays) != count:
+            raise self.error(
+                f"the weights file has {len(group.arrays)} variable(s) at {group.path or '/'}, but this "
+                f"layer's config makes {count}: the weights do not belong to this config"
+            )
+        return group.arrays
+
+    def apply(
+        self,
+        make: Callable[[], nn.Module],
+        *args: Any,
+        load: Callable[[nn.Module], None] | None = None,
+        part: str = "",
+        **kwargs: Any,
+    ) -> Any:
+        """Call this layer's module (made by ``make`` on the first call, then loaded by ``load``) on ``args``.
+
+        ``part`` names a second module of the same layer (a SeparableConv2D's pointwise half).
+        """
+        module = self._modules.get(part)
+        if module is not None:
+            return module(*args, **kwargs)
+        module = make()
+        outputs = module(*args, **kwargs)  # builds it: from here it is its native module
+        if load is not None:
+            load(module)
+        self._modules[part] = module
+        return outputs
+
+    def part_name(self, part: str) -> str:
+        return f"{self.module_name}_{part}" if part else self.module_name
+
+
+def assign(layer: KerasLayer, module: nn.Module, **tensors: np.ndarray[Any, Any] | torch.Tensor) -> None:
+    """Copy each array into ``module``'s parameter or buffer of that name, shapes checked."""
+    with torch.no_grad():
+        for name, array in tensors.items():
+            target = module.get_parameter(name) if name in dict(module.named_parameters()) else module.get_buffer(name)
+            value = torch.as_tensor(np.ascontiguousarray(array)).to(target.dtype)
+            if tuple(value.shape) != tuple(target.shape):
+                raise layer.error(
+                    f"the weights file gives {name} the shape {tuple(value.shape)} (after conversion), but the "
+                    f"config makes {tuple(target.shape)}: the weights do not belong to this config"
+                )
+            target.copy_(value)
+
+
+def unsupported(where: str, class_name: str, name: str) -> SpecError:
+    close = difflib.get_close_matches(class_name, CONVERTERS, n=3, cutoff=0.5)
+    hint = f"; close supported layers: {', '.join(close)}" if close else ""
+    return SpecError(
+        f'{where} ({class_name} "{name}")',
+        f"{class_name} is not a supported Keras layer{hint}. The supported table is in torchx-keras's docs",
+    )
+
+
+def module_name(name: str, taken: set[str]) -> str:
+    """A module name for Keras layer ``name``: an identifier, unique within its model."""
+    base = re.sub(r"\W", "_", name) or "layer"
+    if base[0].isdigit():
+        base = f"_{base}"
+    candidate, counter = base, 1
+    while candidate in taken:
+        candidate, counter = f"{base}_{counter}", counter + 1
+    taken.add(candidate)
+    return candidate

@@ -1,0 +1,1 @@
+"""torchx-keras as a TorchX plugin: the ``from-keras`` command."""
