@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from torchx.cli._errors import UsageError
 from torchx.cli._inputs import add_input_arguments, add_spec_argument, inputs_of, load_model, read_document
@@ -18,10 +19,11 @@ from torchx.core._build import build
 from torchx.core._commands import CommandRegistry
 from torchx.core._files import write_bytes_atomically
 from torchx.core._graph import model_graph
+from torchx.core._module import Module as TorchxModule
 from torchx.core._plugins import current_plugins
 from torchx.core._shapes import input_dtype, input_shape
 from torchx.core._specs import save_spec
-from torchx.core._summary import COLUMNS, summarize
+from torchx.core._summary import COLUMNS, Summary, summarize
 from torchx.core._validate import check_spec
 
 __all__ = ["convert", "export", "plot", "plugins", "summary", "validate"]
@@ -29,7 +31,7 @@ __all__ = ["convert", "export", "plot", "plugins", "summary", "validate"]
 
 def configure_summary(parser: argparse.ArgumentParser) -> None:
     add_spec_argument(parser)
-    add_input_arguments(parser, required=True)
+    add_input_arguments(parser, required=False)
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument(
         "--depth",
@@ -50,10 +52,24 @@ def summary(options: argparse.Namespace) -> int:
     unknown = [name for name in options.columns or () if name not in COLUMNS]
     if unknown:
         raise UsageError(f"--columns: unknown {', '.join(unknown)}; choose from {', '.join(COLUMNS)}")
-    result = summarize(load_model(options.spec), *inputs_of(options), dtype=options.dtype)
+    model, inputs = load_model(options.spec), inputs_of(options)
+    result = summarize(model, *inputs, dtype=options.dtype) if inputs else _own_summary(model, options)
     result = replace(result, depth=options.depth, columns=options.columns or result.columns)
     print(result.to_json() if options.format == "json" else result)
     return 0
+
+
+def _own_summary(model: nn.Module, options: argparse.Namespace) -> Summary:
+    """The summary for the input shapes a model declares (a Functional, a converted Keras model)."""
+    declared = getattr(model, "inputs", None)
+    if not isinstance(model, TorchxModule) or not isinstance(declared, list) or not declared:
+        raise UsageError(
+            f"{options.spec}: give the input shape with --input SHAPE (this model does not declare it)"
+        )
+    try:
+        return model.summary(dtype=options.dtype)
+    except TypeError as error:  # inputs in a list or dict
+        raise UsageError(f"{options.spec}: {error} (with --input SHAPE, one per input)") from None
 
 
 def configure_plot(parser: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from torchx.core._checkpoint import read_checkpoint_spec
 from torchx.core._dtypes import dtype_named
 from torchx.core._errors import CheckpointError, short_repr
 from torchx.core._layer import Layer
+from torchx.core._plugins import current_plugins
 from torchx.core._shapes import InputLike, TypedShape, input_shape, shape_problem
 from torchx.core._specs import MAX_SPEC_BYTES, from_spec, parse_spec
 
@@ -23,6 +24,7 @@ __all__ = ["add_input_arguments", "add_spec_argument", "inputs_of", "load_model"
 _DYNAMIC = ("None", "none", "?", "N")
 
 
+SPEC_SUFFIXES = (".json", ".yaml", ".yml")
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".safetensors")
 """Files read as TorchX checkpoints (the spec they hold) where a spec is expected."""
 
@@ -113,9 +115,10 @@ def read_document(source: str) -> Any:
     suffix = path.suffix.lower()
     if suffix in CHECKPOINT_SUFFIXES:
         return _checkpoint_spec(path)
-    if suffix not in (".json", ".yaml", ".yml"):
+    if suffix not in SPEC_SUFFIXES:
         raise UsageError(
-            f"{source}: spec files end in .json, .yaml or .yml, checkpoints in {', '.join(CHECKPOINT_SUFFIXES)}"
+            f"{source}: spec files end in .json, .yaml or .yml, checkpoints in {', '.join(CHECKPOINT_SUFFIXES)}; "
+            "no installed plugin reads other model files like this one"
         )
     try:
         size = path.stat().st_size
@@ -156,5 +159,14 @@ def _parsed(text: str, kind: str, where: str) -> Any:
 
 
 def load_model(source: str) -> Layer:
-    """The (unbuilt) model described by the spec at ``source``."""
+    """The model in ``source``: the (unbuilt) model of a spec or checkpoint, or
+    a model file that an installed plugin reads (torchx-keras: ``.keras``)."""
+    if source != "-" and Path(source).suffix.lower() not in (*SPEC_SUFFIXES, *CHECKPOINT_SUFFIXES):
+        model = current_plugins().read_model(source)
+        if isinstance(model, Layer):
+            return model
+        if model is not None:
+            raise UsageError(
+                f"{source}: the plugin that read it returned a {type(model).__name__}, not a TorchX layer"
+            )
     return from_spec(read_document(source))

@@ -41,7 +41,7 @@ import pluggy
 
 from torchx.core import hookspecs
 from torchx.core._commands import CommandRegistry
-from torchx.core._errors import DeviceError, PluginError, PluginWarning
+from torchx.core._errors import DeviceError, PluginError, PluginWarning, TorchXError
 from torchx.core._placement import Placement
 from torchx.core._registry import LayerRegistry, MigrationRegistry, registering_as
 
@@ -334,6 +334,22 @@ class PluginManager:
         return self._first_result(
             "torchx_infer_output", _is_meta_output, "meta tensors or None", module=module, inputs=inputs
         )
+
+    def read_model(self, path: str) -> nn.Module | None:
+        """The first plugin's ``torchx_read_model`` result for the file ``path``, or None.
+
+        A :class:`~torchx.core.TorchXError` propagates (the file is of that
+        plugin's format, and wrong); any other exception, or a result that is
+        not a module, is reported against its plugin, and the next one is asked.
+        """
+        from torch import nn
+
+        self.load()
+        model: nn.Module | None = self._first_result(
+            "torchx_read_model", lambda result: isinstance(result, nn.Module), "a module or None",
+            raising=TorchXError, path=path,
+        )  # fmt: skip
+        return model
 
     def resolve_device(self, device_id: object) -> Placement | None:
         """The first backend's ``torchx_resolve_device`` result, or None (cached).

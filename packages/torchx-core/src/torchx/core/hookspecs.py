@@ -108,6 +108,26 @@ def torchx_resolve_device(device_id: object) -> Placement | None:
     """
 
 
+# -- model files ----------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def torchx_read_model(path: str) -> nn.Module | None:
+    """Read a model file of a format this plugin knows (torchx-keras reads ``.keras``).
+
+    Asked by the command line wherever it takes a spec (``torchx summary
+    model.keras``), for a file that is neither a spec nor a TorchX checkpoint.
+
+    :param path: the file, as the user gave it.
+    :return: the model (a TorchX layer, built or not), or ``None`` when this plugin does not read files like
+        ``path``. Raise :class:`~torchx.core.TorchXError` (a
+        :class:`~torchx.core.SpecError`) for a file of this plugin's format
+        that is wrong: that is the answer, and no other plugin is asked.
+
+    Stops at the first non-None result.
+    """
+
+
 # -- the command line ---------------------------------------------------------
 
 

@@ -1,1 +1,27 @@
-"""torchx-keras as a TorchX plugin: the ``from-keras`` command."""
+"""torchx-keras as a TorchX plugin: ``.keras`` files wherever the command line takes a model, and ``from-keras``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torch import nn
+
+from torchx.keras._command import configure_from_keras, from_keras
+from torchx.keras._convert import load
+from torchx.plugin import CommandRegistry, hookimpl
+
+
+@hookimpl
+def torchx_read_model(path: str) -> nn.Module | None:
+    """A ``.keras`` file, converted (``torchx summary model.keras``)."""
+    return load(path) if Path(path).suffix.lower() == ".keras" else None
+
+
+@hookimpl
+def torchx_register_commands(commands: CommandRegistry) -> None:
+    commands.add(
+        "from-keras",
+        (from_keras.__doc__ or "").splitlines()[0],
+        configure=configure_from_keras,
+        run=from_keras,
+    )

@@ -1,0 +1,43 @@
+"""``torchx from-keras model.keras -o model.yaml [--weights model.safetensors]``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from torchx.core import save_spec
+from torchx.core._checkpoint import save_checkpoint
+from torchx.keras._convert import load
+
+__all__ = ["configure_from_keras", "from_keras"]
+
+
+def configure_from_keras(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="the Keras 3 model file (.keras); read as data, nothing in it runs")
+    parser.add_argument(
+        "-o", "--output", required=True, help="the TorchX spec to write (.yaml, .yml or .json)"
+    )
+    parser.add_argument(
+        "--weights",
+        help="also write the converted weights: a TorchX checkpoint (.safetensors, or .pt) that "
+        "torchx.load_model() reads back with its spec",
+    )
+
+
+def from_keras(options: argparse.Namespace) -> int:
+    """Convert a Keras 3 model (.keras) into a TorchX spec, and its weights into a checkpoint."""
+    from torchx.cli._errors import UsageError
+
+    output = Path(options.output)
+    if output.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise UsageError(f"{options.output}: the spec must end in .yaml, .yml or .json")
+    weights = None if options.weights is None else Path(options.weights)
+    if weights is not None and weights.suffix.lower() not in (".safetensors", ".pt", ".pth"):
+        raise UsageError(f"{options.weights}: the weights must end in .safetensors, .pt or .pth")
+    model = load(options.model)
+    save_spec(model, output)
+    print(f"wrote {output}")
+    if weights is not None:
+        save_checkpoint(model, weights)
+        print(f"wrote {weights}")
+    return 0
