@@ -143,11 +143,28 @@ def test_self_attention_converts(converted, use_bias) -> None:
     converted(keras.Model(inputs, K.MultiHeadAttention(2, 4, use_bias=use_bias)(inputs, inputs)))
 
 
-def test_a_converted_lstm_model_writes_a_spec_and_reads_it_back(converted) -> None:
+def recurrent_stack() -> Any:
     inputs = keras.Input((6, 4))
     x = K.Bidirectional(K.LSTM(3, return_sequences=True))(inputs)
-    outputs = K.GRU(2, reset_after=False, go_backwards=True)(x)
-    keras_model = keras.Model(inputs, outputs)
+    return keras.Model(inputs, K.GRU(2, reset_after=False, go_backwards=True)(x))
+
+
+def frames_and_attention() -> Any:
+    inputs = keras.Input((3, 4, 4, 2))
+    x = K.TimeDistributed(K.Conv2D(2, 3, padding="same"))(inputs)
+    x = K.Reshape((3, 32))(x)
+    return keras.Model(inputs, K.MultiHeadAttention(4, 8)(x, x))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(recurrent_stack, id="lstm-and-gru-reset-before"),
+        pytest.param(frames_and_attention, id="frames"),
+    ],
+)
+def test_a_converted_model_writes_a_spec_and_reads_it_back(converted, build) -> None:
+    keras_model = build()
     model = converted(keras_model)
     again = Layer.from_spec(model.to_spec())
     again.load_state_dict(model.state_dict())
@@ -185,6 +202,11 @@ def load_saved(model: Any, tmp_path: Path) -> Any:
             lambda: K.Bidirectional(K.LSTM(3, dropout=0.5)),
             r"\.layer.*dropout=0.5",
             id="bidirectional-dropout",
+        ),
+        pytest.param(
+            lambda: K.Bidirectional(K.LSTM(3, go_backwards=True), backward_layer=K.LSTM(3)),
+            "forward layer goes backwards",
+            id="bidirectional-backwards",
         ),
     ],
 )

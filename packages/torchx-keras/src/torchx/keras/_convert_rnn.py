@@ -194,6 +194,7 @@ def _sequence(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Va
     "reset_after=False: GRUResetBefore",
 )  # fmt: skip
 def recurrent(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> list[Value]:
+    """A SimpleRNN, LSTM or GRU: its output, then (``return_state``) its final states."""
     cell = read_recurrence(layer)
     return _run(layer, cell, layer, _sequence(layer, inputs, graph).tensor)
 
@@ -248,6 +249,7 @@ def _merge(mode: str | None, forward: Value, backward: Value) -> list[Value]:
     becomes="one bidirectional RNN/LSTM/GRU where both directions match (two layers otherwise), then the merge",
 )
 def bidirectional(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> list[Value]:
+    """Both directions, merged by ``merge_mode`` (None: both outputs), then (``return_state``) forward's and backward's states."""
     sequence = _sequence(layer, inputs, graph).tensor
     forward, backward = _directions(layer, graph)
     cell, reverse = read_recurrence(forward), read_recurrence(backward)
@@ -280,6 +282,7 @@ def bidirectional(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -
 
 @converts("TimeDistributed", becomes="TimeDistributed (the inner layer converted on one frame)")
 def time_distributed(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    """The inner layer converted as a Functional of one frame, applied to every frame by ``L.TimeDistributed``."""
     (value,) = inputs
     value = graph.layouts.keras(value)
     if value.rank < 3:
@@ -377,6 +380,7 @@ def _attention_loader(layer: KerasLayer, use_bias: bool) -> Callable[[nn.Module]
 
 @converts("MultiHeadAttention", becomes="MultiheadAttention(batch_first=True), self-attention over time only")
 def multi_head_attention(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
+    """Self-attention: torch's MultiheadAttention with Keras's per-head kernels flattened into its projections."""
     value = _attention_input(layer, inputs, graph)
     heads, _ = _check_attention(layer, int(value.keras_shape[-1] or 0))
     use_bias = bool(layer.get("use_bias", True))
