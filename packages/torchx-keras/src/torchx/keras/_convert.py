@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchx.keras import _convert_conv, _convert_core  # noqa: F401 - they register their converters
+from torchx.keras import (  # noqa: F401 - they register their converters
+    _convert_conv,
+    _convert_core,
+    _convert_rnn,
+)
 from torchx.keras._archive import KerasArchive, read_archive
 from torchx.keras._layer import DESCRIPTIONS
 from torchx.keras._model import MODEL_CLASSES, GraphBuilder

@@ -109,8 +109,8 @@ class GraphBuilder:
         value = Value(placeholder, keras_order(len(placeholder.shape)))
         group_names = weight_group_names([entry["class_name"] for _, entry in body])
         for (index, entry), group in zip(body, group_names, strict=True):
-            layer = self._layer(entry, _place(where, index), weights.group(group), taken)
-            (value,) = self._call(layer, [value], {})
+            layer = self.layer_of(entry, _place(where, index), weights.group(group), taken)
+            (value,) = self.call(layer, [value], {})
         return L.Functional(
             inputs=placeholder, outputs=self.layouts.keras(value).tensor, name=module_name(name, set())
         )
@@ -141,7 +141,7 @@ class GraphBuilder:
                 )  # fmt: skip
                 outputs[(layer_name, 0)] = [Value(placeholder, keras_order(len(placeholder.shape)))]
                 continue
-            layer = self._layer(entry, place, weights.group(group), taken)
+            layer = self.layer_of(entry, place, weights.group(group), taken)
             layers[layer_name] = layer
             nodes = entry.get("inbound_nodes", [])
             if not isinstance(nodes, list):
@@ -157,7 +157,7 @@ class GraphBuilder:
                 layer, node_index, node = item
                 args = _resolve(node.get("args", []), outputs, layer)
                 kwargs = _resolve(node.get("kwargs", {}), outputs, layer)
-                outputs[(layer.name, node_index)] = self._call(layer, list(_values(args)), kwargs)
+                outputs[(layer.name, node_index)] = self.call(layer, list(_values(args)), kwargs)
                 pending.remove(item)
         inputs = _structure(config.get("input_layers"), outputs, where, "input_layers", self.layouts)
         results = _structure(config.get("output_layers"), outputs, where, "output_layers", self.layouts)
@@ -165,14 +165,25 @@ class GraphBuilder:
 
     # -- layers -------------------------------------------------------------
 
-    def _layer(self, entry: dict[str, Any], place: str, weights: WeightGroup, taken: set[str]) -> KerasLayer:
+    def layer_of(
+        self, entry: dict[str, Any], place: str, weights: WeightGroup, taken: set[str] | None = None
+    ) -> KerasLayer:
+        """The :class:`KerasLayer` of config ``entry`` at ``place`` (also a wrapper's inner layer).
+
+        Its module name is unique within ``taken``: the names of its model so far (none: a model of its own).
+        """
+        taken = set() if taken is None else taken
         class_name = str(entry["class_name"])
         config = entry["config"]
         name = str(entry.get("name") or config.get("name") or snake_case(class_name))
         where = f'{place} ({class_name} "{name}")'
         return KerasLayer(where, class_name, name, module_name(name, taken), config, weights)
 
-    def _call(self, layer: KerasLayer, inputs: list[Value], kwargs: dict[str, Any]) -> list[Value]:
+    def call(
+        self, layer: KerasLayer, inputs: list[Value], kwargs: dict[str, Any] | None = None
+    ) -> list[Value]:
+        """``layer`` (a layer or a nested model) on ``inputs``, with its node's ``kwargs``: its outputs."""
+        kwargs = kwargs or {}
         for key, value in kwargs.items():
             if key == "mask" and value is not None:
                 raise layer.error(

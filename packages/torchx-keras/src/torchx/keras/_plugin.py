@@ -1,4 +1,5 @@
-"""torchx-keras as a TorchX plugin: ``.keras`` files wherever the command line takes a model, and ``from-keras``."""
+"""torchx-keras as a TorchX plugin: ``.keras`` files wherever the command line takes a model,
+``from-keras``, and the layers a converted model may hold that torch has no module for."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from torch import nn
 
 from torchx.keras._command import configure_from_keras, from_keras
 from torchx.keras._convert import load
-from torchx.plugin import CommandRegistry, hookimpl
+from torchx.keras._gru_reset_before import GRUResetBefore
+from torchx.plugin import CommandRegistry, LayerRegistry, hookimpl
+
+
+@hookimpl
+def torchx_register_layers(registry: LayerRegistry) -> None:
+    """Register :class:`GRUResetBefore`, so that converted models holding one write and read specs."""
+    registry.register(GRUResetBefore)
 
 
 @hookimpl
