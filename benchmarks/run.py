@@ -20,6 +20,7 @@ from _timing import Result
 from bench_device import bench_device
 from bench_examples import bench_examples
 from bench_functional import bench_functional
+from bench_keras import bench_keras
 from bench_layers import bench_abstract_build, bench_build, bench_construct, bench_forward, bench_import
 from bench_rnn import bench_rnn
 from bench_vision import bench_vision
@@ -39,6 +40,7 @@ BENCHMARKS: dict[str, Callable[[bool], list[Result]]] = {
     "rnn": bench_rnn,
     "device": bench_device,
     "examples": bench_examples,
+    "keras": bench_keras,
 }
 
 
