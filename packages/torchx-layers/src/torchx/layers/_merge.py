@@ -63,6 +63,11 @@ class MergeModule(nn.Module):
 
     def forward(self, *inputs: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
         fold = _FOLDS[self.op]
+        if len(inputs) == 2:  # the common case, without building a list: a residual's a + b
+            first, second = inputs
+            if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor):
+                combined = fold.combine(first, second)
+                return combined / 2 if fold.mean else combined
         tensors = _tensors(inputs)
         if len(tensors) < (fold.arity or 2) or (fold.arity is not None and len(tensors) != fold.arity):
             count = f"exactly {fold.arity}" if fold.arity else "at least 2"
