@@ -4,8 +4,9 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "torch")  # before anything imports keras
 
-from keras_parity import converted  # noqa: F401,E402 - the fixture
-from torchx.core.testing import fresh_plugins  # noqa: F401,E402 - the fixture
+from keras_parity import converted  # noqa: F401 - the fixture
+
+from torchx.core.testing import fresh_plugins  # noqa: F401 - the fixture
 
 
 def pytest_configure(config) -> None:  # type: ignore[no-untyped-def]

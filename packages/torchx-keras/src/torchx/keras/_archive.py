@@ -81,7 +81,9 @@ def read_archive(path: str | Path) -> KerasArchive:
         if not isinstance(config, dict):
             raise SpecError(f"{source}:{CONFIG_NAME}", "is not a JSON object (a Keras model config)")
         if WEIGHTS_NAME in members:
-            weights = read_weights(source, _read_member(source, archive, members[WEIGHTS_NAME], MAX_WEIGHTS_BYTES))
+            weights = read_weights(
+                source, _read_member(source, archive, members[WEIGHTS_NAME], MAX_WEIGHTS_BYTES)
+            )
         else:
             weights = WeightGroup("")
     version = metadata.get("keras_version") if isinstance(metadata, dict) else None
@@ -92,7 +94,9 @@ def _checked_member(source: str, info: zipfile.ZipInfo) -> zipfile.ZipInfo:
     name = info.filename
     parts = PurePosixPath(name.replace("\\", "/")).parts
     if name.startswith(("/", "\\")) or (parts and ":" in parts[0]) or ".." in parts:
-        raise SpecError(source, f"the archive member {name!r} points outside the archive (absolute or '..' path)")
+        raise SpecError(
+            source, f"the archive member {name!r} points outside the archive (absolute or '..' path)"
+        )
     if info.file_size >= RATIO_CHECKED_FROM and info.file_size > MAX_RATIO * max(info.compress_size, 1):
         raise SpecError(
             source,
@@ -105,14 +109,18 @@ def _checked_member(source: str, info: zipfile.ZipInfo) -> zipfile.ZipInfo:
 def _read_member(source: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
     """The member's bytes, never more than ``limit`` whatever its header claims."""
     if info.file_size > limit:
-        raise SpecError(source, f"the archive member {info.filename!r} is {info.file_size:,} bytes; at most {limit:,}")
+        raise SpecError(
+            source, f"the archive member {info.filename!r} is {info.file_size:,} bytes; at most {limit:,}"
+        )
     try:
         with archive.open(info) as member:
             data = member.read(info.file_size + 1)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as error:
         raise SpecError(source, f"the archive member {info.filename!r} is corrupt: {error}") from None
     if len(data) != info.file_size:
-        raise SpecError(source, f"the archive member {info.filename!r} does not have the size its header says")
+        raise SpecError(
+            source, f"the archive member {info.filename!r} does not have the size its header says"
+        )
     return data
 
 
@@ -145,7 +153,9 @@ def _refuse_links(where: str, group: Any) -> None:
         link = group.get(name, getlink=True)
         path = f"{group.name.rstrip('/')}/{name}"
         if isinstance(link, h5py.ExternalLink):
-            raise SpecError(where, f"{path} is an external link to {link.filename!r}: refused (weights stay in the file)")
+            raise SpecError(
+                where, f"{path} is an external link to {link.filename!r}: refused (weights stay in the file)"
+            )
         if isinstance(link, h5py.SoftLink):
             raise SpecError(where, f"{path} is a soft link to {link.path!r}: refused (Keras writes none)")
         item = group[name]
@@ -178,7 +188,9 @@ def _array(where: str, vars_group: Any, index: str) -> np.ndarray[Any, Any]:
 
     dataset = vars_group.get(index)
     if not isinstance(dataset, h5py.Dataset):
-        raise SpecError(where, f"{vars_group.name}: expected variables named 0..{len(vars_group) - 1}, {index} is missing")
+        raise SpecError(
+            where, f"{vars_group.name}: expected variables named 0..{len(vars_group) - 1}, {index} is missing"
+        )
     if dataset.dtype.kind not in "fiub":
         raise SpecError(where, f"{dataset.name} holds {dataset.dtype}, not numbers")
     return np.asarray(dataset[()])

@@ -129,7 +129,11 @@ def assign(layer: KerasLayer, module: nn.Module, **tensors: np.ndarray[Any, Any]
     """Copy each array into ``module``'s parameter or buffer of that name, shapes checked."""
     with torch.no_grad():
         for name, array in tensors.items():
-            target = module.get_parameter(name) if name in dict(module.named_parameters()) else module.get_buffer(name)
+            target = (
+                module.get_parameter(name)
+                if name in dict(module.named_parameters())
+                else module.get_buffer(name)
+            )
             value = torch.as_tensor(np.ascontiguousarray(array)).to(target.dtype)
             if tuple(value.shape) != tuple(target.shape):
                 raise layer.error(

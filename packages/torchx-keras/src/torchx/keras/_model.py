@@ -86,26 +86,42 @@ class GraphBuilder:
         return self._functional(config, layers, weights.group("layers"), where, name)
 
     def _sequential(
-        self, config: dict[str, Any], entries: list[dict[str, Any]], weights: WeightGroup, where: str, name: str
+        self,
+        config: dict[str, Any],
+        entries: list[dict[str, Any]],
+        weights: WeightGroup,
+        where: str,
+        name: str,
     ) -> Layer:
         taken: set[str] = set()
         shape, dtype = config.get("build_input_shape"), "float32"
         if entries and entries[0].get("class_name") == "InputLayer":
             shape = entries[0]["config"].get("batch_shape")
             dtype = _dtype_name(entries[0]["config"].get("dtype"))
-        body = [(index, entry) for index, entry in enumerate(entries) if entry.get("class_name") != "InputLayer"]
+        body = [
+            (index, entry) for index, entry in enumerate(entries) if entry.get("class_name") != "InputLayer"
+        ]
         if shape is None:
-            raise SpecError(where or "$", "the Sequential model was never built, so its input shape is unknown")
+            raise SpecError(
+                where or "$", "the Sequential model was never built, so its input shape is unknown"
+            )
         placeholder = _placeholder(shape, dtype, module_name(f"{name}_input", taken), where)
         value = Value(placeholder, keras_order(len(placeholder.shape)))
         group_names = weight_group_names([entry["class_name"] for _, entry in body])
         for (index, entry), group in zip(body, group_names, strict=True):
             layer = self._layer(entry, _place(where, index), weights.group(group), taken)
             (value,) = self._call(layer, [value], {})
-        return L.Functional(inputs=placeholder, outputs=self.layouts.keras(value).tensor, name=module_name(name, set()))
+        return L.Functional(
+            inputs=placeholder, outputs=self.layouts.keras(value).tensor, name=module_name(name, set())
+        )
 
     def _functional(
-        self, config: dict[str, Any], entries: list[dict[str, Any]], weights: WeightGroup, where: str, name: str
+        self,
+        config: dict[str, Any],
+        entries: list[dict[str, Any]],
+        weights: WeightGroup,
+        where: str,
+        name: str,
     ) -> Layer:
         taken: set[str] = set()
         outputs: dict[tuple[str, int], list[Value]] = {}
@@ -159,7 +175,9 @@ class GraphBuilder:
     def _call(self, layer: KerasLayer, inputs: list[Value], kwargs: dict[str, Any]) -> list[Value]:
         for key, value in kwargs.items():
             if key == "mask" and value is not None:
-                raise layer.error("is called with a mask: masking is not supported; pass the padding as lengths")
+                raise layer.error(
+                    "is called with a mask: masking is not supported; pass the padding as lengths"
+                )
         layer.node_kwargs = kwargs
         if layer.class_name in MODEL_CLASSES:
             return self._nested(layer, inputs)
@@ -194,7 +212,10 @@ def check_entry(entry: dict[str, Any], place: str) -> None:
     if class_name not in CONVERTERS and class_name not in MODEL_CLASSES and class_name != "InputLayer":
         raise unsupported(place, class_name, str(name))
     for key, value in _objects(entry["config"]):
-        if not _keras_module(value.get("module")) or value.get("registered_name") not in (None, value.get("class_name")):
+        if not _keras_module(value.get("module")) or value.get("registered_name") not in (
+            None,
+            value.get("class_name"),
+        ):
             shown = value.get("registered_name") or value.get("config") or value.get("class_name")
             raise SpecError(where, f"{key} is a custom object ({shown!r}): refused, since {_CODE_REASON}")
     for key in ("activation", "recurrent_activation"):
