@@ -20,7 +20,13 @@ TOLERANCE = 1e-5
 
 def keras_outputs(model: Any, inputs: Any) -> list[np.ndarray[Any, Any]]:
     result = model(inputs, training=False)
-    flat = list(result.values()) if isinstance(result, dict) else list(result) if isinstance(result, (list, tuple)) else [result]
+    flat = (
+        list(result.values())
+        if isinstance(result, dict)
+        else list(result)
+        if isinstance(result, (list, tuple))
+        else [result]
+    )
     return [np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value) for value in flat]
 
 
@@ -35,7 +41,13 @@ def torch_outputs(model: torch.nn.Module, inputs: Any) -> list[np.ndarray[Any, A
             result = model(*[tensor(value) for value in inputs])
         else:
             result = model(tensor(inputs))
-    flat = list(result.values()) if isinstance(result, dict) else list(result) if isinstance(result, (list, tuple)) else [result]
+    flat = (
+        list(result.values())
+        if isinstance(result, dict)
+        else list(result)
+        if isinstance(result, (list, tuple))
+        else [result]
+    )
     return [value.numpy() for value in flat]
 
 
@@ -77,7 +89,8 @@ def random_inputs(model: Any, batch: int = 3, seed: int = 0) -> Any:
         return generator.standard_normal(shape).astype("float32")
 
     inputs: Sequence[Any] = model.inputs
-    if isinstance(model._inputs_struct, dict):
-        return {name: one(tensor) for name, tensor in model._inputs_struct.items()}
+    structure = getattr(model, "_inputs_struct", None)
+    if isinstance(structure, dict):
+        return {name: one(tensor) for name, tensor in structure.items()}
     arrays = [one(tensor) for tensor in inputs]
     return arrays[0] if len(arrays) == 1 else arrays
