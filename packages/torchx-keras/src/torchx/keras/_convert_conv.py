@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -349,7 +349,8 @@ def upsampling(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> V
     _channels_last(layer)
     rank = _spatial_rank(layer)
     size = layer.ints("size", rank, 2)
-    mode = layer.require("interpolation", ("nearest", "bilinear")) if rank == 2 else "nearest"
+    bilinear = rank == 2 and layer.require("interpolation", ("nearest", "bilinear")) == "bilinear"
+    mode: Literal["nearest", "bilinear"] = "bilinear" if bilinear else "nearest"
     value = graph.layouts.axis_first(inputs[0])
     factors = tuple(float(factor) for factor in size)
     make = lambda: L.Upsample(scale_factor=factors, mode=mode, name=layer.module_name)  # noqa: E731

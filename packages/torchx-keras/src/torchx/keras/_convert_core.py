@@ -143,7 +143,7 @@ def _prelu(layer: KerasLayer, value: Value, graph: GraphBuilder) -> Value:
     if sorted(shared) == list(range(1, rank)):
         count = 1
     elif (rank == 2 and not shared) or sorted(shared) == list(range(1, rank - 1)):
-        count = value.keras_shape[-1]
+        count = int(value.keras_shape[-1] or 0)
         value = graph.layouts.axis_first(value)
     else:
         raise layer.error(

@@ -80,7 +80,8 @@ class GraphBuilder:
             raise SpecError(f"{where}.layers" if where else "layers", "is not a list of layer configs")
         for index, layer in enumerate(layers):
             check_entry(layer, _place(where, index))
-        name = config.get("name") if isinstance(config.get("name"), str) else "model"
+        given = config.get("name")
+        name = given if isinstance(given, str) else "model"
         if class_name == "Sequential":
             return self._sequential(config, layers, weights.group("layers"), where, name)
         return self._functional(config, layers, weights.group("layers"), where, name)
