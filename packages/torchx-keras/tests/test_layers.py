@@ -102,6 +102,13 @@ CONVOLUTIONS = [
     case("depthwise-conv2d-same-stride2", lambda: chain((8, 8, 3), K.DepthwiseConv2D(3, 2, padding="same"))),
     case("separable-conv2d", lambda: chain((7, 7, 3), K.SeparableConv2D(5, 3))),
     case("separable-conv2d-multiplier2-same", lambda: chain((7, 7, 3), K.SeparableConv2D(5, 3, padding="same", depth_multiplier=2))),
+    case("conv2d-same-dynamic-size", lambda: chain((None, None, 3), K.Conv2D(4, 4, padding="same"), K.GlobalMaxPooling2D())),
+    case("depthwise-conv1d", lambda: chain((9, 3), K.DepthwiseConv1D(3, depth_multiplier=2, padding="same"))),
+    case("separable-conv1d", lambda: chain((9, 3), K.SeparableConv1D(5, 3, strides=2, padding="same"))),
+    case("conv2d-transpose-same-output-padding", lambda: chain((5, 5, 3), K.Conv2DTranspose(4, 3, 2, padding="same", output_padding=1))),
+    case("conv2d-transpose-valid-output-padding", lambda: chain((5, 5, 3), K.Conv2DTranspose(4, 3, 2, output_padding=1))),
+    case("conv2d-transpose-dilated", lambda: chain((5, 5, 3), K.Conv2DTranspose(4, 3, padding="same", dilation_rate=2))),
+    case("conv3d-transpose-same-stride2", lambda: chain((3, 4, 3, 2), K.Conv3DTranspose(3, 3, 2, padding="same"))),
     case("conv-chain", lambda: chain((8, 8, 3), K.Conv2D(4, 3, padding="same"), K.Conv2D(2, 3), K.Dense(3))),
 ]  # fmt: skip
 
@@ -237,6 +244,7 @@ NORMS = [
     case("batchnorm-after-conv", lambda: chain((6, 6, 3), K.Conv2D(4, 3), K.BatchNormalization(momentum=0.9, epsilon=1e-2))),
     case("batchnorm-after-dense", lambda: chain((6,), K.Dense(4), K.BatchNormalization(momentum=0.8, epsilon=1e-4))),
     case("batchnorm-1d-sequence", lambda: chain((7, 3), K.Conv1D(4, 3), K.BatchNormalization())),
+    case("batchnorm-axis1", lambda: chain((4, 5, 6), K.BatchNormalization(axis=1))),
     case("batchnorm-no-affine", lambda: chain((6, 6, 3), K.BatchNormalization(center=False, scale=False))),
     case("layernorm", lambda: chain((5, 6), K.LayerNormalization(epsilon=1e-4))),
     case("layernorm-image-after-conv", lambda: chain((6, 6, 3), K.Conv2D(4, 3), K.LayerNormalization())),
@@ -292,6 +300,8 @@ RESHAPING = [
     case("flatten-keras-order", lambda: chain((4, 5), K.Flatten(), K.Dense(3))),
     case("flatten-conv1d-dense", lambda: chain((7, 3), K.Conv1D(4, 3), K.Flatten(), K.Dense(3))),
     case("flatten-activation-output", lambda: chain((5, 5, 3), K.Conv2D(4, 3), K.Flatten(), K.Activation("relu"))),
+    case("flatten-reshape", lambda: chain((5, 5, 3), K.Conv2D(4, 3), K.Flatten(), K.Reshape((4, 9)))),
+    case("flatten-twice-dense", lambda: chain((5, 5, 3), K.Conv2D(4, 3), K.Flatten(), K.Dense(3), K.Dense(2))),
     case("reshape", lambda: chain((12,), K.Reshape((3, 4)))),
     case("reshape-after-conv", lambda: chain((5, 5, 3), K.Conv2D(4, 3), K.Reshape((9, 4)), K.Dense(2))),
     case("permute", lambda: chain((3, 4, 5), K.Permute((3, 1, 2)))),
@@ -354,6 +364,12 @@ MERGES = [
 @pytest.mark.parametrize(("kind", "image", "axis"), MERGES)
 def test_merges(converted, kind: str, image: bool, axis: int) -> None:
     converted(_merge(kind, image, axis))
+
+
+def test_concatenate_flattened_with_dense(converted) -> None:
+    a, b = keras.Input((5, 5, 3)), keras.Input((4,))
+    joined = K.Concatenate()([K.Flatten()(K.Conv2D(2, 3)(a)), K.Dense(3)(b)])
+    converted(randomize(keras.Model([a, b], K.Dense(2)(joined))))
 
 
 def test_three_way_add(converted) -> None:
