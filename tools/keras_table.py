@@ -1,7 +1,7 @@
 """Write the table of supported Keras layers in docs/torchx-keras.md from the converter table.
 
-    python tools/keras_table.py           # rewrite the table between the markers
-    python tools/keras_table.py --check   # exit 1 if it is out of date (torchx-keras's tests do this)
+python tools/keras_table.py           # rewrite the table between the markers
+python tools/keras_table.py --check   # exit 1 if it is out of date (torchx-keras's tests do this)
 """
 
 from __future__ import annotations
@@ -34,7 +34,10 @@ def main() -> int:
     if updated == text:
         return 0
     if options.check:
-        print(f"{PAGE.name}: the supported-layers table is out of date; run python tools/keras_table.py", file=sys.stderr)
+        print(
+            f"{PAGE.name}: the supported-layers table is out of date; run python tools/keras_table.py",
+            file=sys.stderr,
+        )
         return 1
     PAGE.write_text(updated, encoding="utf-8")
     print(f"wrote the table in {PAGE.name}")

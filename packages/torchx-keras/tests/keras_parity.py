@@ -89,7 +89,8 @@ def random_inputs(model: Any, batch: int = 3, seed: int = 0) -> Any:
         return generator.standard_normal(shape).astype("float32")
 
     inputs: Sequence[Any] = model.inputs
-    if isinstance(model._inputs_struct, dict):
-        return {name: one(tensor) for name, tensor in model._inputs_struct.items()}
+    structure = getattr(model, "_inputs_struct", None)
+    if isinstance(structure, dict):
+        return {name: one(tensor) for name, tensor in structure.items()}
     arrays = [one(tensor) for tensor in inputs]
     return arrays[0] if len(arrays) == 1 else arrays

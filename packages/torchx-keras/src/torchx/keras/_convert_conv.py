@@ -10,9 +10,11 @@ before the layer (its sizes read off the input, known at conversion).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+import re
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+import torch
 from torch import nn
 
 import torchx.layers as L
@@ -27,16 +29,23 @@ __all__: list[str] = []
 
 
 def _spatial_rank(layer: KerasLayer) -> int:
-    return int(layer.class_name.split("D")[0][-1])
+    """The ``N`` of ``...ND...`` in the class name (``DepthwiseConv2D`` -> 2)."""
+    return int(re.search(r"(\d)D", layer.class_name).group(1))  # type: ignore[union-attr]
 
 
 def _channels_last(layer: KerasLayer) -> None:
     if layer.get("data_format", "channels_last") not in ("channels_last", None):
-        raise layer.error("data_format='channels_first' is not supported: save the model channels_last (Keras's default)")
+        raise layer.error(
+            "data_format='channels_first' is not supported: save the model channels_last (Keras's default)"
+        )
 
 
 def _same_padding(
-    layer: KerasLayer, value: Value, kernel: tuple[int, ...], strides: tuple[int, ...], dilation: tuple[int, ...]
+    layer: KerasLayer,
+    value: Value,
+    kernel: tuple[int, ...],
+    strides: tuple[int, ...],
+    dilation: tuple[int, ...],
 ) -> list[tuple[int, int]]:
     """TensorFlow's ``same`` padding per spatial dim: (before, after), the extra at the end."""
     sizes = value.keras_shape[1:-1]
@@ -56,7 +65,9 @@ def _same_padding(
     return pads
 
 
-def _padded(layer: KerasLayer, value: Value, pads: list[tuple[int, int]], fill: float = 0.0) -> tuple[Value, tuple[int, ...]]:
+def _padded(
+    layer: KerasLayer, value: Value, pads: list[tuple[int, int]], fill: float = 0.0
+) -> tuple[Value, tuple[int, ...]]:
     """``value`` with ``pads`` applied: symmetric ones are returned for the layer to take, uneven ones padded here."""
     if all(before == after for before, after in pads):
         return value, tuple(before for before, _ in pads)
@@ -83,7 +94,12 @@ def _conv_padding(layer: KerasLayer, value: Value, kernel: tuple[int, ...], stri
     return _padded(layer, value, _same_padding(layer, value, kernel, strides, dilation))
 
 
-@converts("Conv1D", "Conv2D", "Conv3D", becomes="Conv1d/2d/3d (an uneven 'same' or 'causal' padding: ConstantPad before)")
+@converts(
+    "Conv1D",
+    "Conv2D",
+    "Conv3D",
+    becomes="Conv1d/2d/3d (an uneven 'same' or 'causal' padding: ConstantPad before)",
+)
 def conv(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     _channels_last(layer)
     rank = _spatial_rank(layer)
@@ -106,7 +122,12 @@ def conv(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     return activate(layer, out, layer.get("activation"))
 
 
-@converts("Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", becomes="ConvTranspose1d/2d/3d")
+@converts(
+    "Conv1DTranspose",
+    "Conv2DTranspose",
+    "Conv3DTranspose",
+    becomes="ConvTranspose1d/2d/3d (a larger crop at the end: sliced after)",
+)
 def conv_transpose(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     _channels_last(layer)
     rank = _spatial_rank(layer)
@@ -116,17 +137,21 @@ def conv_transpose(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) 
     padding_kind = layer.require("padding", ("valid", "same"))
     output_padding = layer.get("output_padding")
     requested = None if output_padding is None else layer.ints("output_padding", rank)
-    padding, extra = [], []
+    padding, extra, trim = [], [], []
     for index, (k, s, d) in enumerate(zip(kernel, strides, dilation, strict=True)):
-        crop_before, crop_after = _transpose_crops((k - 1) * d + 1, s, padding_kind, None if requested is None else requested[index])
-        if crop_before < 0 or not crop_before - max(s, d) < crop_after <= crop_before:
+        crop_before, crop_after = _transpose_crops(
+            (k - 1) * d + 1, s, padding_kind, None if requested is None else requested[index]
+        )
+        if crop_before < 0 or crop_after <= crop_before - max(s, d):
             raise layer.error(
                 f"kernel_size={k}, strides={s}, padding={padding_kind!r}, output_padding={output_padding} crops "
                 f"({crop_before}, {crop_after}) from the transposed convolution's ends, which torch's "
-                "ConvTranspose cannot (it crops the end by at most as much as the start)"
+                "ConvTranspose cannot (it adds less than max(stride, dilation) at the end)"
             )
+        # torch crops `padding` from both ends, less `output_padding` at the end; a larger end crop is sliced after.
         padding.append(crop_before)
-        extra.append(crop_before - crop_after)
+        extra.append(max(crop_before - crop_after, 0))
+        trim.append(max(crop_after - crop_before, 0))
     value = graph.layouts.axis_first(inputs[0])
 
     def load(module: nn.Module) -> None:
@@ -139,8 +164,10 @@ def conv_transpose(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) 
         int(layer.get("filters")), kernel, stride=strides, padding=tuple(padding), output_padding=tuple(extra),
         dilation=dilation, bias=use_bias, name=layer.module_name,
     )  # fmt: skip
-    out = value.with_tensor(layer.apply(make, value.tensor, load=load))
-    return activate(layer, out, layer.get("activation"))
+    out = layer.apply(make, value.tensor, load=load)
+    if any(trim):
+        out = out[(slice(None), slice(None), *(slice(0, -t if t else None) for t in trim))]
+    return activate(layer, value.with_tensor(out), layer.get("activation"))
 
 
 def _transpose_crops(extent: int, stride: int, padding: str, output_padding: int | None) -> tuple[int, int]:
@@ -184,7 +211,9 @@ def _depthwise_kernel(kernel: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return moved.reshape(-1, 1, *kernel.shape[:rank])
 
 
-@converts("SeparableConv1D", "SeparableConv2D", becomes="a depthwise Conv1d/2d, then a 1x1 Conv1d/2d (two layers)")
+@converts(
+    "SeparableConv1D", "SeparableConv2D", becomes="a depthwise Conv1d/2d, then a 1x1 Conv1d/2d (two layers)"
+)
 def separable(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     _channels_last(layer)
     rank = _spatial_rank(layer)
@@ -228,23 +257,41 @@ def pool(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     value = graph.layouts.axis_first(inputs[0])
     is_max = layer.class_name.startswith("Max")
     padding: tuple[int, ...] = (0,) * rank
+    ceil_mode, drop_first = False, [False] * rank
     if layer.require("padding", ("valid", "same")) == "same":
         pads = _same_padding(layer, value, size, strides, (1,) * rank)
         if is_max:
-            value, padding = _padded(layer, value, pads, fill=-math.inf)
-        elif any(before != after for before, after in pads):
-            raise layer.error(
-                f"padding='same' here pads {pads} (uneven), and an average over only the real values of an "
-                "unevenly padded window has no torch layer: use padding='valid' or an even padding"
-            )
+            # the lowest finite float: a padded max window always holds a real value (torch refuses an -inf fill)
+            value, padding = _padded(layer, value, pads, fill=float(torch.finfo(torch.float32).min))
         else:
-            padding = tuple(before for before, _ in pads)
+            padding, ceil_mode, drop_first = _uneven_average(pads, strides)
     name = layer.module_name
     if is_max:
         make = lambda: getattr(L, f"MaxPool{rank}d")(size, strides, padding, name=name)  # noqa: E731
     else:
-        make = lambda: getattr(L, f"AvgPool{rank}d")(size, strides, padding, count_include_pad=False, name=name)  # noqa: E731
-    return value.with_tensor(layer.apply(make, value.tensor))
+        make = lambda: getattr(L, f"AvgPool{rank}d")(  # noqa: E731
+            size, strides, padding, ceil_mode=ceil_mode, count_include_pad=False, name=name
+        )
+    out = layer.apply(make, value.tensor)
+    if any(drop_first):
+        out = out[(slice(None), slice(None), *(slice(1 if drop else 0, None) for drop in drop_first))]
+    return value.with_tensor(out)
+
+
+def _uneven_average(
+    pads: list[tuple[int, int]], strides: tuple[int, ...]
+) -> tuple[tuple[int, ...], bool, list[bool]]:
+    """An average over the real values of TensorFlow's ``same`` windows, as torch's AvgPool can take it.
+
+    The extra padded row goes at the end. With a stride > 1, pad the smaller amount and let ``ceil_mode``
+    add the last window (torch averages it over the real values only); with stride 1, pad the larger
+    amount on both sides and drop the first output, whose window starts one too early.
+    Returns the padding, ``ceil_mode`` and, per dim, whether its first output is dropped.
+    """
+    uneven = [before != after for before, after in pads]
+    drop_first = [odd and stride == 1 for odd, stride in zip(uneven, strides, strict=True)]
+    padding = tuple(after if drop else before for (before, after), drop in zip(pads, drop_first, strict=True))
+    return padding, any(uneven), drop_first
 
 
 @converts(
@@ -302,7 +349,8 @@ def upsampling(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> V
     _channels_last(layer)
     rank = _spatial_rank(layer)
     size = layer.ints("size", rank, 2)
-    mode = layer.require("interpolation", ("nearest", "bilinear")) if rank == 2 else "nearest"
+    bilinear = rank == 2 and layer.require("interpolation", ("nearest", "bilinear")) == "bilinear"
+    mode: Literal["nearest", "bilinear"] = "bilinear" if bilinear else "nearest"
     value = graph.layouts.axis_first(inputs[0])
     factors = tuple(float(factor) for factor in size)
     make = lambda: L.Upsample(scale_factor=factors, mode=mode, name=layer.module_name)  # noqa: E731
@@ -317,7 +365,9 @@ def batch_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> V
         raise layer.error(f"axis={axis!r}: normalizing over several axes is not supported")
     center, scale = bool(layer.get("center", True)), bool(layer.get("scale", True))
     if center != scale:
-        raise layer.error(f"center={center} with scale={scale} has no torch equivalent (affine is both or neither)")
+        raise layer.error(
+            f"center={center} with scale={scale} has no torch equivalent (affine is both or neither)"
+        )
     if layer.get("renorm"):
         raise layer.error("renorm=True is not supported")
     value = graph.layouts.axis_first(inputs[0], axis)
@@ -336,33 +386,43 @@ def batch_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> V
     return value.with_tensor(layer.apply(make, value.tensor, load=load))
 
 
-@converts("LayerNormalization", becomes="LayerNorm over the trailing axes (RMSNorm with rms_scaling)")
+@converts("LayerNormalization", "RMSNormalization", becomes="LayerNorm / RMSNorm over the trailing axes")
 def layer_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     value = graph.layouts.keras(inputs[0])
     axes = layer.get("axis", -1)
     axes = sorted(a % value.rank for a in (axes if isinstance(axes, list) else [axes]))
     if axes != list(range(value.rank - len(axes), value.rank)):
-        raise layer.error(f"axis={layer.get('axis')!r}: only the trailing axes can be normalized (torch's LayerNorm)")
+        raise layer.error(
+            f"axis={layer.get('axis')!r}: only the trailing axes can be normalized (torch's LayerNorm)"
+        )
     shape = tuple(int(value.keras_shape[a] or 0) for a in axes)
-    center, scale = bool(layer.get("center", True)), bool(layer.get("scale", True))
-    eps = float(layer.get("epsilon", 1e-3))
-    rms = bool(layer.get("rms_scaling", False))
-    if rms and not scale:
-        raise layer.error("rms_scaling=True needs scale=True")
+    rms = layer.class_name == "RMSNormalization"
+    center, scale = not rms and bool(layer.get("center", True)), rms or bool(layer.get("scale", True))
+    eps = float(layer.get("epsilon", 1e-6 if rms else 1e-3))
+    if center and not scale:
+        raise layer.error(
+            "center=True with scale=False has no torch equivalent (LayerNorm's bias needs its weight)"
+        )
+    if layer.get("rms_scaling"):
+        raise layer.error(
+            "rms_scaling=True divides by the variance (not the root mean square, as Keras's deprecation says), "
+            "which no torch layer does: use keras.layers.RMSNormalization"
+        )
 
     def load(module: nn.Module) -> None:
-        arrays = layer.arrays(int(center and not rms) + int(scale))
+        arrays = layer.arrays(int(center) + int(scale))
         if scale:
             assign(layer, module, weight=arrays[0].reshape(shape))
-        if center and not rms:
+        if center:
             assign(layer, module, bias=arrays[-1].reshape(shape))
 
-    if rms:
-        make = lambda: L.RMSNorm(shape, eps=eps, name=layer.module_name)  # noqa: E731
-    elif center != scale:
-        make = lambda: L.LayerNorm(shape, eps=eps, elementwise_affine=scale, bias=center, name=layer.module_name)  # noqa: E731
-    else:
-        make = lambda: L.LayerNorm(shape, eps=eps, elementwise_affine=scale, name=layer.module_name)  # noqa: E731
+    options: dict[str, Any] = {"normalized_shape": shape, "eps": eps, "name": layer.module_name}
+    if not rms:
+        options["elementwise_affine"] = scale
+        if center != scale:
+            options["bias"] = center
+    norm_class = L.RMSNorm if rms else L.LayerNorm
+    make = lambda: norm_class(**options)  # noqa: E731
     return value.with_tensor(layer.apply(make, value.tensor, load=load))
 
 
@@ -373,12 +433,15 @@ def group_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> V
     groups = int(layer.get("groups", 32))
     center, scale = bool(layer.get("center", True)), bool(layer.get("scale", True))
     if center != scale:
-        raise layer.error(f"center={center} with scale={scale} has no torch equivalent (affine is both or neither)")
+        raise layer.error(
+            f"center={center} with scale={scale} has no torch equivalent (affine is both or neither)"
+        )
 
     def load(module: nn.Module) -> None:
         if scale:
             gamma, beta = layer.arrays(2)
             assign(layer, module, weight=gamma, bias=beta)
 
-    make = lambda: L.GroupNorm(groups, eps=float(layer.get("epsilon", 1e-3)), affine=scale, name=layer.module_name)  # noqa: E731
+    eps = float(layer.get("epsilon", 1e-3))
+    make = lambda: L.GroupNorm(groups, eps=eps, affine=scale, name=layer.module_name)  # noqa: E731
     return value.with_tensor(layer.apply(make, value.tensor, load=load))

@@ -69,7 +69,9 @@ def dense(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     # The first call fixes the order the kernel's rows are in; a shared Dense gets that order on every call.
     flattened = layer.state.setdefault("flattened", value.flattened)
     if value.flattened != flattened:
-        raise layer.error("is shared between a Flatten of a channels-first tensor and another input: not supported")
+        raise layer.error(
+            "is shared between a Flatten of a channels-first tensor and another input: not supported"
+        )
     if flattened is None:
         value = graph.layouts.keras(value)
 
@@ -100,7 +102,9 @@ def activation_layer(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder
         if not isinstance(axis, int):
             raise layer.error(f"axis={axis!r}: softmax over several axes is not supported")
         dim = value.stored_axis(axis)
-        return value.with_tensor(layer.apply(lambda: L.Softmax(dim=dim, name=layer.module_name), value.tensor))
+        return value.with_tensor(
+            layer.apply(lambda: L.Softmax(dim=dim, name=layer.module_name), value.tensor)
+        )
     if kind == "PReLU":
         return _prelu(layer, value, graph)
     make = _relu_family(layer)
@@ -138,8 +142,8 @@ def _prelu(layer: KerasLayer, value: Value, graph: GraphBuilder) -> Value:
     rank = value.rank
     if sorted(shared) == list(range(1, rank)):
         count = 1
-    elif rank == 2 and not shared or sorted(shared) == list(range(1, rank - 1)):
-        count = value.keras_shape[-1]
+    elif (rank == 2 and not shared) or sorted(shared) == list(range(1, rank - 1)):
+        count = int(value.keras_shape[-1] or 0)
         value = graph.layouts.axis_first(value)
     else:
         raise layer.error(
@@ -224,7 +228,11 @@ _MERGES: dict[str, Callable[..., Any]] = {
 }  # fmt: skip
 
 
-@converts(*_MERGES, "Concatenate", becomes="Add, Subtract, Multiply, Average, Maximum, Minimum, Concat (axis translated)")
+@converts(
+    *_MERGES,
+    "Concatenate",
+    becomes="Add, Subtract, Multiply, Average, Maximum, Minimum, Concat (axis translated)",
+)
 def merge(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     if len(inputs) < 2:
         raise layer.error(f"merges at least 2 tensors, got {len(inputs)}")
@@ -242,7 +250,9 @@ def merge(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
 def embedding(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     value = graph.layouts.keras(inputs[0])
     if layer.get("mask_zero"):
-        raise layer.error("mask_zero=True is not supported (masks are not converted): pass lengths to the RNN")
+        raise layer.error(
+            "mask_zero=True is not supported (masks are not converted): pass lengths to the RNN"
+        )
     count, size = int(layer.get("input_dim")), int(layer.get("output_dim"))
 
     def load(module: nn.Module) -> None:
