@@ -18,15 +18,16 @@ layers = keras.layers
 TOLERANCE = 1e-5
 
 
+def flat_outputs(result: Any) -> list[Any]:
+    """A model's outputs as a list: one, a list or tuple, or a dict's values in order."""
+    if isinstance(result, dict):
+        return list(result.values())
+    return list(result) if isinstance(result, (list, tuple)) else [result]
+
+
 def keras_outputs(model: Any, inputs: Any) -> list[np.ndarray[Any, Any]]:
     result = model(inputs, training=False)
-    flat = (
-        list(result.values())
-        if isinstance(result, dict)
-        else list(result)
-        if isinstance(result, (list, tuple))
-        else [result]
-    )
+    flat = flat_outputs(result)
     return [np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value) for value in flat]
 
 
@@ -41,14 +42,7 @@ def torch_outputs(model: torch.nn.Module, inputs: Any) -> list[np.ndarray[Any, A
             result = model(*[tensor(value) for value in inputs])
         else:
             result = model(tensor(inputs))
-    flat = (
-        list(result.values())
-        if isinstance(result, dict)
-        else list(result)
-        if isinstance(result, (list, tuple))
-        else [result]
-    )
-    return [value.numpy() for value in flat]
+    return [value.numpy() for value in flat_outputs(result)]
 
 
 def trainable_count(model: Any) -> int:

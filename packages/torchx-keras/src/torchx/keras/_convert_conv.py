@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -83,6 +84,28 @@ def _torch_kernel(kernel: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return kernel.transpose(rank + 1, rank, *range(rank))
 
 
+def _window(layer: KerasLayer) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], bool]:
+    """A convolution's spatial rank, kernel size, strides, dilation and whether it has a bias."""
+    _channels_last(layer)
+    rank = _spatial_rank(layer)
+    kernel, strides = layer.ints("kernel_size", rank), layer.ints("strides", rank, 1)
+    return rank, kernel, strides, layer.ints("dilation_rate", rank, 1), bool(layer.get("use_bias", True))
+
+
+def _kernel_loader(
+    layer: KerasLayer, use_bias: bool, to_torch: Callable[[np.ndarray[Any, Any]], np.ndarray[Any, Any]]
+) -> Callable[[nn.Module], None]:
+    """Loads the Keras kernel (moved to torch's layout by ``to_torch``) and bias into a built module."""
+
+    def load(module: nn.Module) -> None:
+        arrays = layer.arrays(2 if use_bias else 1)
+        assign(layer, module, weight=to_torch(arrays[0]))
+        if use_bias:
+            assign(layer, module, bias=arrays[1])
+
+    return load
+
+
 def _conv_padding(layer: KerasLayer, value: Value, kernel: tuple[int, ...], strides: tuple[int, ...],
                   dilation: tuple[int, ...]) -> tuple[Value, tuple[int, ...]]:  # fmt: skip
     padding = layer.require("padding", ("valid", "same", "causal"))
@@ -101,19 +124,10 @@ def _conv_padding(layer: KerasLayer, value: Value, kernel: tuple[int, ...], stri
     becomes="Conv1d/2d/3d (an uneven 'same' or 'causal' padding: ConstantPad before)",
 )
 def conv(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
-    _channels_last(layer)
-    rank = _spatial_rank(layer)
-    kernel, strides = layer.ints("kernel_size", rank), layer.ints("strides", rank, 1)
-    dilation = layer.ints("dilation_rate", rank, 1)
-    groups, use_bias = int(layer.get("groups", 1)), bool(layer.get("use_bias", True))
+    rank, kernel, strides, dilation, use_bias = _window(layer)
+    groups = int(layer.get("groups", 1))
     value, padding = _conv_padding(layer, graph.layouts.axis_first(inputs[0]), kernel, strides, dilation)
-
-    def load(module: nn.Module) -> None:
-        arrays = layer.arrays(2 if use_bias else 1)
-        assign(layer, module, weight=_torch_kernel(arrays[0]))
-        if use_bias:
-            assign(layer, module, bias=arrays[1])
-
+    load = _kernel_loader(layer, use_bias, _torch_kernel)
     make = lambda: getattr(L, f"Conv{rank}d")(  # noqa: E731
         int(layer.get("filters")), kernel, stride=strides, padding=padding, dilation=dilation, groups=groups,
         bias=use_bias, name=layer.module_name,
@@ -129,11 +143,7 @@ def conv(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     becomes="ConvTranspose1d/2d/3d (a larger crop at the end: sliced after)",
 )
 def conv_transpose(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
-    _channels_last(layer)
-    rank = _spatial_rank(layer)
-    kernel, strides = layer.ints("kernel_size", rank), layer.ints("strides", rank, 1)
-    dilation = layer.ints("dilation_rate", rank, 1)
-    use_bias = bool(layer.get("use_bias", True))
+    rank, kernel, strides, dilation, use_bias = _window(layer)
     padding_kind = layer.require("padding", ("valid", "same"))
     output_padding = layer.get("output_padding")
     requested = None if output_padding is None else layer.ints("output_padding", rank)
@@ -153,13 +163,7 @@ def conv_transpose(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) 
         extra.append(max(crop_before - crop_after, 0))
         trim.append(max(crop_after - crop_before, 0))
     value = graph.layouts.axis_first(inputs[0])
-
-    def load(module: nn.Module) -> None:
-        arrays = layer.arrays(2 if use_bias else 1)
-        assign(layer, module, weight=arrays[0].transpose(rank + 1, rank, *range(rank)))
-        if use_bias:
-            assign(layer, module, bias=arrays[1])
-
+    load = _kernel_loader(layer, use_bias, lambda kernel: kernel.transpose(rank + 1, rank, *range(rank)))
     make = lambda: getattr(L, f"ConvTranspose{rank}d")(  # noqa: E731
         int(layer.get("filters")), kernel, stride=strides, padding=tuple(padding), output_padding=tuple(extra),
         dilation=dilation, bias=use_bias, name=layer.module_name,
@@ -182,20 +186,11 @@ def _transpose_crops(extent: int, stride: int, padding: str, output_padding: int
 
 @converts("DepthwiseConv1D", "DepthwiseConv2D", becomes="Conv1d/2d with groups = in_channels")
 def depthwise(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
-    _channels_last(layer)
-    rank = _spatial_rank(layer)
-    kernel, strides = layer.ints("kernel_size", rank), layer.ints("strides", rank, 1)
-    dilation = layer.ints("dilation_rate", rank, 1)
-    multiplier, use_bias = int(layer.get("depth_multiplier", 1)), bool(layer.get("use_bias", True))
+    rank, kernel, strides, dilation, use_bias = _window(layer)
+    multiplier = int(layer.get("depth_multiplier", 1))
     value, padding = _conv_padding(layer, graph.layouts.axis_first(inputs[0]), kernel, strides, dilation)
     channels = int(value.keras_shape[-1] or 0)
-
-    def load(module: nn.Module) -> None:
-        arrays = layer.arrays(2 if use_bias else 1)
-        assign(layer, module, weight=_depthwise_kernel(arrays[0]))
-        if use_bias:
-            assign(layer, module, bias=arrays[1])
-
+    load = _kernel_loader(layer, use_bias, _depthwise_kernel)
     make = lambda: getattr(L, f"Conv{rank}d")(  # noqa: E731
         channels * multiplier, kernel, stride=strides, padding=padding, dilation=dilation, groups=channels,
         bias=use_bias, name=layer.module_name,
@@ -215,11 +210,8 @@ def _depthwise_kernel(kernel: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     "SeparableConv1D", "SeparableConv2D", becomes="a depthwise Conv1d/2d, then a 1x1 Conv1d/2d (two layers)"
 )
 def separable(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
-    _channels_last(layer)
-    rank = _spatial_rank(layer)
-    kernel, strides = layer.ints("kernel_size", rank), layer.ints("strides", rank, 1)
-    dilation = layer.ints("dilation_rate", rank, 1)
-    multiplier, use_bias = int(layer.get("depth_multiplier", 1)), bool(layer.get("use_bias", True))
+    rank, kernel, strides, dilation, use_bias = _window(layer)
+    multiplier = int(layer.get("depth_multiplier", 1))
     value, padding = _conv_padding(layer, graph.layouts.axis_first(inputs[0]), kernel, strides, dilation)
     channels = int(value.keras_shape[-1] or 0)
     conv_class = getattr(L, f"Conv{rank}d")
