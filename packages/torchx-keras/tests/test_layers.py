@@ -256,6 +256,8 @@ NORMS = [
     case("groupnorm-after-conv", lambda: chain((6, 6, 3), K.Conv2D(6, 3), K.GroupNormalization(groups=3, epsilon=1e-5))),
     case("dropout", lambda: chain((6,), K.Dense(4), K.Dropout(0.5))),
     case("spatial-dropout2d", lambda: chain((6, 6, 3), K.Conv2D(4, 3), K.SpatialDropout2D(0.5), K.Dense(2))),
+    case("spatial-dropout1d", lambda: chain((6, 3), K.Conv1D(4, 3), K.SpatialDropout1D(0.5), K.Dense(2))),
+    case("alpha-dropout", lambda: chain((6,), K.Dense(4), K.AlphaDropout(0.5))),
 ]  # fmt: skip
 
 

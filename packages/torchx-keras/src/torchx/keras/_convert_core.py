@@ -160,7 +160,7 @@ def _prelu(layer: KerasLayer, value: Value, graph: GraphBuilder) -> Value:
 
 
 @converts(
-    "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianDropout", "AlphaDropout",
+    "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "AlphaDropout",
     becomes="Dropout, Dropout1d/2d/3d (channels first), AlphaDropout; the identity in inference",
 )  # fmt: skip
 def dropout(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
@@ -173,8 +173,6 @@ def dropout(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Valu
         make: Callable[[], nn.Module] = lambda: getattr(L, f"Dropout{dims}d")(rate, name=name)  # noqa: E731
     elif layer.class_name == "AlphaDropout":
         make = lambda: L.AlphaDropout(rate, name=name)  # noqa: E731
-    elif layer.class_name == "GaussianDropout":
-        raise layer.error("GaussianDropout has no torch layer: replace it with Dropout before saving")
     else:
         if layer.get("noise_shape") is not None:
             raise layer.error("noise_shape is not supported: use SpatialDropout for dropping whole channels")
