@@ -295,7 +295,7 @@ def test_bad_input_and_output_exit_2_and_wrong_models_exit_1_in_one_line(
         (["summary", str(SEED_CNN), "--input", "9" * 5000], 2, "a dim is at most"),
         (["summary", str(SEED_CNN), "--input", "4611686018427387904,4"], 2, "more elements than a tensor"),
         (["export", str(SEED_CNN), "--input", "None,2305843009213693952", "-o", "m.pt2"], 2, "more elements"),
-        (["summary", str(SEED_CNN)], 2, "the following arguments are required: --input"),
+        (["summary", str(SEED_CNN)], 2, "give the input shape with --input SHAPE"),
         (["summary", str(lp), "--input", "1,3,8,8"], 1, "$.args.norm_type: expected a positive number"),
         (["convert", str(SEED_CNN), "-o", str(tmp_path / ("x" * 300 + ".json"))], 2, "File name too long"),
         (
