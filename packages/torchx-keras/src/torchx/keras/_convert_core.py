@@ -7,6 +7,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 from torch import nn
 
 import torchx.layers as L
@@ -18,50 +20,51 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTIVATIONS", "activate"]
 
-ACTIVATIONS: dict[str, Callable[..., nn.Module] | None] = {
+ACTIVATIONS: dict[str, Callable[[Any], Any] | None] = {
     "linear": None,
-    "relu": L.ReLU,
-    "relu6": L.ReLU6,
-    "sigmoid": L.Sigmoid,
-    "tanh": L.Tanh,
-    "elu": L.ELU,
-    "selu": L.SELU,
-    "softplus": L.Softplus,
-    "softsign": L.Softsign,
-    "silu": L.SiLU,
-    "swish": L.SiLU,
-    "gelu": L.GELU,
-    "mish": L.Mish,
-    "hard_sigmoid": L.Hardsigmoid,
-    "hard_silu": L.Hardswish,
-    "hard_swish": L.Hardswish,
-    "leaky_relu": partial(L.LeakyReLU, 0.2),
-    "log_sigmoid": L.LogSigmoid,
-    "tanh_shrink": L.Tanhshrink,
+    "relu": torch.relu,
+    "relu6": F.relu6,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "elu": F.elu,
+    "selu": F.selu,
+    "softplus": F.softplus,
+    "softsign": F.softsign,
+    "silu": F.silu,
+    "swish": F.silu,
+    "gelu": F.gelu,
+    "mish": F.mish,
+    "hard_sigmoid": F.hardsigmoid,
+    "hard_silu": F.hardswish,
+    "hard_swish": F.hardswish,
+    "leaky_relu": partial(F.leaky_relu, negative_slope=0.2),
+    "log_sigmoid": F.logsigmoid,
+    "exponential": torch.exp,
 }
-"""Keras activation name -> the TorchX layer (``softmax`` and ``log_softmax`` take their axis from the tensor)."""
+"""Keras activation name -> the torch function (``softmax`` and ``log_softmax`` take their axis from the tensor).
 
-_SOFTMAX = {"softmax": L.Softmax, "log_softmax": L.LogSoftmax}
+An activation is a function in the graph, not a module: as in Keras, it is part of its layer, and a
+built model calls it as hand-written torch would (``F.gelu(x)``), without a module call's overhead."""
+
+_ALONG_AXIS: dict[str, Callable[[Any, int], Any]] = {
+    "softmax": lambda x, dim: x.softmax(dim),
+    "log_softmax": lambda x, dim: F.log_softmax(x, dim=dim),
+}
 
 
-def activate(layer: KerasLayer, value: Value, name: str | None, part: str = "activation") -> Value:
-    """``value`` through the Keras activation ``name`` (a layer of its own, named after ``layer``)."""
+def activate(layer: KerasLayer, value: Value, name: str | None) -> Value:
+    """``value`` through the Keras activation ``name`` (a function recorded in the graph)."""
     name = name or "linear"
-    if name in _SOFTMAX:
-        dim = value.stored_axis(-1)
-        make: Callable[[], nn.Module] | None = lambda: _SOFTMAX[name](dim=dim, name=layer.part_name(name))  # noqa: E731
-    elif name in ACTIVATIONS:
-        factory = ACTIVATIONS[name]
-        make = None if factory is None else lambda: factory(name=layer.part_name(name))
-    else:
-        known = ", ".join(sorted([*ACTIVATIONS, *_SOFTMAX]))
+    if name in _ALONG_AXIS:
+        return value.with_tensor(_ALONG_AXIS[name](value.tensor, value.stored_axis(-1)))
+    if name not in ACTIVATIONS:
+        known = ", ".join(sorted([*ACTIVATIONS, *_ALONG_AXIS]))
         raise layer.error(f"the activation {name!r} is not supported (supported: {known})")
-    if make is None:
-        return value
-    return value.with_tensor(layer.apply(make, value.tensor, part=part))
+    function = ACTIVATIONS[name]
+    return value if function is None else value.with_tensor(function(value.tensor))
 
 
-@converts("Dense", becomes="Linear (+ the activation's layer)")
+@converts("Dense", becomes="Linear (its activation: a function in the graph)")
 def dense(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     (value,) = inputs
     units = layer.get("units")
@@ -90,13 +93,14 @@ def dense(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
 
 @converts(
     "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "PReLU",
-    becomes="the activation's layer: ReLU, ReLU6, Hardtanh, LeakyReLU, ELU, Softmax (axis translated), PReLU",
+    becomes="Activation: the function in the graph; the others: ReLU, ReLU6, Hardtanh, LeakyReLU, ELU, "
+    "Softmax (axis translated), PReLU",
 )  # fmt: skip
 def activation_layer(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     (value,) = inputs
     kind = layer.class_name
     if kind == "Activation":
-        return activate(layer, value, layer.get("activation"), part="")
+        return activate(layer, value, layer.get("activation"))
     if kind == "Softmax":
         axis = layer.get("axis", -1)
         if not isinstance(axis, int):
