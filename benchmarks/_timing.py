@@ -36,23 +36,33 @@ class Result:
 
 
 def interleaved_medians(
-    first: Callable[[], object], second: Callable[[], object], *, rounds: int, per_round: int
-) -> tuple[float, float]:
-    """Median seconds per call of ``first`` and ``second``, alternating rounds."""
+    *functions: Callable[[], object], rounds: int, per_round: int, collect_each_round: bool = True
+) -> tuple[float, ...]:
+    """Median seconds per call of each of ``functions``, the order rotating every round.
+
+    ``collect_each_round=False`` collects garbage once and not while timing (with
+    Keras loaded a collection takes long enough to swamp what is timed).
+    """
     for _ in range(3):
-        first()
-        second()
-    times: tuple[list[float], list[float]] = ([], [])
-    for index in range(rounds):
-        order = (0, 1) if index % 2 == 0 else (1, 0)
-        for which in order:
-            function = (first, second)[which]
-            gc.collect()
-            start = time.perf_counter()
-            for _ in range(per_round):
-                function()
-            times[which].append((time.perf_counter() - start) / per_round)
-    return statistics.median(times[0]), statistics.median(times[1])
+        for function in functions:
+            function()
+    times: list[list[float]] = [[] for _ in functions]
+    count = len(functions)
+    gc.collect()
+    if not collect_each_round:
+        gc.disable()
+    try:
+        for index in range(rounds):
+            for which in [(index + offset) % count for offset in range(count)]:
+                if collect_each_round:
+                    gc.collect()
+                start = time.perf_counter()
+                for _ in range(per_round):
+                    functions[which]()
+                times[which].append((time.perf_counter() - start) / per_round)
+    finally:
+        gc.enable()
+    return tuple(statistics.median(series) for series in times)
 
 
 def train_step(module: nn.Module, x: torch.Tensor) -> None:

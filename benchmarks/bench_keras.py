@@ -17,48 +17,18 @@ shadow the ``keras`` package for the runner (``benchmarks/`` is first on
 
 from __future__ import annotations
 
-import gc
 import os
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from _timing import Result
+from _timing import Result, interleaved_medians
 from torch import nn
-
-# -- three-way timing ----------------------------------------------------------------
-
-
-def interleaved_medians3(
-    functions: tuple[Callable[[], object], ...], *, rounds: int, per_round: int
-) -> list[float]:
-    """Median seconds per call of each of ``functions``, the order rotating every round."""
-    for _ in range(3):
-        for function in functions:
-            function()
-    times: list[list[float]] = [[] for _ in functions]
-    count = len(functions)
-    gc.collect()  # once: with Keras loaded a collection takes long, so none runs while timing
-    gc.disable()
-    try:
-        for index in range(rounds):
-            for which in [(index + offset) % count for offset in range(count)]:
-                function = functions[which]
-                start = time.perf_counter()
-                for _ in range(per_round):
-                    function()
-                times[which].append((time.perf_counter() - start) / per_round)
-    finally:
-        gc.enable()
-    return [statistics.median(series) for series in times]
-
 
 # -- hand-written torch models (Keras layout in, one permute, channels-first inside) --
 
@@ -282,8 +252,13 @@ def _compare(
             got = module(x).numpy()
             assert got.shape == want.shape, (name, label, got.shape, want.shape)
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-4, err_msg=f"{name}: {label} vs keras")
-        ours, theirs, handmade = interleaved_medians3(
-            (partial(converted, x), run_keras, partial(hand, x)), rounds=rounds, per_round=per_round
+        ours, theirs, handmade = interleaved_medians(
+            partial(converted, x),
+            run_keras,
+            partial(hand, x),
+            rounds=rounds,
+            per_round=per_round,
+            collect_each_round=False,
         )
     print(
         f"keras: {name}: converted {theirs / ours:6.1f}x faster than Keras "

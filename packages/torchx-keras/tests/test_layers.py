@@ -438,3 +438,24 @@ MODELS = [
 def test_models(converted, build: Build) -> None:
     model = build()
     converted(model, random_inputs(model))
+
+
+# -- a ZeroPadding before a valid convolution is the convolution's own padding ---------------------------------
+
+
+def test_zero_padding_before_a_valid_conv_is_folded_into_it(converted) -> None:
+    model = converted(chain((9, 9, 3), K.ZeroPadding2D(2), K.Conv2D(4, 5, strides=2), K.DepthwiseConv2D(3)))
+    modules = list(model.children())
+    assert [module.padding for module in modules if isinstance(module, torch.nn.Conv2d)] == [(2, 2), (0, 0)]
+    assert not any(isinstance(module, torch.nn.ZeroPad2d) for module in modules)
+
+
+def test_uneven_zero_padding_or_a_second_reader_keeps_the_padding(converted) -> None:
+    inputs = keras.Input((8, 8, 3))
+    padded = K.ZeroPadding2D(((0, 1), (0, 1)))(inputs)
+    uneven = K.Conv2D(4, 3, strides=2)(padded)
+    even = K.ZeroPadding2D(1)(inputs)
+    both = K.Add()([K.Conv2D(3, 3, padding="same")(even), even])
+    model = converted(keras.Model(inputs, [uneven, both]))
+    pads = [module for module in model.children() if isinstance(module, torch.nn.ZeroPad2d)]
+    assert sorted(pad.padding for pad in pads) == [(0, 1, 0, 1), (1, 1, 1, 1)]

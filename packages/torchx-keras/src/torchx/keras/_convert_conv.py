@@ -21,7 +21,7 @@ from torch import nn
 import torchx.layers as L
 from torchx.keras._convert_core import activate
 from torchx.keras._layer import KerasLayer, assign, converts
-from torchx.keras._values import Value
+from torchx.keras._values import PendingPadding, Value
 
 if TYPE_CHECKING:
     from torchx.keras._model import GraphBuilder
@@ -111,6 +111,9 @@ def _conv_padding(layer: KerasLayer, value: Value, kernel: tuple[int, ...], stri
     padding = layer.require("padding", ("valid", "same", "causal"))
     rank = len(kernel)
     if padding == "valid":
+        pending = value.padding
+        if value.placeholder is None and pending is not None and pending.symmetric is not None:
+            return pending.source, pending.symmetric  # a ZeroPadding before: the convolution's own padding
         return value, (0,) * rank
     if padding == "causal":
         return _padded(layer, value, [((k - 1) * d, 0) for k, d in zip(kernel, dilation, strict=True)])
@@ -309,7 +312,9 @@ def zero_padding(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) ->
     value = graph.layouts.axis_first(inputs[0])
     flat = tuple(size for before, after in reversed(pads) for size in (before, after))
     make = lambda: getattr(L, f"ZeroPad{rank}d")(flat, name=layer.module_name)  # noqa: E731
-    return value.with_tensor(layer.apply(make, value.tensor))
+    # Pending: a valid convolution reading it takes the padding itself (as torch code would write it).
+    pending = PendingPadding(value, tuple(pads), lambda: layer.apply(make, value.tensor))
+    return Value(None, value.order, padding=pending)
 
 
 @converts("Cropping1D", "Cropping2D", "Cropping3D", becomes="slicing")

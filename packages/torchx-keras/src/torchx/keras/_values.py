@@ -17,12 +17,13 @@ unflatten-permute-flatten.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Flattened", "Layouts", "Value", "channels_first", "keras_order"]
+__all__ = ["Flattened", "Layouts", "PendingPadding", "Value", "channels_first", "keras_order"]
 
 
 def keras_order(rank: int) -> tuple[int, ...]:
@@ -41,10 +42,20 @@ def channels_first(rank: int, axis: int | None = None) -> tuple[int, ...]:
 class Value:
     """One Keras tensor: the placeholder holding it, in ``order``."""
 
-    tensor: Any
+    placeholder: Any
+    """The placeholder; ``None`` while a zero padding is pending (see ``padding``)."""
     order: tuple[int, ...]
     flattened: Flattened | None = None
     """For the features of a Flatten of a permuted tensor: how they are ordered."""
+    padding: PendingPadding | None = None
+    """A Keras ZeroPadding not recorded yet: a convolution reading it pads inside itself instead."""
+
+    @property
+    def tensor(self) -> Any:
+        """The placeholder (recording a pending padding first, once)."""
+        if self.placeholder is None and self.padding is not None:
+            object.__setattr__(self, "placeholder", self.padding.record())
+        return self.placeholder
 
     @property
     def rank(self) -> int:
@@ -52,6 +63,8 @@ class Value:
 
     @property
     def keras_shape(self) -> tuple[int | None, ...]:
+        if self.placeholder is None and self.padding is not None:
+            return self.padding.keras_shape()
         stored = tuple(self.tensor.shape)
         shape: list[int | None] = [None] * self.rank
         for dim, axis in enumerate(self.order):
@@ -69,6 +82,30 @@ class Value:
     @property
     def in_keras_order(self) -> bool:
         return self.flattened is None and self.order == keras_order(self.rank)
+
+
+@dataclass(frozen=True, eq=False)
+class PendingPadding:
+    """Zeros around the spatial dims of ``source`` (channels first), recorded by ``record`` if something needs them."""
+
+    source: Value
+    pads: tuple[tuple[int, int], ...]
+    """(before, after) for each spatial dim, in order."""
+    record: Callable[[], Any]
+
+    @property
+    def symmetric(self) -> tuple[int, ...] | None:
+        """The padding per dim where it is the same on both sides (what a torch convolution can take)."""
+        if all(before == after for before, after in self.pads):
+            return tuple(before for before, _ in self.pads)
+        return None
+
+    def keras_shape(self) -> tuple[int | None, ...]:
+        shape = list(self.source.keras_shape)
+        for index, (before, after) in enumerate(self.pads):
+            size = shape[1 + index]
+            shape[1 + index] = None if size is None else size + before + after
+        return tuple(shape)
 
 
 @dataclass(frozen=True)
