@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -280,13 +280,22 @@ def bidirectional(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -
 # -- TimeDistributed ----------------------------------------------------------
 
 
-@converts("TimeDistributed", becomes="TimeDistributed (the inner layer converted on one frame)")
+@converts(
+    "TimeDistributed",
+    becomes="TimeDistributed (the inner layer converted on one frame); of a Dense: its Linear",
+)
 def time_distributed(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     """The inner layer converted as a Functional of one frame, applied to every frame by ``L.TimeDistributed``."""
     (value,) = inputs
     value = graph.layouts.keras(value)
     if value.rank < 3:
         raise layer.error(f"its input has rank {value.rank}: TimeDistributed takes (batch, time, ...)")
+    if layer.get("layer", {}).get("class_name") == "Dense":
+        # A Dense acts on the last axis at any rank: on every frame at once, as torch code would write it.
+        if "dense" not in layer.state:
+            inner = _wrapped(layer, "layer", "layer", graph)
+            layer.state["dense"] = replace(inner, module_name=layer.module_name)
+        return graph.call(layer.state["dense"], [value])[0]
 
     def make() -> nn.Module:
         inner = _wrapped(layer, "layer", "layer", graph)
