@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch import nn
 
 from torchx.core import PluginError, PluginManager, PluginWarning, hookspecs
 from torchx.core.testing import in_forked_child, install_fake_distribution
@@ -171,6 +172,43 @@ def test_infer_output_hook_is_first_result() -> None:
     manager.register(Declines(), "declines")
     result = manager.infer_output(torch.nn.Identity(), (torch.empty(1, device="meta"),))
     assert result.shape == (3,)
+
+
+def test_read_model_asks_readers_in_turn_and_a_torchx_error_is_the_answer() -> None:
+    from torchx.core import SpecError
+
+    manager = PluginManager(load_entry_points=False)
+
+    class Broken:
+        @hookspecs.hookimpl
+        def torchx_read_model(self, path: str) -> object:
+            raise RuntimeError("reader bug")
+
+    class WrongType:
+        @hookspecs.hookimpl
+        def torchx_read_model(self, path: str) -> object:
+            return "not a module"
+
+    class Reads:
+        @hookspecs.hookimpl
+        def torchx_read_model(self, path: str) -> object:
+            if path.endswith(".bad"):
+                raise SpecError(path, "is corrupt")
+            return nn.Identity() if path.endswith(".mine") else None
+
+    manager.register(Reads(), "reads")
+    manager.register(WrongType(), "wrong-type")
+    manager.register(Broken(), "broken")
+    with pytest.warns(PluginWarning):
+        assert isinstance(manager.read_model("model.mine"), nn.Identity)
+    assert manager.model_readers() == ["broken", "wrong-type", "reads"]
+    assert {(failure.plugin, failure.stage) for failure in manager.failures} == {
+        ("broken", "torchx_read_model"), ("wrong-type", "torchx_read_model"),
+    }  # fmt: skip
+    with pytest.warns(PluginWarning):
+        assert manager.read_model("model.other") is None
+        with pytest.raises(SpecError, match="is corrupt"):
+            manager.read_model("model.bad")
 
 
 def test_facade_methods_match_their_hookspecs() -> None:

@@ -121,6 +121,14 @@ def test_a_corrupted_archive_is_refused(saved: Path, tmp_path: Path) -> None:
         torchx.keras.load(broken)
 
 
+def test_a_keras_2_hdf5_model_is_refused_with_how_to_resave_it(tmp_path: Path) -> None:
+    legacy = tmp_path / "legacy.keras"
+    with h5py.File(legacy, "w") as file:
+        file.attrs["keras_version"] = "2.15.0"
+    with pytest.raises(SpecError, match=r"is an HDF5 file \(Keras 2's \.h5 model format\).*model\.save"):
+        torchx.keras.load(legacy)
+
+
 def test_weights_that_disagree_with_the_config_are_refused(saved: Path) -> None:
     config = config_of(saved)
     config["config"]["layers"][1]["config"]["units"] = 5

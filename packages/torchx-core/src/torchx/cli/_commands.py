@@ -120,6 +120,7 @@ class PluginReport:
     version: str
     layers: list[str]
     device_backend: bool
+    model_reader: bool
     commands: list[str]
 
 
@@ -129,13 +130,14 @@ def plugins(options: argparse.Namespace) -> int:
     registry = manager.registry
     commands = CommandRegistry()
     manager.register_commands(commands)
-    backends = set(manager.device_backends())
+    backends, readers = set(manager.device_backends()), set(manager.model_readers())
     report = [
         PluginReport(
             name,
             *manager.distributions.get(name, (name, "?")),
             layers=registry.registered_by(name),
             device_backend=name in backends,
+            model_reader=name in readers,
             commands=[command.name for command in commands if command.plugin == name],
         )
         for name in manager.plugin_names()
@@ -150,6 +152,8 @@ def plugins(options: argparse.Namespace) -> int:
             print(f"  layers ({len(entry.layers)}): {', '.join(entry.layers)}")
         if entry.device_backend:
             print("  device backend")
+        if entry.model_reader:
+            print("  reads model files (torchx summary FILE ...)")
         if entry.commands:
             print(f"  commands: {', '.join(entry.commands)}")
     for failure in manager.failures:

@@ -409,8 +409,15 @@ class PluginManager:
 
     def device_backends(self) -> list[str]:
         """The plugins that implement ``torchx_resolve_device``, first asked first."""
+        return self._implementers("torchx_resolve_device")
+
+    def model_readers(self) -> list[str]:
+        """The plugins that implement ``torchx_read_model``, first asked first."""
+        return self._implementers("torchx_read_model")
+
+    def _implementers(self, hook: str) -> list[str]:
         self.load()
-        return [impl.plugin_name for impl in reversed(self._pm.hook.torchx_resolve_device.get_hookimpls())]
+        return [impl.plugin_name for impl in reversed(getattr(self._pm.hook, hook).get_hookimpls())]
 
     # -- os.fork() ---------------------------------------------------------
 

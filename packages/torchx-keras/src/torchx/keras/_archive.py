@@ -35,6 +35,7 @@ MAX_RATIO = 200
 """Deflate of real weights gains at most a few times; of zeros (fresh
 BatchNorm statistics) about 1000x, but never on megabytes of a real model."""
 RATIO_CHECKED_FROM = 2**20
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 @dataclass
@@ -68,6 +69,12 @@ def read_archive(path: str | Path) -> KerasArchive:
     except FileNotFoundError:
         raise SpecError(source, "no such file") from None
     except (zipfile.BadZipFile, OSError) as error:
+        if _is_hdf5(path):
+            raise SpecError(
+                source,
+                "is an HDF5 file (Keras 2's .h5 model format), not a Keras 3 .keras archive: load it with "
+                "Keras and save it again with model.save('model.keras')",
+            ) from None
         raise SpecError(source, f"is not a .keras archive (a zip file): {error}") from None
     with archive:
         members = {_checked_member(source, info).filename: info for info in archive.infolist()}
@@ -88,6 +95,14 @@ def read_archive(path: str | Path) -> KerasArchive:
             weights = WeightGroup("")
     version = metadata.get("keras_version") if isinstance(metadata, dict) else None
     return KerasArchive(source, config, weights, version if isinstance(version, str) else None)
+
+
+def _is_hdf5(path: str | Path) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(HDF5_SIGNATURE)) == HDF5_SIGNATURE
+    except OSError:
+        return False
 
 
 def _checked_member(source: str, info: zipfile.ZipInfo) -> zipfile.ZipInfo:
