@@ -239,3 +239,141 @@ def test_the_cli_exits_1_on_a_bad_file(
     assert main(["from-keras", str(bad), "-o", str(tmp_path / "out.yaml")]) == 1
     assert "SpecError" in capsys.readouterr().err
     assert not (tmp_path / "out.yaml").exists()
+
+
+# -- found in review: shared layers, weights checked before use, malformed configs -------------------------------
+
+
+def test_a_shared_conv_after_a_zero_padding_on_one_branch_converts(converted) -> None:
+    first, second = keras.Input((8, 8, 3)), keras.Input((8, 8, 3))
+    conv = layers.Conv2D(4, 3)
+    converted(keras.Model([first, second], [conv(second), conv(layers.ZeroPadding2D(1)(first))]))
+
+
+def test_a_shared_layer_needing_other_torch_arguments_per_call_is_refused(tmp_path: Path) -> None:
+    first, second = keras.Input((8, 8, 3)), keras.Input((9, 9, 3))
+    conv = layers.Conv2D(4, 3, strides=2, padding="same", name="strided")
+    keras.Model([first, second], [conv(first), conv(second)]).save(tmp_path / "shared.keras")
+    with pytest.raises(
+        SpecError, match=r'\(Conv2D "strided"\): is shared by calls that need different torch layers'
+    ):
+        torchx.keras.load(tmp_path / "shared.keras")
+
+
+def test_a_shared_time_distributed_on_other_frame_shapes_is_refused(tmp_path: Path) -> None:
+    wrapped = layers.TimeDistributed(layers.Conv2D(2, 3), name="frames")
+    first, second = keras.Input((2, 8, 8, 3)), keras.Input((2, 9, 9, 3))
+    keras.Model([first, second], [wrapped(first), wrapped(second)]).save(tmp_path / "td.keras")
+    with pytest.raises(SpecError, match=r'\(TimeDistributed "frames"\): is shared by inputs with frames'):
+        torchx.keras.load(tmp_path / "td.keras")
+
+
+def test_float_indices_into_an_embedding_are_cast_as_keras_does(converted) -> None:
+    inputs = keras.Input((5,))
+    model = keras.Model(inputs, layers.Embedding(10, 4)(inputs))
+    converted(model, np.array([[0.0, 1.9, 2.2, 9.0, 3.5]] * 2, dtype="float32"))
+
+
+def test_a_dense_after_flatten_checks_the_kernel_before_reordering_it(tmp_path: Path) -> None:
+    inputs = keras.Input((4, 4, 3))
+    outputs = layers.Dense(2, name="head")(layers.Flatten()(layers.Conv2D(3, 1)(inputs)))
+    keras.Model(inputs, outputs).save(tmp_path / "flat.keras")
+    config = config_of(tmp_path / "flat.keras")
+    config["config"]["layers"][0]["config"]["batch_shape"] = [None, 2, 2, 3]
+    path = rewritten(tmp_path / "flat.keras", {"config.json": json.dumps(config).encode()})
+    with pytest.raises(
+        SpecError, match=r'\(Dense "head"\): the weights file\'s kernel has shape \(48, 2\), but 12'
+    ):
+        torchx.keras.load(path)
+
+
+def test_prelu_slopes_are_checked_not_cut(tmp_path: Path) -> None:
+    inputs = keras.Input((4, 4, 3))
+    keras.Model(inputs, layers.PReLU(shared_axes=[1, 2], name="slopes")(inputs)).save(
+        tmp_path / "prelu.keras"
+    )
+    config = config_of(tmp_path / "prelu.keras")
+    config["config"]["layers"][1]["config"]["shared_axes"] = [1, 2, 3]
+    path = rewritten(tmp_path / "prelu.keras", {"config.json": json.dumps(config).encode()})
+    with pytest.raises(
+        SpecError, match=r'\(PReLU "slopes"\): the weights file gives weight the shape \(3,\)'
+    ):
+        torchx.keras.load(path)
+
+
+def test_hdf5_data_the_file_does_not_hold_is_refused(saved: Path) -> None:
+    def fill_value_bomb(file: h5py.File) -> None:
+        file.create_dataset("layers/zzz/vars/0", shape=(2**40,), dtype="f4", chunks=(2**20,))
+
+    path = rewritten(saved, {"model.weights.h5": weights_with(saved, fill_value_bomb)})
+    with pytest.raises(SpecError, match=r"declare over .* bytes, more than the file's"):
+        torchx.keras.load(path)
+
+
+def test_compressed_hdf5_datasets_are_refused(saved: Path) -> None:
+    def compressed(file: h5py.File) -> None:
+        file.create_dataset("layers/zzz/vars/0", data=np.zeros(16, "f4"), compression="gzip")
+
+    path = rewritten(saved, {"model.weights.h5": weights_with(saved, compressed)})
+    with pytest.raises(SpecError, match="/layers/zzz/vars/0 is compressed"):
+        torchx.keras.load(path)
+
+
+def test_an_hdf5_group_cycle_is_refused(saved: Path) -> None:
+    def cycle(file: h5py.File) -> None:
+        file["layers/dense/loop"] = file["layers"]
+
+    path = rewritten(saved, {"model.weights.h5": weights_with(saved, cycle)})
+    with pytest.raises(SpecError, match="nested over 64 groups deep \\(or in a cycle\\)"):
+        torchx.keras.load(path)
+
+
+def test_deeply_nested_json_is_refused(saved: Path) -> None:
+    path = rewritten(saved, {"config.json": b"[" * 100_000 + b"]" * 100_000})
+    with pytest.raises(SpecError, match=r"config\.json: is nested too deeply"):
+        torchx.keras.load(path)
+
+
+def _malformed(config: dict[str, Any], change: str) -> None:
+    dense = config["config"]["layers"][1]
+    if change == "units-text":
+        dense["config"]["units"] = "three"
+    elif change == "inbound-nodes":
+        dense["inbound_nodes"] = ["x"]
+    elif change == "node-kwargs":
+        dense["inbound_nodes"][0]["kwargs"] = [1]
+    elif change == "negative-history":
+        dense["inbound_nodes"][0]["args"][0]["config"]["keras_history"] = ["features", 0, -1]
+    elif change == "tensor-config":
+        dense["inbound_nodes"][0]["args"][0]["config"] = None
+    elif change == "output-index":
+        config["config"]["output_layers"] = [["head", "x", 0]]
+
+
+@pytest.mark.parametrize(
+    ("change", "place"),
+    [
+        pytest.param("units-text", r'layers\[1\] \(Dense "hidden"\)', id="units-text"),
+        pytest.param("inbound-nodes", r"layers\[1\]\.inbound_nodes", id="inbound-nodes"),
+        pytest.param("node-kwargs", r"layers\[1\]\.inbound_nodes\[0\]: its args", id="node-kwargs"),
+        pytest.param("negative-history", r"keras_history: \['features', 0, -1\]", id="negative-history"),
+        pytest.param("tensor-config", r"keras_history: None", id="tensor-config"),
+        pytest.param("output-index", r"output_layers: \['head', 'x', 0\]", id="output-index"),
+    ],
+)
+def test_a_malformed_config_is_a_spec_error(saved: Path, change: str, place: str) -> None:
+    config = config_of(saved)
+    _malformed(config, change)
+    path = rewritten(saved, {"config.json": json.dumps(config).encode()})
+    with pytest.raises(SpecError, match=place):
+        torchx.keras.load(path)
+
+
+def test_a_layer_much_larger_than_its_weights_is_refused_before_it_is_allocated(saved: Path) -> None:
+    config = config_of(saved)
+    config["config"]["layers"][1]["config"]["units"] = 10**9  # 4 GB of kernel, for 15 numbers in the file
+    path = rewritten(saved, {"config.json": json.dumps(config).encode()})
+    with pytest.raises(
+        SpecError, match=r'\(Dense "hidden"\): its config makes a torch layer of 20,000,000,000 bytes'
+    ):
+        torchx.keras.load(path)

@@ -36,6 +36,8 @@ MAX_RATIO = 200
 BatchNorm statistics) about 1000x, but never on megabytes of a real model."""
 RATIO_CHECKED_FROM = 2**20
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+MAX_GROUP_DEPTH = 64
+"""Keras nests a weights group per model, wrapper and cell: a handful deep."""
 
 
 @dataclass
@@ -45,6 +47,12 @@ class WeightGroup:
     path: str
     arrays: list[np.ndarray[Any, Any]] = field(default_factory=list)
     groups: dict[str, WeightGroup] = field(default_factory=dict)
+
+    def nbytes(self) -> int:
+        """The bytes of its arrays and of every subgroup's."""
+        return sum(array.nbytes for array in self.arrays) + sum(
+            group.nbytes() for group in self.groups.values()
+        )
 
     def group(self, name: str) -> WeightGroup:
         """The subgroup ``name`` (an empty group where the file has none: a layer without variables)."""
@@ -144,6 +152,8 @@ def _json(source: str, name: str, data: bytes) -> Any:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
         raise SpecError(f"{source}:{name}", f"is not JSON: {error}") from None
+    except RecursionError:
+        raise SpecError(f"{source}:{name}", "is nested too deeply to be a model config") from None
 
 
 def read_weights(source: str, data: bytes) -> WeightGroup:
@@ -156,33 +166,53 @@ def read_weights(source: str, data: bytes) -> WeightGroup:
     except (OSError, ValueError) as error:
         raise SpecError(where, f"is not an HDF5 file: {error}") from None
     with file:
-        _refuse_links(where, file)
+        _refuse_links(where, file, len(data))
         return _read_group(where, file, "")
 
 
-def _refuse_links(where: str, group: Any) -> None:
-    """Refuse every link that reaches outside the file, and every dataset stored outside it."""
+def _refuse_links(where: str, file: Any, size: int) -> None:
+    """Refuse every link that reaches outside the file, every dataset stored outside it or compressed,
+    data the file cannot hold (HDF5 fills unwritten data: a tiny file can declare terabytes), and
+    nesting deeper than Keras writes (a hard-link cycle is infinitely deep)."""
     import h5py
 
-    for name in group:
-        link = group.get(name, getlink=True)
-        path = f"{group.name.rstrip('/')}/{name}"
-        if isinstance(link, h5py.ExternalLink):
+    declared = 0
+    stack = [(file, 0)]
+    while stack:
+        group, depth = stack.pop()
+        if depth > MAX_GROUP_DEPTH:
             raise SpecError(
-                where, f"{path} is an external link to {link.filename!r}: refused (weights stay in the file)"
+                where, f"{group.name} is nested over {MAX_GROUP_DEPTH} groups deep (or in a cycle): refused"
             )
-        if isinstance(link, h5py.SoftLink):
-            raise SpecError(where, f"{path} is a soft link to {link.path!r}: refused (Keras writes none)")
-        item = group[name]
-        if isinstance(item, h5py.Group):
-            _refuse_links(where, item)
-        elif isinstance(item, h5py.Dataset):
+        for name in group:
+            link = group.get(name, getlink=True)
+            path = f"{group.name.rstrip('/')}/{name}"
+            if isinstance(link, h5py.ExternalLink):
+                raise SpecError(
+                    where,
+                    f"{path} is an external link to {link.filename!r}: refused (weights stay in the file)",
+                )
+            if isinstance(link, h5py.SoftLink):
+                raise SpecError(where, f"{path} is a soft link to {link.path!r}: refused (Keras writes none)")
+            item = group[name]
+            if isinstance(item, h5py.Group):
+                stack.append((item, depth + 1))
+                continue
+            if not isinstance(item, h5py.Dataset):
+                raise SpecError(where, f"{path} is a {type(item).__name__}, not a group or dataset")
             if item.is_virtual:
                 raise SpecError(where, f"{path} is a virtual dataset: refused (it reads other files)")
             if item.external:
                 raise SpecError(where, f"{path} is stored in external files: refused")
-        else:
-            raise SpecError(where, f"{path} is a {type(item).__name__}, not a group or dataset")
+            if item.compression is not None or item.scaleoffset is not None:
+                raise SpecError(where, f"{path} is compressed: refused (Keras stores weights uncompressed)")
+            declared += item.size * item.dtype.itemsize
+            if declared > size:
+                raise SpecError(
+                    where,
+                    f"its datasets declare over {declared:,} bytes, more than the file's {size:,}: refused "
+                    "(data the file does not hold)",
+                )
 
 
 def _read_group(where: str, group: Any, path: str) -> WeightGroup:

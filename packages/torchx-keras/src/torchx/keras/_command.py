@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from torchx.core import save_spec
-from torchx.core._checkpoint import save_checkpoint
 from torchx.keras._convert import load
 
 __all__ = ["configure_from_keras", "from_keras"]
@@ -38,6 +37,6 @@ def from_keras(options: argparse.Namespace) -> int:
     save_spec(model, output)
     print(f"wrote {output}")
     if weights is not None:
-        save_checkpoint(model, weights)
+        model.save(weights)
         print(f"wrote {weights}")
     return 0

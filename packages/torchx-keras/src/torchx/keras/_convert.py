@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from torchx.functional import Functional
 from torchx.keras import (  # noqa: F401 - they register their converters
     _convert_conv,
     _convert_core,
@@ -12,12 +13,12 @@ from torchx.keras import (  # noqa: F401 - they register their converters
 from torchx.keras._archive import KerasArchive, read_archive
 from torchx.keras._layer import DESCRIPTIONS
 from torchx.keras._model import MODEL_CLASSES, GraphBuilder
-from torchx.plugin import Layer, SpecError
+from torchx.plugin import SpecError
 
 __all__ = ["convert", "load", "supported_layers"]
 
 
-def load(path: str | Path) -> Layer:
+def load(path: str | Path) -> Functional:
     """The Keras 3 model saved at ``path`` (a ``.keras`` file) as a built ``L.Functional`` with its weights.
 
     Nothing in the file is imported or run: its config is read as JSON and its
@@ -30,7 +31,7 @@ def load(path: str | Path) -> Layer:
     return convert(read_archive(path))
 
 
-def convert(archive: KerasArchive) -> Layer:
+def convert(archive: KerasArchive) -> Functional:
     """The TorchX model for an archive read by :func:`~torchx.keras.read_archive`."""
     config = archive.config
     class_name = config.get("class_name")
@@ -40,7 +41,14 @@ def convert(archive: KerasArchive) -> Layer:
             f"holds a {class_name!r}, not a Sequential or functional model: a subclassed Keras model has no "
             "layer graph in its config (its call() is Python code, which converting never runs)",
         )
-    model = GraphBuilder().model(config, archive.weights, "")
+    try:
+        model = GraphBuilder().model(config, archive.weights, "")
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        raise SpecError(
+            archive.source, f"its model config is malformed ({type(error).__name__}: {error})"
+        ) from error
+    except RecursionError:
+        raise SpecError(archive.source, "its model config is nested too deeply") from None
     model.__doc__ = (
         f"Converted from the Keras model {config.get('config', {}).get('name')!r} in {Path(archive.source).name}: "
         "it takes and returns tensors in Keras's layout (channels last) and runs channels-first inside."

@@ -112,7 +112,12 @@ def _conv_padding(layer: KerasLayer, value: Value, kernel: tuple[int, ...], stri
     rank = len(kernel)
     if padding == "valid":
         pending = value.padding
-        if value.placeholder is None and pending is not None and pending.symmetric is not None:
+        if (
+            value.placeholder is None
+            and pending is not None
+            and pending.symmetric is not None
+            and layer.calls == 1
+        ):
             return pending.source, pending.symmetric  # a ZeroPadding before: the convolution's own padding
         return value, (0,) * rank
     if padding == "causal":
@@ -368,6 +373,8 @@ def batch_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> V
     if layer.get("renorm"):
         raise layer.error("renorm=True is not supported")
     value = graph.layouts.axis_first(inputs[0], axis)
+    if not 2 <= value.rank <= 5:
+        raise layer.error(f"normalizes a rank-{value.rank} input: torch's BatchNorm takes ranks 2 to 5")
     dims = max(value.rank - 2, 1)
     momentum = round(1.0 - float(layer.get("momentum", 0.99)), 12)
 

@@ -82,6 +82,12 @@ def dense(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
         arrays = layer.arrays(2 if use_bias else 1)
         kernel = arrays[0]
         if flattened is not None:  # the features arrive in the stored (channels-first) order
+            features = int(np.prod(flattened.shape))
+            if kernel.ndim != 2 or kernel.shape[0] != features:
+                raise layer.error(
+                    f"the weights file's kernel has shape {kernel.shape}, but {features} features arrive: "
+                    "the weights do not belong to this config"
+                )
             kernel = kernel[flattened.keras_index()]
         assign(layer, module, weight=kernel.T)
         if use_bias:
@@ -157,7 +163,9 @@ def _prelu(layer: KerasLayer, value: Value, graph: GraphBuilder) -> Value:
 
     def load(module: nn.Module) -> None:
         (alpha,) = layer.arrays(1)
-        assign(layer, module, weight=np.asarray(alpha).reshape(-1)[: count if count == 1 else None])
+        assign(
+            layer, module, weight=np.asarray(alpha).reshape(-1)
+        )  # (1, ..., C) or (1, ..., 1): shape-checked
 
     out = layer.apply(lambda: L.PReLU(num_parameters=count, name=layer.module_name), value.tensor, load=load)
     return value.with_tensor(out)
@@ -256,10 +264,13 @@ def embedding(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Va
             "mask_zero=True is not supported (masks are not converted): pass lengths to the RNN"
         )
     count, size = int(layer.get("input_dim")), int(layer.get("output_dim"))
+    tensor = value.tensor
+    if tensor.dtype.is_floating_point:  # Keras casts the indices (towards zero), and so does .long()
+        tensor = tensor.long()
 
     def load(module: nn.Module) -> None:
         (table,) = layer.arrays(1)
         assign(layer, module, weight=table)
 
-    out = layer.apply(lambda: L.Embedding(count, size, name=layer.module_name), value.tensor, load=load)
+    out = layer.apply(lambda: L.Embedding(count, size, name=layer.module_name), tensor, load=load)
     return Value(out, tuple(range(value.rank + 1)))

@@ -228,7 +228,7 @@ def _directions(layer: KerasLayer, graph: GraphBuilder) -> tuple[KerasLayer, Ker
     return forward, backward
 
 
-_MERGES: dict[str, Callable[[Any, Any], Any]] = {
+_DIRECTION_MERGES: dict[str, Callable[[Any, Any], Any]] = {
     "concat": lambda forward, backward: torch.cat([forward, backward], dim=-1),
     "sum": operator.add,
     "mul": operator.mul,
@@ -241,7 +241,7 @@ def _merge(mode: str | None, forward: Value, backward: Value) -> list[Value]:
     """The two directions' outputs merged as Keras's ``merge_mode`` says."""
     if mode is None:
         return [forward, backward]
-    return [forward.with_tensor(_MERGES[mode](forward.tensor, backward.tensor))]
+    return [forward.with_tensor(_DIRECTION_MERGES[mode](forward.tensor, backward.tensor))]
 
 
 @converts(
@@ -311,7 +311,19 @@ def time_distributed(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder
         )
         return L.TimeDistributed(per_frame, name=layer.module_name)
 
-    out = layer.apply(make, value.tensor)
+    # The per-frame model is made for the first call's frame shape: a shared layer's calls must agree.
+    frame_shape = layer.state.setdefault("frame shape", value.keras_shape[2:])
+    if value.keras_shape[2:] != frame_shape:
+        raise layer.error(
+            f"is shared by inputs with frames {frame_shape} and {value.keras_shape[2:]}: one converted "
+            "per-frame model takes one frame shape; use one TimeDistributed per input"
+        )
+    if "module" not in layer.state:
+        module = make()
+        out = module(value.tensor)
+        layer.state["module"] = module
+    else:
+        out = layer.state["module"](value.tensor)
     return Value(out, keras_order(len(out.shape)))
 
 

@@ -10,6 +10,7 @@ several times) and loads its weights after the first call builds it.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 from collections.abc import Callable, Sequence
@@ -20,14 +21,19 @@ import numpy as np
 import torch
 from torch import nn
 
+from torchx.core import TypedShape
 from torchx.keras._archive import WeightGroup
 from torchx.keras._values import Value
-from torchx.plugin import SpecError
+from torchx.plugin import LeafLayer, SpecError, build
 
 if TYPE_CHECKING:
     from torchx.keras._model import GraphBuilder
 
 __all__ = ["CONVERTERS", "Converter", "KerasLayer", "converts", "unsupported"]
+
+SIZE_SLACK = 2**20
+"""What a converted layer may hold beyond twice its Keras weights: torch's own extras (an RNN's second
+bias, BatchNorm's step counter) are far smaller."""
 
 Converter = Callable[["KerasLayer", list[Value], "GraphBuilder"], Sequence[Value] | Value]
 
@@ -64,7 +70,10 @@ class KerasLayer:
     node_kwargs: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
     """What a converter keeps between the calls of a shared layer."""
+    calls: int = 1
+    """How many times the model calls it (a shared layer: more than one)."""
     _modules: dict[str, nn.Module] = field(default_factory=dict)
+    _arguments: dict[str, Any] = field(default_factory=dict)
 
     def error(self, problem: str) -> SpecError:
         return SpecError(self.where, problem)
@@ -109,17 +118,43 @@ class KerasLayer:
     ) -> Any:
         """Call this layer's module (made by ``make`` on the first call, then loaded by ``load``) on ``args``.
 
-        ``part`` names a second module of the same layer (a SeparableConv2D's pointwise half).
+        ``part`` names a second module of the same layer (a SeparableConv2D's pointwise half). A shared
+        layer's later calls reuse the module, and are refused where they would need other arguments
+        (a ``same`` padding for another input size): one module cannot be both.
         """
         module = self._modules.get(part)
         if module is not None:
+            wanted = getattr(make(), "arguments", None)
+            if wanted != self._arguments[part]:
+                raise self.error(
+                    f"is shared by calls that need different torch layers ({self._arguments[part]} and then "
+                    f"{wanted}, for inputs of other sizes): not supported; use one layer per input size"
+                )
             return module(*args, **kwargs)
         module = make()
+        self._arguments[part] = getattr(module, "arguments", None)
+        if isinstance(module, LeafLayer) and not kwargs:
+            self._check_size(module, args)
         outputs = module(*args, **kwargs)  # builds it: from here it is its native module
         if load is not None:
             load(module)
         self._modules[part] = module
         return outputs
+
+    def _check_size(self, module: LeafLayer, args: tuple[Any, ...]) -> None:
+        """Refuse, before allocating anything, a layer much larger than the weights the file holds for it
+        (a config's ``units=10**7`` next to a kernel of 288 numbers would allocate gigabytes first)."""
+        probe = copy.deepcopy(module)
+        build(probe, *(TypedShape(tuple(arg.shape), arg.dtype) for arg in args), device="meta")
+        size = sum(
+            tensor.numel() * tensor.element_size() for tensor in (*probe.parameters(), *probe.buffers())
+        )
+        held = self.weights.nbytes()
+        if size > 2 * held + SIZE_SLACK:
+            raise self.error(
+                f"its config makes a torch layer of {size:,} bytes, but the weights file holds {held:,} bytes "
+                "for it: the weights do not belong to this config"
+            )
 
     def part_name(self, part: str) -> str:
         return f"{self.module_name}_{part}" if part else self.module_name

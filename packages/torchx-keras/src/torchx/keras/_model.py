@@ -17,10 +17,12 @@ from typing import Any
 import torch
 
 import torchx.layers as L
+from torchx.core import TorchXError
+from torchx.functional import Functional
 from torchx.keras._archive import WeightGroup
 from torchx.keras._layer import CONVERTERS, KerasLayer, module_name, unsupported
 from torchx.keras._values import Layouts, Value, keras_order
-from torchx.plugin import Layer, SpecError
+from torchx.plugin import SpecError
 
 __all__ = ["MODEL_CLASSES", "GraphBuilder"]
 
@@ -69,7 +71,7 @@ class GraphBuilder:
 
     # -- models -------------------------------------------------------------
 
-    def model(self, entry: dict[str, Any], weights: WeightGroup, where: str) -> Layer:
+    def model(self, entry: dict[str, Any], weights: WeightGroup, where: str) -> Functional:
         """The ``L.Functional`` for the model config ``entry`` (a Functional or a Sequential)."""
         class_name = entry.get("class_name")
         config = entry.get("config")
@@ -92,7 +94,7 @@ class GraphBuilder:
         weights: WeightGroup,
         where: str,
         name: str,
-    ) -> Layer:
+    ) -> Functional:
         taken: set[str] = set()
         shape, dtype = config.get("build_input_shape"), "float32"
         if entries and entries[0].get("class_name") == "InputLayer":
@@ -122,7 +124,7 @@ class GraphBuilder:
         weights: WeightGroup,
         where: str,
         name: str,
-    ) -> Layer:
+    ) -> Functional:
         taken: set[str] = set()
         outputs: dict[tuple[str, int], list[Value]] = {}
         layers: dict[str, KerasLayer] = {}
@@ -144,8 +146,16 @@ class GraphBuilder:
             layer = self.layer_of(entry, place, weights.group(group), taken)
             layers[layer_name] = layer
             nodes = entry.get("inbound_nodes", [])
-            if not isinstance(nodes, list):
-                raise SpecError(f"{place}.inbound_nodes", "is not a list")
+            if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
+                raise SpecError(
+                    f"{place}.inbound_nodes", "is not a list of nodes (objects with args and kwargs)"
+                )
+            for node_index, node in enumerate(nodes):
+                if not isinstance(node.get("args", []), list) or not isinstance(node.get("kwargs", {}), dict):
+                    raise SpecError(
+                        f"{place}.inbound_nodes[{node_index}]", "its args are not a list and kwargs an object"
+                    )
+            layer.calls = len(nodes)
             pending.extend((layer, node_index, node) for node_index, node in enumerate(nodes))
         while pending:  # nodes in config order, each once its inputs exist (shared layers can look ahead)
             ready = [item for item in pending if _inputs_ready(item[2], outputs)]
@@ -192,7 +202,14 @@ class GraphBuilder:
         layer.node_kwargs = kwargs
         if layer.class_name in MODEL_CLASSES:
             return self._nested(layer, inputs)
-        result = CONVERTERS[layer.class_name](layer, inputs, self)
+        try:
+            result = CONVERTERS[layer.class_name](layer, inputs, self)
+        except SpecError:
+            raise
+        except TorchXError as error:  # a layer refusing its arguments or input: said at the Keras place
+            raise layer.error(" ".join(str(error).split())) from error
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+            raise layer.error(f"its config cannot be converted ({type(error).__name__}: {error})") from error
         return [result] if isinstance(result, Value) else list(result)
 
     def _nested(self, layer: KerasLayer, inputs: list[Value]) -> list[Value]:
@@ -239,11 +256,10 @@ def _keras_module(module: object) -> bool:
 
 
 def _objects(value: Any, key: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every serialized object (a dict with a class_name) inside a layer's config, not nested layers."""
+    """Every serialized object (a dict with a class_name) inside a layer's config, its module checked
+    whatever its class name; what is inside it (a wrapped layer's config) is checked where it is converted."""
     if isinstance(value, dict):
         if "class_name" in value and key:
-            if value.get("class_name") in CONVERTERS or value.get("class_name") in MODEL_CLASSES:
-                return  # a wrapped layer: checked where it is converted
             yield key, value
             return
         for name, item in value.items():
@@ -275,11 +291,19 @@ def _is_tensor(value: object) -> bool:
     return isinstance(value, dict) and value.get("class_name") == "__keras_tensor__"
 
 
+def _reference(value: object, where: str) -> tuple[str, int, int]:
+    """A Keras tensor reference ``[layer, node index, tensor index]``, checked."""
+    if not (
+        isinstance(value, list) and len(value) == 3 and isinstance(value[0], str)
+        and all(isinstance(index, int) and not isinstance(index, bool) and index >= 0 for index in value[1:])
+    ):  # fmt: skip
+        raise SpecError(where, f"{value!r} is not [layer, node index, tensor index]")
+    return value[0], value[1], value[2]
+
+
 def _history(value: dict[str, Any]) -> tuple[str, int, int]:
-    history = value.get("config", {}).get("keras_history")
-    if not (isinstance(history, list) and len(history) == 3 and isinstance(history[0], str)):
-        raise SpecError("keras_history", f"{history!r} is not [layer, node, tensor]")
-    return history[0], int(history[1]), int(history[2])
+    config = value.get("config")
+    return _reference(config.get("keras_history") if isinstance(config, dict) else None, "keras_history")
 
 
 def _references(value: Any) -> Iterator[tuple[str, int, int]]:
@@ -330,12 +354,11 @@ def _structure(
     """A model's inputs or outputs (one, a list or a dict) as placeholders in Keras's layout."""
 
     def tensor(reference: object) -> Any:
-        if not (isinstance(reference, list) and len(reference) == 3 and isinstance(reference[0], str)):
-            raise SpecError(f"{where}.{key}" if where else key, f"{reference!r} is not [layer, node, tensor]")
-        produced = outputs.get((reference[0], int(reference[1])))
-        if produced is None or int(reference[2]) >= len(produced):
+        name, node, index = _reference(reference, f"{where}.{key}" if where else key)
+        produced = outputs.get((name, node))
+        if produced is None or index >= len(produced):
             raise SpecError(f"{where}.{key}" if where else key, f"no layer produces {reference!r}")
-        return layouts.keras(produced[int(reference[2])]).tensor
+        return layouts.keras(produced[index]).tensor
 
     if isinstance(spec, dict):
         return {str(name): tensor(reference) for name, reference in spec.items()}
