@@ -424,6 +424,19 @@ def _nested_functional() -> Any:
     return randomize(keras.Model(inputs, K.Concatenate()([first, second])))
 
 
+def _nested_functional_as_outputs() -> Any:
+    x = keras.Input((4,))
+    inner = keras.Model(x, K.Dense(3)(x), name="inner")
+    first, second = keras.Input((4,)), keras.Input((4,))
+    return randomize(keras.Model([first, second], [inner(first), inner(second)]))
+
+
+def _nested_sequential_as_outputs() -> Any:
+    inner = keras.Sequential([keras.Input((4,)), K.Dense(3)], name="inner")
+    inputs = keras.Input((4,))
+    return randomize(keras.Model(inputs, [inner(inputs), inner(K.Dense(4)(inputs))]))
+
+
 MODELS = [
     case("sequential", _sequential),
     case("two-in-two-out-lists", lambda: _two_in_two_out(False)),
@@ -431,6 +444,8 @@ MODELS = [
     case("shared-layer-twice", _shared),
     case("nested-sequential", _nested_sequential),
     case("nested-functional", _nested_functional),
+    case("shared-nested-functional-as-outputs", _nested_functional_as_outputs),
+    case("shared-nested-sequential-as-outputs", _nested_sequential_as_outputs),
 ]
 
 

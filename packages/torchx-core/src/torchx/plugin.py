@@ -33,8 +33,10 @@ from torchx.core._arguments import PositiveInt as PositiveInt
 from torchx.core._arguments import Probability as Probability
 from torchx.core._arguments import Size as Size
 from torchx.core._build import build as build
+from torchx.core._build import build_need as build_need
 from torchx.core._commands import CommandRegistry as CommandRegistry
 from torchx.core._container import Container as Container
+from torchx.core._dtypes import dtype_named as dtype_named
 from torchx.core._errors import ArgumentError as ArgumentError
 from torchx.core._errors import DtypeError as DtypeError
 from torchx.core._errors import ShapeError as ShapeError
@@ -83,6 +85,8 @@ __all__ = [
     "add_input_arguments",
     "add_spec_argument",
     "build",
+    "build_need",
+    "dtype_named",
     "hookimpl",
     "inputs_of",
     "is_symbolic",

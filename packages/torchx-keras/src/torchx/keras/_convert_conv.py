@@ -72,10 +72,14 @@ def _padded(
     """``value`` with ``pads`` applied: symmetric ones are returned for the layer to take, uneven ones padded here."""
     if all(before == after for before, after in pads):
         return value, tuple(before for before, _ in pads)
-    flat = tuple(size for before, after in reversed(pads) for size in (before, after))
-    rank = len(pads)
+    flat, rank = _torch_pads(pads), len(pads)
     make = lambda: getattr(L, f"ConstantPad{rank}d")(flat, fill, name=layer.part_name("pad"))  # noqa: E731
     return value.with_tensor(layer.apply(make, value.tensor, part="pad")), (0,) * rank
+
+
+def _torch_pads(pads: list[tuple[int, int]]) -> tuple[int, ...]:
+    """(before, after) per spatial dim, first dim first -> torch's pad order: last dim first, flat."""
+    return tuple(size for before, after in reversed(pads) for size in (before, after))
 
 
 def _torch_kernel(kernel: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -315,7 +319,7 @@ def zero_padding(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) ->
     rank = _spatial_rank(layer)
     pads = _pairs(layer, "padding", rank)
     value = graph.layouts.axis_first(inputs[0])
-    flat = tuple(size for before, after in reversed(pads) for size in (before, after))
+    flat = _torch_pads(pads)
     make = lambda: getattr(L, f"ZeroPad{rank}d")(flat, name=layer.module_name)  # noqa: E731
     # Pending: a valid convolution reading it takes the padding itself (as torch code would write it).
     pending = PendingPadding(value, tuple(pads), lambda: layer.apply(make, value.tensor))

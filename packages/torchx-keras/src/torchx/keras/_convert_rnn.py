@@ -207,7 +207,7 @@ def _wrapped(
 ) -> KerasLayer:
     """The layer config ``entry`` (default ``layer.config[key]``), checked as data, with its weights at ``weights_key``."""
     entry = layer.get(key) if entry is None else entry
-    place = f"{layer.where.split(' ')[0]}.{key}"
+    place = f"{layer.place}.{key}"
     if not isinstance(entry, dict):
         raise layer.error(f"{key} is not a layer config")
     check_entry(entry, place)
@@ -318,12 +318,7 @@ def time_distributed(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder
             f"is shared by inputs with frames {frame_shape} and {value.keras_shape[2:]}: one converted "
             "per-frame model takes one frame shape; use one TimeDistributed per input"
         )
-    if "module" not in layer.state:
-        module = make()
-        out = module(value.tensor)
-        layer.state["module"] = module
-    else:
-        out = layer.state["module"](value.tensor)
+    out = layer.apply(make, value.tensor)
     return Value(out, keras_order(len(out.shape)))
 
 

@@ -10,7 +10,6 @@ several times) and loads its weights after the first call builds it.
 
 from __future__ import annotations
 
-import copy
 import difflib
 import re
 from collections.abc import Callable, Sequence
@@ -24,7 +23,7 @@ from torch import nn
 from torchx.core import TypedShape
 from torchx.keras._archive import WeightGroup
 from torchx.keras._values import Value
-from torchx.plugin import LeafLayer, SpecError, build
+from torchx.plugin import LeafLayer, SpecError, build_need
 
 if TYPE_CHECKING:
     from torchx.keras._model import GraphBuilder
@@ -60,8 +59,8 @@ def converts(*class_names: str, becomes: str) -> Callable[[Converter], Converter
 class KerasLayer:
     """A layer of the Keras config being converted: its class, config, place and weights."""
 
-    where: str
-    """Its place in the config, as errors show it: ``layers[3] (Conv2D "conv1")``."""
+    place: str
+    """Its place in the config: ``layers[3]``, ``layers[2].layer`` (a wrapped layer)."""
     class_name: str
     name: str
     module_name: str
@@ -74,6 +73,11 @@ class KerasLayer:
     """How many times the model calls it (a shared layer: more than one)."""
     _modules: dict[str, nn.Module] = field(default_factory=dict)
     _arguments: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        """Its place, class and name, as errors show it: ``layers[3] (Conv2D "conv1")``."""
+        return f'{self.place} ({self.class_name} "{self.name}")'
 
     def error(self, problem: str) -> SpecError:
         return SpecError(self.where, problem)
@@ -124,17 +128,20 @@ class KerasLayer:
         """
         module = self._modules.get(part)
         if module is not None:
-            wanted = getattr(make(), "arguments", None)
-            if wanted != self._arguments[part]:
-                raise self.error(
-                    f"is shared by calls that need different torch layers ({self._arguments[part]} and then "
-                    f"{wanted}, for inputs of other sizes): not supported; use one layer per input size"
-                )
+            first = self._arguments.get(part)
+            if first is not None:  # a leaf: the arguments this call would make it with must be the first's
+                wanted = make().arguments
+                if wanted != first:
+                    raise self.error(
+                        f"is shared by calls that need different torch layers ({first} and then {wanted}, "
+                        "for inputs of other sizes): not supported; use one layer per input size"
+                    )
             return module(*args, **kwargs)
         module = make()
-        self._arguments[part] = getattr(module, "arguments", None)
-        if isinstance(module, LeafLayer) and not kwargs:
-            self._check_size(module, args)
+        if isinstance(module, LeafLayer):
+            self._arguments[part] = module.arguments
+            if not kwargs:
+                self._check_size(module, args)
         outputs = module(*args, **kwargs)  # builds it: from here it is its native module
         if load is not None:
             load(module)
@@ -144,11 +151,7 @@ class KerasLayer:
     def _check_size(self, module: LeafLayer, args: tuple[Any, ...]) -> None:
         """Refuse, before allocating anything, a layer much larger than the weights the file holds for it
         (a config's ``units=10**7`` next to a kernel of 288 numbers would allocate gigabytes first)."""
-        probe = copy.deepcopy(module)
-        build(probe, *(TypedShape(tuple(arg.shape), arg.dtype) for arg in args), device="meta")
-        size = sum(
-            tensor.numel() * tensor.element_size() for tensor in (*probe.parameters(), *probe.buffers())
-        )
+        size = build_need(module, *(TypedShape(tuple(arg.shape), arg.dtype) for arg in args)).total
         held = self.weights.nbytes()
         if size > 2 * held + SIZE_SLACK:
             raise self.error(
@@ -164,11 +167,11 @@ def assign(layer: KerasLayer, module: nn.Module, **tensors: np.ndarray[Any, Any]
     """Copy each array into ``module``'s parameter or buffer of that name, shapes checked."""
     with torch.no_grad():
         for name, array in tensors.items():
-            target = (
-                module.get_parameter(name)
-                if name in dict(module.named_parameters())
-                else module.get_buffer(name)
-            )
+            target: torch.Tensor
+            try:
+                target = module.get_parameter(name)
+            except AttributeError:  # not a parameter: a buffer (BatchNorm's running statistics)
+                target = module.get_buffer(name)
             value = torch.as_tensor(np.ascontiguousarray(array)).to(target.dtype)
             if tuple(value.shape) != tuple(target.shape):
                 raise layer.error(

@@ -14,25 +14,17 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import torch
-
 import torchx.layers as L
 from torchx.core import TorchXError
 from torchx.functional import Functional
 from torchx.keras._archive import WeightGroup
 from torchx.keras._layer import CONVERTERS, KerasLayer, module_name, unsupported
 from torchx.keras._values import Layouts, Value, keras_order
-from torchx.plugin import SpecError
+from torchx.plugin import SpecError, dtype_named
 
 __all__ = ["MODEL_CLASSES", "GraphBuilder"]
 
 MODEL_CLASSES = ("Functional", "Sequential", "Model")
-
-_DTYPES = {
-    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
-    "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
-    "bool": torch.bool,
-}  # fmt: skip
 
 _CODE_REASON = (
     "it holds Python code, and converting never runs code from a file (the Keras CVEs of 2024-2025 were "
@@ -127,7 +119,6 @@ class GraphBuilder:
     ) -> Functional:
         taken: set[str] = set()
         outputs: dict[tuple[str, int], list[Value]] = {}
-        layers: dict[str, KerasLayer] = {}
         pending: list[tuple[KerasLayer, int, dict[str, Any]]] = []
         group_names = weight_group_names([str(entry["class_name"]) for entry in entries])
         for index, (entry, group) in enumerate(zip(entries, group_names, strict=True)):
@@ -144,7 +135,6 @@ class GraphBuilder:
                 outputs[(layer_name, 0)] = [Value(placeholder, keras_order(len(placeholder.shape)))]
                 continue
             layer = self.layer_of(entry, place, weights.group(group), taken)
-            layers[layer_name] = layer
             nodes = entry.get("inbound_nodes", [])
             if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
                 raise SpecError(
@@ -157,20 +147,31 @@ class GraphBuilder:
                     )
             layer.calls = len(nodes)
             pending.extend((layer, node_index, node) for node_index, node in enumerate(nodes))
-        while pending:  # nodes in config order, each once its inputs exist (shared layers can look ahead)
-            ready = [item for item in pending if _inputs_ready(item[2], outputs)]
-            if not ready:
-                layer, _, node = pending[0]
-                missing = next(_missing(node, outputs))
-                raise layer.error(f"its input {missing!r} is produced by no layer of the model")
-            for item in ready:
-                layer, node_index, node = item
+        # Nodes in config order, each as soon as its inputs exist: one pass for a config in topological
+        # order, another for each node a shared layer's later call makes wait.
+        while pending:
+            waiting = []
+            for layer, node_index, node in pending:
+                if not _inputs_ready(node, outputs):
+                    waiting.append((layer, node_index, node))
+                    continue
                 args = _resolve(node.get("args", []), outputs, layer)
                 kwargs = _resolve(node.get("kwargs", {}), outputs, layer)
                 outputs[(layer.name, node_index)] = self.call(layer, list(_values(args)), kwargs)
-                pending.remove(item)
-        inputs = _structure(config.get("input_layers"), outputs, where, "input_layers", self.layouts)
-        results = _structure(config.get("output_layers"), outputs, where, "output_layers", self.layouts)
+            if len(waiting) == len(pending):
+                layer, _, node = waiting[0]
+                missing = next(_missing(node, outputs))
+                raise layer.error(f"its input {missing!r} is produced by no layer of the model")
+            pending = waiting
+        # A model's own inputs and outputs count a nested functional model's nodes from 1 (Keras gives it
+        # a node of its own first); its layers' arguments count them from 0.
+        offsets = {
+            str(entry.get("name")): 1 for entry in entries if entry["class_name"] in ("Functional", "Model")
+        }
+        inputs = _structure(config.get("input_layers"), outputs, offsets, where, "input_layers", self.layouts)
+        results = _structure(
+            config.get("output_layers"), outputs, offsets, where, "output_layers", self.layouts
+        )
         return L.Functional(inputs=inputs, outputs=results, name=module_name(name, set()))
 
     # -- layers -------------------------------------------------------------
@@ -186,19 +187,15 @@ class GraphBuilder:
         class_name = str(entry["class_name"])
         config = entry["config"]
         name = str(entry.get("name") or config.get("name") or snake_case(class_name))
-        where = f'{place} ({class_name} "{name}")'
-        return KerasLayer(where, class_name, name, module_name(name, taken), config, weights)
+        return KerasLayer(place, class_name, name, module_name(name, taken), config, weights)
 
     def call(
         self, layer: KerasLayer, inputs: list[Value], kwargs: dict[str, Any] | None = None
     ) -> list[Value]:
         """``layer`` (a layer or a nested model) on ``inputs``, with its node's ``kwargs``: its outputs."""
         kwargs = kwargs or {}
-        for key, value in kwargs.items():
-            if key == "mask" and value is not None:
-                raise layer.error(
-                    "is called with a mask: masking is not supported; pass the padding as lengths"
-                )
+        if kwargs.get("mask") is not None:
+            raise layer.error("is called with a mask: masking is not supported; pass the padding as lengths")
         layer.node_kwargs = kwargs
         if layer.class_name in MODEL_CLASSES:
             return self._nested(layer, inputs)
@@ -216,7 +213,7 @@ class GraphBuilder:
         """A model used as a layer: converted on its own (its own Functional), called in Keras's layout."""
         entry = {"class_name": layer.class_name, "config": layer.config}
         tensors = [self.layouts.keras(value).tensor for value in inputs]
-        results = layer.apply(lambda: self.model(entry, layer.weights, layer.where.split(" ")[0]), *tensors)
+        results = layer.apply(lambda: self.model(entry, layer.weights, layer.place), *tensors)
         flat = list(results) if isinstance(results, (list, tuple)) else [results]
         return [Value(tensor, keras_order(len(tensor.shape))) for tensor in flat]
 
@@ -282,9 +279,10 @@ def _dtype_name(dtype: object) -> str:
 def _placeholder(shape: object, dtype: str, name: str, where: str) -> Any:
     if not isinstance(shape, list) or not shape or not all(d is None or isinstance(d, int) for d in shape):
         raise SpecError(where, f"the input shape {shape!r} is not a list of sizes (batch first)")
-    if dtype not in _DTYPES:
-        raise SpecError(where, f"the input dtype {dtype!r} is not supported ({', '.join(_DTYPES)})")
-    return L.Placeholder(tuple(shape), dtype=_DTYPES[dtype], name=name)
+    torch_dtype = dtype_named(dtype)
+    if torch_dtype is None:
+        raise SpecError(where, f"the input dtype {dtype!r} is not a dtype torch has")
+    return L.Placeholder(tuple(shape), dtype=torch_dtype, name=name)
 
 
 def _is_tensor(value: object) -> bool:
@@ -349,13 +347,20 @@ def _values(value: Any) -> Iterator[Value]:
 
 
 def _structure(
-    spec: object, outputs: dict[tuple[str, int], list[Value]], where: str, key: str, layouts: Layouts
+    spec: object,
+    outputs: dict[tuple[str, int], list[Value]],
+    offsets: dict[str, int],
+    where: str,
+    key: str,
+    layouts: Layouts,
 ) -> Any:
-    """A model's inputs or outputs (one, a list or a dict) as placeholders in Keras's layout."""
+    """A model's inputs or outputs (one, a list or a dict) as placeholders in Keras's layout.
+
+    ``offsets``: where a layer's node numbers start here (a nested functional model's: at 1)."""
 
     def tensor(reference: object) -> Any:
         name, node, index = _reference(reference, f"{where}.{key}" if where else key)
-        produced = outputs.get((name, node))
+        produced = outputs.get((name, node - offsets.get(name, 0)))
         if produced is None or index >= len(produced):
             raise SpecError(f"{where}.{key}" if where else key, f"no layer produces {reference!r}")
         return layouts.keras(produced[index]).tensor
