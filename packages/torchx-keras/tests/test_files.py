@@ -377,3 +377,14 @@ def test_a_layer_much_larger_than_its_weights_is_refused_before_it_is_allocated(
         SpecError, match=r'\(Dense "hidden"\): its config makes a torch layer of 20,000,000,000 bytes'
     ):
         torchx.keras.load(path)
+
+
+def test_from_keras_checks_its_outputs_before_converting(
+    saved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-folder" / "model.yaml"
+    assert main(["from-keras", str(saved), "-o", str(missing)]) == 2
+    assert "the folder" in capsys.readouterr().err
+    assert main(["from-keras", str(saved), "-o", str(tmp_path / "m.yaml"), "--weights", str(tmp_path)]) == 2
+    assert "must end in .safetensors or .pt or .pth" in capsys.readouterr().err
+    assert not (tmp_path / "m.yaml").exists()

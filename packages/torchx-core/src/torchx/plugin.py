@@ -16,13 +16,18 @@ own distributions do (see ``examples/torchx-plugin-example``):
   registries (:class:`LayerRegistry`, :class:`MigrationRegistry`,
   :class:`CommandRegistry`) or return a :class:`Placement`;
 - a command reads its arguments with :func:`add_spec_argument`,
-  :func:`add_input_arguments`, :func:`load_model` and :func:`inputs_of`.
+  :func:`add_input_arguments`, :func:`load_model` and :func:`inputs_of`,
+  checks its output files with :func:`output_path`, writes them inside
+  :func:`writing`, and refuses bad arguments with :class:`UsageError`.
 """
 
+from torchx.cli import UsageError as UsageError
 from torchx.cli import add_input_arguments as add_input_arguments
 from torchx.cli import add_spec_argument as add_spec_argument
 from torchx.cli import inputs_of as inputs_of
 from torchx.cli import load_model as load_model
+from torchx.cli import output_path as output_path
+from torchx.cli import writing as writing
 from torchx.core._arguments import DropoutRate as DropoutRate
 from torchx.core._arguments import Interval as Interval
 from torchx.core._arguments import NonNegativeFloat as NonNegativeFloat
@@ -82,6 +87,7 @@ __all__ = [
     "SpecError",
     "SpecReader",
     "SpecWriter",
+    "UsageError",
     "add_input_arguments",
     "add_spec_argument",
     "build",
@@ -91,6 +97,8 @@ __all__ = [
     "inputs_of",
     "is_symbolic",
     "load_model",
+    "output_path",
     "rename_argument",
     "to_meta",
+    "writing",
 ]

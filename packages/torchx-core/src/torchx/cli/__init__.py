@@ -12,6 +12,8 @@ from torchx.cli._inputs import inputs_of as inputs_of
 from torchx.cli._inputs import load_model as load_model
 from torchx.cli._inputs import read_document as read_document
 from torchx.cli._main import main as main
+from torchx.cli._outputs import output_path as output_path
+from torchx.cli._outputs import writing as writing
 
 __all__ = [
     "UsageError",
@@ -20,5 +22,7 @@ __all__ = [
     "inputs_of",
     "load_model",
     "main",
+    "output_path",
     "read_document",
+    "writing",
 ]

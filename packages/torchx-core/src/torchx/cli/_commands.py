@@ -5,16 +5,14 @@ from __future__ import annotations
 import argparse
 import io
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
 import torch
 from torch import nn
 
 from torchx.cli._errors import UsageError
 from torchx.cli._inputs import add_input_arguments, add_spec_argument, inputs_of, load_model, read_document
+from torchx.cli._outputs import output_path, writing
 from torchx.core._build import build
 from torchx.core._commands import CommandRegistry
 from torchx.core._files import write_bytes_atomically
@@ -82,9 +80,9 @@ def configure_plot(parser: argparse.ArgumentParser) -> None:
 
 def plot(options: argparse.Namespace) -> int:
     """Draw the model's graph: every layer with its output shape, branches, merges and nested models."""
-    output = _output(options.output, (".svg", ".png", ".pdf", ".dot", ".gv"))
+    output = output_path(options.output, (".svg", ".png", ".pdf", ".dot", ".gv"))
     graph = model_graph(load_model(options.spec), *inputs_of(options), dtype=options.dtype)
-    with _writing(output):
+    with writing(output):
         graph.render(output)
     print(f"wrote {output}")
     return 0
@@ -170,9 +168,9 @@ def configure_convert(parser: argparse.ArgumentParser) -> None:
 
 def convert(options: argparse.Namespace) -> int:
     """Rewrite a spec as JSON or YAML (names canonical, defaults dropped)."""
-    output = _output(options.output, (".json", ".yaml", ".yml"))
+    output = output_path(options.output, (".json", ".yaml", ".yml"))
     model = load_model(options.spec)
-    with _writing(output):
+    with writing(output):
         save_spec(model, output)
     print(f"wrote {output}")
     return 0
@@ -186,7 +184,7 @@ def configure_export(parser: argparse.ArgumentParser) -> None:
 
 def export(options: argparse.Namespace) -> int:
     """Build with fresh weights and save a torch.export program (.pt2)."""
-    output = _output(options.output, (".pt2",))
+    output = output_path(options.output, (".pt2",))
     inputs = inputs_of(options)
     model = build(load_model(options.spec), *inputs, dtype=options.dtype).eval()
     examples = tuple(
@@ -203,31 +201,7 @@ def export(options: argparse.Namespace) -> int:
     # In memory first: torch's archive writer aborts the process when a file write fails.
     archive = io.BytesIO()
     torch.export.save(program, archive)
-    with _writing(output):
+    with writing(output):
         write_bytes_atomically(output, archive.getvalue())
     print(f"wrote {output}")
     return 0
-
-
-def _output(text: str, suffixes: tuple[str, ...]) -> Path:
-    path = Path(text)
-    if path.suffix.lower() not in suffixes:
-        raise UsageError(f"{text}: the output must end in {' or '.join(suffixes)}")
-    with _writing(path):  # a name too long fails already here
-        if path.is_dir():
-            raise UsageError(f"{text}: is a directory")
-        if not path.parent.is_dir():
-            if path.parent.exists():
-                raise UsageError(f"{text}: {path.parent} is a file, not a folder")
-            raise UsageError(f"{text}: the folder {path.parent} does not exist")
-    return path
-
-
-@contextmanager
-def _writing(output: Path) -> Iterator[None]:
-    """Report a failed write of ``output`` (a full disk, no permission, a name too
-    long) as a UsageError: the output path is what has to change."""
-    try:
-        yield
-    except OSError as error:
-        raise UsageError(f"{output}: cannot be written: {error.strerror or error}") from None

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from torchx.core import save_spec
 from torchx.keras._convert import load
+from torchx.plugin import output_path, writing
 
 __all__ = ["configure_from_keras", "from_keras"]
 
@@ -25,16 +25,13 @@ def configure_from_keras(parser: argparse.ArgumentParser) -> None:
 
 def from_keras(options: argparse.Namespace) -> int:
     """Convert a Keras 3 model (.keras) into a TorchX spec, and its weights into a checkpoint."""
-    from torchx.cli._errors import UsageError
-
-    output = Path(options.output)
-    if output.suffix.lower() not in (".yaml", ".yml", ".json"):
-        raise UsageError(f"{options.output}: the spec must end in .yaml, .yml or .json")
-    weights = None if options.weights is None else Path(options.weights)
-    if weights is not None and weights.suffix.lower() not in (".safetensors", ".pt", ".pth"):
-        raise UsageError(f"{options.weights}: the weights must end in .safetensors, .pt or .pth")
+    output = output_path(options.output, (".yaml", ".yml", ".json"))
+    weights = (
+        None if options.weights is None else output_path(options.weights, (".safetensors", ".pt", ".pth"))
+    )
     model = load(options.model)
-    save_spec(model, output)
+    with writing(output):
+        save_spec(model, output)
     print(f"wrote {output}")
     if weights is not None:
         model.save(weights)
