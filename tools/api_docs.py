@@ -108,7 +108,20 @@ def render_layer_table(module: Any) -> list[str]:
     return [*rows, ""]
 
 
+def render_keras_table() -> list[str]:
+    """The Keras layers torchx-keras converts, grouped by what they become."""
+    from torchx.keras import supported_layers
+
+    groups: dict[str, list[str]] = {}
+    for name, becomes in supported_layers().items():
+        groups.setdefault(becomes, []).append(f"`{name}`")
+    rows = sorted(f"| {', '.join(names)} | {becomes} |" for becomes, names in groups.items())
+    return ["| Keras layer | becomes |", "|---|---|", *rows, ""]
+
+
 def render(module_name: str) -> str:
+    if module_name == "torchx.keras.layers":  # a table, not a module
+        return "\n".join(render_keras_table())
     module = importlib.import_module(module_name)
     if module_name == "torchx.layers":
         return "\n".join(render_layer_table(module))
