@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
+import struct
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -14,7 +18,7 @@ from toy_layers import Chain, Dense, Norm
 
 import torchx
 import torchx.nn as nnx
-from torchx.core import CheckpointError, TorchXError
+from torchx.core import CheckpointError, SpecError, TorchXError
 
 
 class Net(nnx.Module):
@@ -224,3 +228,75 @@ def test_damaged_and_oversized_safetensors_files_are_refused(tmp_path: Path, toy
     with pytest.raises(CheckpointError, match=r"refused: its tensors hold 24\.0 MiB, more than the model"):
         small.load(tmp_path / "big.safetensors")
     assert unchanged(model, before)
+
+
+# -- files that nest or share their data past what a recursive reader survives -------------
+
+
+def deep_safetensors(path: Path, depth: int = 100_000) -> Path:
+    """A safetensors file of no tensors whose header nests ``depth`` JSON arrays in its metadata."""
+    header = b'{"__metadata__": {"deep": ' + b"[" * depth + b"]" * depth + b"}}"
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    return path
+
+
+def test_a_safetensors_header_nested_too_deeply_is_a_checkpoint_error(tmp_path: Path) -> None:
+    path = deep_safetensors(tmp_path / "deep.safetensors")
+    message = rf"{re.escape(str(path))}: not readable as a safetensors file.*nests too deeply"
+    with pytest.raises(CheckpointError, match=message):
+        torchx.load_model(path)
+    model = nn.Linear(2, 2)
+    before = snapshot(model)
+    with pytest.raises(CheckpointError, match=message):
+        torchx.load_weights(model, path)
+    assert unchanged(model, before)
+
+
+@pytest.mark.parametrize("command", ["summary", "validate"])
+def test_the_command_line_reports_a_too_deep_safetensors_header_in_one_line(
+    tmp_path: Path, command: str
+) -> None:
+    path = deep_safetensors(tmp_path / "deep.safetensors")
+    done = subprocess.run(
+        [sys.executable, "-m", "torchx.cli", command, str(path)], capture_output=True, text=True
+    )
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr == (
+        f"torchx {command}: error: {path}: not readable as a safetensors file: "
+        "its JSON header nests too deeply to read\n"
+    )
+
+
+def save_deeply(data: object, path: Path) -> None:
+    """``torch.save`` of data nested deeper than reading it recursively allows."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20 * limit)
+    try:
+        torch.save(data, path)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_a_spec_nested_or_shared_past_a_recursive_check_is_refused_as_data(
+    tmp_path: Path, toy_layers: None
+) -> None:
+    deep: list[object] = []
+    for _ in range(5 * sys.getrecursionlimit()):
+        deep = [deep]
+    shared: list[object] = []
+    for _ in range(64):  # 2**64 lists once expanded, 65 as stored
+        shared = [shared, shared]
+    for name, value, message in [
+        ("deep.pt", deep, r"\$\.args\.out_features: expected"),
+        ("shared.pt", shared, "expands to more than"),
+    ]:
+        spec = {"type": "Dense", "args": {"out_features": value}}
+        save_deeply({"torchx_checkpoint": 1, "state_dict": {}, "spec": spec}, tmp_path / name)
+        with pytest.raises(SpecError, match=message):
+            torchx.load_model(tmp_path / name)
+    odd = {"type": "Dense", "args": {"out_features": [[[{"a": [1, torch.Size([2])]}]]]}}
+    torch.save({"torchx_checkpoint": 1, "state_dict": {}, "spec": odd}, tmp_path / "odd.pt")
+    with pytest.raises(
+        CheckpointError, match=r"its spec holds a Size at \$\.args\.out_features\[0\]\[0\]\[0\]\.a\[1\]"
+    ):
+        torchx.load_model(tmp_path / "odd.pt")

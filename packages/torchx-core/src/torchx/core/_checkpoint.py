@@ -302,27 +302,44 @@ def _validated(data: object, where: str) -> Checkpoint:
     spec = data.get("spec")
     if spec is not None and not isinstance(spec, dict):
         raise CheckpointError(f"{where}: its spec is {type(spec).__name__}, not a dict")
-    not_data = _not_plain_data(spec, "$")
+    not_data = _not_plain_data(spec)
     if not_data is not None:
         raise CheckpointError(f"{where}: its spec holds {not_data}; a spec is plain data")
     return Checkpoint(dict(state), spec)
 
 
-def _not_plain_data(value: Any, where: str) -> str | None:
-    """Where ``value`` holds something other than JSON-like data, or None."""
-    if value is None or type(value) in (str, int, float, bool):
-        return None
-    if type(value) is list:
-        items: Any = ((f"{where}[{index}]", item) for index, item in enumerate(value))
-    elif type(value) is dict and all(type(key) is str for key in value):
-        items = ((f"{where}.{key}", item) for key, item in value.items())
-    else:
-        return f"a {type(value).__name__} at {where}"
-    for place, item in items:
-        found = _not_plain_data(item, place)
-        if found is not None:
-            return found
+def _not_plain_data(value: Any) -> str | None:
+    """Where ``value`` holds something other than JSON-like data (a ``$.path``), or None.
+
+    Without recursion and each list or dict once, however deep a file nests its
+    data or however often it shares one list (a pickle can do both cheaply).
+    """
+    seen: set[int] = set()
+    # Each entry: the item, and its place as (key or index, the parent's place); paths are
+    # spelt out only for the answer, so a deep document costs no quadratic strings.
+    stack: list[tuple[Any, tuple[Any, ...] | None]] = [(value, None)]
+    while stack:
+        item, place = stack.pop()
+        if item is None or type(item) in (str, int, float, bool) or id(item) in seen:
+            continue
+        if type(item) is list:
+            children: list[tuple[Any, Any]] = list(enumerate(item))
+        elif type(item) is dict and all(type(key) is str for key in item):
+            children = list(item.items())
+        else:
+            return f"a {type(item).__name__} at {_path_of(place)}"
+        seen.add(id(item))
+        stack.extend((child, (key, place)) for key, child in reversed(children))
     return None
+
+
+def _path_of(place: tuple[Any, ...] | None) -> str:
+    """``$.a[0].b`` for the place ``("b", (0, ("a", None)))``."""
+    parts: list[str] = []
+    while place is not None:
+        key, place = place
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return "$" + "".join(reversed(parts))
 
 
 def _first_difference(mine: Any, theirs: Any, where: str = "$") -> str | None:

@@ -113,11 +113,16 @@ def read_safetensors_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
 def _header(path: str | os.PathLike[str]) -> tuple[int, dict[str, str]]:
     """The header's length in bytes, and its ``__metadata__``.
 
-    :raises ValueError: the header is not JSON, or its metadata not strings.
+    :raises ValueError: the header is not JSON (or nests deeper than Python's
+        stack allows), or its metadata not strings.
     """
     with open(path, "rb") as file:
         (length,) = _LENGTH.unpack(file.read(_LENGTH.size))
-        header = json.loads(file.read(length))
+        text = file.read(length)
+    try:
+        header = json.loads(text)
+    except RecursionError:
+        raise ValueError("its JSON header nests too deeply to read") from None
     metadata = header.get("__metadata__") or {} if isinstance(header, dict) else None
     if not isinstance(metadata, dict) or not all(
         isinstance(key, str) and isinstance(value, str) for key, value in metadata.items()
