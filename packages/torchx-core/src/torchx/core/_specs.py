@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -136,7 +136,9 @@ class SpecWriter:
         named = {"name": record.name} if record.name is not None else {}
         version = record.layer_class.spec_version
         versioned = {"version": version} if version > 1 else {}
-        return {"type": type_name, **named, **versioned, **layer_view(layer).spec_fields(child)}  # type: ignore[arg-type]
+        frozen = _frozen_entry(layer)  # type: ignore[arg-type]
+        fields = layer_view(layer).spec_fields(child)  # type: ignore[arg-type]
+        return {"type": type_name, **named, **versioned, **fields, **frozen}
 
     def value(self, value: Any, where: str) -> Any:
         """``value`` as JSON data (tuples become lists); refuses anything else
@@ -202,7 +204,9 @@ class SpecReader:
         problem = None if name is None else name_problem(name)
         if problem is not None:
             raise SpecError(f"{place}.name", problem)
-        fields = {key: value for key, value in data.items() if key not in ("type", "name", "version")}
+        fields = {
+            key: value for key, value in data.items() if key not in ("type", "name", "version", "frozen")
+        }
         fields = self._migrated(cls, fields, data.get("version", 1), place)
         child = SpecReader(
             self.registry,
@@ -216,6 +220,8 @@ class SpecReader:
         layer = cls.from_spec_fields(fields, child)
         if name is not None:
             set_given_name(layer, name)
+        if "frozen" in data:
+            _freeze(layer, data["frozen"], f"{place}.frozen")
         self.places[id(layer)] = place
         return layer
 
@@ -295,6 +301,46 @@ class SpecReader:
             else:
                 place = self.where if layers is not None else f"{self.where}.args"
             raise SpecError(place, message) from error
+
+
+def _frozen_entry(layer: nn.Module) -> dict[str, Any]:
+    """A layer's ``"frozen"`` entry: ``true`` when none of its own parameters train, the names of those
+    that do not when some do; nothing when all train (child layers say it for themselves)."""
+    parameters = dict(_own_parameters(layer))
+    frozen = [name for name, parameter in parameters.items() if not parameter.requires_grad]
+    if not frozen:
+        return {}
+    return {"frozen": True if len(frozen) == len(parameters) else frozen}
+
+
+def _freeze(layer: Layer, frozen: Any, where: str) -> None:
+    """Apply a ``"frozen"`` entry: ``true`` (every own parameter), ``false``, or a list of their names."""
+    parameters = dict(_own_parameters(layer))
+    if isinstance(frozen, bool):
+        names = list(parameters) if frozen else []
+    elif isinstance(frozen, list) and all(isinstance(name, str) for name in frozen):
+        names = frozen
+    else:
+        raise SpecError(where, f"expected true, false or a list of parameter names, got {_kind(frozen)}")
+    if frozen and not parameters:
+        raise SpecError(
+            where, "the layer has no parameters of its own to freeze (its child layers have theirs)"
+        )
+    for name in names:
+        if name not in parameters:
+            raise SpecError(
+                where, f"{name!r} is not a parameter of the layer (it has {', '.join(parameters)})"
+            )
+        parameters[name].requires_grad_(False)
+
+
+def _own_parameters(module: nn.Module, prefix: str = "") -> Iterator[tuple[str, nn.Parameter]]:
+    """``module``'s parameters, but not those of the TorchX layers inside it (a container's children)."""
+    for name, parameter in module.named_parameters(prefix=prefix.rstrip("."), recurse=False):
+        yield name, parameter
+    for name, child in module.named_children():
+        if record_of(child) is None:
+            yield from _own_parameters(child, f"{prefix}{name}.")
 
 
 def _kind(value: Any) -> str:

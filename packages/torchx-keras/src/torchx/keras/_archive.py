@@ -6,19 +6,24 @@ layer). Nothing here imports Keras or runs anything the file names: the
 config is parsed as JSON, the weights are read as numeric arrays.
 
 Refused, before anything is read from them: member paths that are absolute or
-climb out with ``..``; members whose size exceeds the limits or whose
-compression ratio only a zip bomb has; HDF5 external links, soft links that
-leave the file, virtual datasets and datasets stored in external files.
+climb out with ``..``; members whose size exceeds the limits, whose compression
+ratio only a zip bomb has (measured on the bytes the archive really holds for
+the member, not on its header's claim) or whose header claims more compressed
+bytes than the archive holds; HDF5 external and soft links, virtual datasets,
+datasets stored in external files, and a second hard link to any group or
+dataset (every object is visited once).
 """
 
 from __future__ import annotations
 
+import bisect
 import io
 import json
+import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -35,9 +40,16 @@ MAX_RATIO = 200
 """Deflate of real weights gains at most a few times; of zeros (fresh
 BatchNorm statistics) about 1000x, but never on megabytes of a real model."""
 RATIO_CHECKED_FROM = 2**20
+READ_CHUNK = 2**20
+LOCAL_HEADER = struct.Struct("<4s22xHH")
+"""A zip member's local header: its signature, then (after 22 bytes) the lengths of its name and extra field."""
+LOCAL_SIGNATURE = b"PK\x03\x04"
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 MAX_GROUP_DEPTH = 64
 """Keras nests a weights group per model, wrapper and cell: a handful deep."""
+NESTING_REFUSED = (
+    f"refused (Keras writes no groups nested over {MAX_GROUP_DEPTH} groups deep (or in a cycle))"
+)
 
 
 @dataclass
@@ -85,7 +97,9 @@ def read_archive(path: str | Path) -> KerasArchive:
             ) from None
         raise SpecError(source, f"is not a .keras archive (a zip file): {error}") from None
     with archive:
-        members = {_checked_member(source, info).filename: info for info in archive.infolist()}
+        infos = archive.infolist()
+        stored = _stored_sizes(source, archive, infos)
+        members = {_checked_member(source, info, stored[info.header_offset]).filename: info for info in infos}
         if CONFIG_NAME not in members:
             legacy = " (a Keras 2 SavedModel or .h5 file? save it again with Keras 3's model.save('m.keras'))"
             raise SpecError(source, f"has no {CONFIG_NAME}: not a Keras 3 .keras archive{legacy}")
@@ -113,38 +127,77 @@ def _is_hdf5(path: str | Path) -> bool:
         return False
 
 
-def _checked_member(source: str, info: zipfile.ZipInfo) -> zipfile.ZipInfo:
+def _stored_sizes(source: str, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> dict[int, int]:
+    """For each member's header offset, the bytes its compressed data really spans in the file: from the
+    end of its local header to the next member's header (or the end of the file), whatever its headers say."""
+    file: IO[bytes] | None = archive.fp
+    if file is None:
+        raise SpecError(source, "the archive is closed")
+    end = file.seek(0, io.SEEK_END)
+    offsets = sorted({info.header_offset for info in infos} | {end})
+    sizes = {}
+    for info in infos:
+        file.seek(info.header_offset)
+        header = file.read(LOCAL_HEADER.size)
+        if len(header) < LOCAL_HEADER.size or header[:4] != LOCAL_SIGNATURE:
+            raise SpecError(
+                source, f"the archive member {info.filename!r} is corrupt: no local header at its offset"
+            )
+        _, name_length, extra_length = LOCAL_HEADER.unpack(header)
+        data_start = info.header_offset + LOCAL_HEADER.size + name_length + extra_length
+        following = offsets[bisect.bisect_right(offsets, info.header_offset)]  # the header is before the end
+        sizes[info.header_offset] = max(following - data_start, 0)
+    return sizes
+
+
+def _checked_member(source: str, info: zipfile.ZipInfo, stored: int) -> zipfile.ZipInfo:
+    """``info`` if its path stays in the archive and its sizes are possible from the ``stored`` bytes it spans."""
     name = info.filename
     parts = PurePosixPath(name.replace("\\", "/")).parts
     if name.startswith(("/", "\\")) or (parts and ":" in parts[0]) or ".." in parts:
         raise SpecError(
             source, f"the archive member {name!r} points outside the archive (absolute or '..' path)"
         )
-    if info.file_size >= RATIO_CHECKED_FROM and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+    compressed = min(info.compress_size, stored)  # zipfile reads at most compress_size bytes
+    if info.file_size >= RATIO_CHECKED_FROM and info.file_size > MAX_RATIO * max(compressed, 1):
         raise SpecError(
             source,
-            f"the archive member {name!r} expands {info.compress_size:,} bytes to {info.file_size:,} "
+            f"the archive member {name!r} expands {compressed:,} bytes to {info.file_size:,} "
             f"(over {MAX_RATIO}x): refused as a zip bomb",
+        )
+    if info.compress_size > stored:
+        raise SpecError(
+            source,
+            f"the archive member {name!r} claims {info.compress_size:,} compressed bytes; the archive holds "
+            f"{stored:,}: refused (its header lies)",
         )
     return info
 
 
 def _read_member(source: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
-    """The member's bytes, never more than ``limit`` whatever its header claims."""
+    """The member's bytes, inflated a chunk at a time and never more than its declared size (at most
+    ``limit``, and at most :data:`MAX_RATIO` times the bytes it really spans: :func:`_checked_member`)."""
     if info.file_size > limit:
         raise SpecError(
             source, f"the archive member {info.filename!r} is {info.file_size:,} bytes; at most {limit:,}"
         )
+    mismatch = SpecError(
+        source, f"the archive member {info.filename!r} does not have the size its header says"
+    )
+    chunks = []
+    inflated = 0
     try:
         with archive.open(info) as member:
-            data = member.read(info.file_size + 1)
+            while chunk := member.read(READ_CHUNK):
+                inflated += len(chunk)
+                if inflated > info.file_size:
+                    raise mismatch
+                chunks.append(chunk)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as error:
         raise SpecError(source, f"the archive member {info.filename!r} is corrupt: {error}") from None
-    if len(data) != info.file_size:
-        raise SpecError(
-            source, f"the archive member {info.filename!r} does not have the size its header says"
-        )
-    return data
+    if inflated != info.file_size:
+        raise mismatch
+    return b"".join(chunks)
 
 
 def _json(source: str, name: str, data: bytes) -> Any:
@@ -172,21 +225,21 @@ def read_weights(source: str, data: bytes) -> WeightGroup:
 
 def _refuse_links(where: str, file: Any, size: int) -> None:
     """Refuse every link that reaches outside the file, every dataset stored outside it or compressed,
-    data the file cannot hold (HDF5 fills unwritten data: a tiny file can declare terabytes), and
-    nesting deeper than Keras writes (a hard-link cycle is infinitely deep)."""
+    data the file cannot hold (HDF5 fills unwritten data: a tiny file can declare terabytes), nesting
+    deeper than Keras writes, and a second hard link to any object (a DAG of links has exponentially
+    many paths, a cycle infinitely many): each object is visited once, so the file is a tree after this."""
     import h5py
 
     declared = 0
-    stack = [(file, 0)]
+    first_paths = {_address(file): "/"}
+    stack = [(file, "", 0)]
     while stack:
-        group, depth = stack.pop()
+        group, group_path, depth = stack.pop()
         if depth > MAX_GROUP_DEPTH:
-            raise SpecError(
-                where, f"{group.name} is nested over {MAX_GROUP_DEPTH} groups deep (or in a cycle): refused"
-            )
+            raise SpecError(where, f"{group_path} is {depth} groups deep: {NESTING_REFUSED}")
         for name in group:
             link = group.get(name, getlink=True)
-            path = f"{group.name.rstrip('/')}/{name}"
+            path = f"{group_path}/{name}"
             if isinstance(link, h5py.ExternalLink):
                 raise SpecError(
                     where,
@@ -195,8 +248,9 @@ def _refuse_links(where: str, file: Any, size: int) -> None:
             if isinstance(link, h5py.SoftLink):
                 raise SpecError(where, f"{path} is a soft link to {link.path!r}: refused (Keras writes none)")
             item = group[name]
+            _visit_once(where, item, path, first_paths)
             if isinstance(item, h5py.Group):
-                stack.append((item, depth + 1))
+                stack.append((item, path, depth + 1))
                 continue
             if not isinstance(item, h5py.Dataset):
                 raise SpecError(where, f"{path} is a {type(item).__name__}, not a group or dataset")
@@ -215,7 +269,31 @@ def _refuse_links(where: str, file: Any, size: int) -> None:
                 )
 
 
+def _address(item: Any) -> tuple[int, int]:
+    """The HDF5 object's identity: its file and its address in it (the same through every hard link)."""
+    import h5py
+
+    info = h5py.h5o.get_info(item.id)
+    return int(info.fileno), int(info.addr)
+
+
+def _visit_once(where: str, item: Any, path: str, first_paths: dict[tuple[int, int], str]) -> None:
+    """Note that ``path`` reaches ``item``; refuse it if an earlier path did (Keras links each object once)."""
+    import h5py
+
+    first = first_paths.setdefault(_address(item), path)
+    if first == path:
+        return
+    if first == "/" or path.startswith(f"{first}/"):
+        raise SpecError(where, f"{path} is a hard link back to {first}, which holds it: {NESTING_REFUSED}")
+    kind = "group" if isinstance(item, h5py.Group) else "dataset"
+    raise SpecError(
+        where, f"{path} and {first} are hard links to one {kind}: refused (Keras links each once)"
+    )
+
+
 def _read_group(where: str, group: Any, path: str) -> WeightGroup:
+    """The weights under ``group``, which :func:`_refuse_links` has checked is a tree: each object is read once."""
     import h5py
 
     result = WeightGroup(path)
@@ -236,6 +314,17 @@ def _array(where: str, vars_group: Any, index: str) -> np.ndarray[Any, Any]:
         raise SpecError(
             where, f"{vars_group.name}: expected variables named 0..{len(vars_group) - 1}, {index} is missing"
         )
+    if _is_bfloat16(dataset):
+        bits = np.asarray(dataset[()]).view("<u2").astype(np.uint32)
+        return (bits << 16).view(np.float32)  # every bfloat16 is exactly this float32
     if dataset.dtype.kind not in "fiub":
         raise SpecError(where, f"{dataset.name} holds {dataset.dtype}, not numbers")
     return np.asarray(dataset[()])
+
+
+def _is_bfloat16(dataset: Any) -> bool:
+    """Keras (through ml_dtypes) stores bfloat16 as 2-byte opaque data, little-endian, tagged in ``attrs``."""
+    if dataset.dtype.kind != "V" or dataset.dtype.itemsize != 2 or dataset.dtype.names is not None:
+        return False
+    tag = dataset.attrs.get("dtype")
+    return isinstance(tag, (str, bytes)) and tag in ("bfloat16", b"bfloat16")

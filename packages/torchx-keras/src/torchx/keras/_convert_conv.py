@@ -20,6 +20,7 @@ from torch import nn
 
 import torchx.layers as L
 from torchx.keras._convert_core import activate
+from torchx.keras._frozen_batch_norm import FrozenBatchNorm
 from torchx.keras._layer import KerasLayer, assign, converts
 from torchx.keras._values import PendingPadding, Value
 
@@ -32,13 +33,6 @@ __all__: list[str] = []
 def _spatial_rank(layer: KerasLayer) -> int:
     """The ``N`` of ``...ND...`` in the class name (``DepthwiseConv2D`` -> 2)."""
     return int(re.search(r"(\d)D", layer.class_name).group(1))  # type: ignore[union-attr]
-
-
-def _channels_last(layer: KerasLayer) -> None:
-    if layer.get("data_format", "channels_last") not in ("channels_last", None):
-        raise layer.error(
-            "data_format='channels_first' is not supported: save the model channels_last (Keras's default)"
-        )
 
 
 def _same_padding(
@@ -90,7 +84,6 @@ def _torch_kernel(kernel: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 def _window(layer: KerasLayer) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], bool]:
     """A convolution's spatial rank, kernel size, strides, dilation and whether it has a bias."""
-    _channels_last(layer)
     rank = _spatial_rank(layer)
     kernel, strides = layer.ints("kernel_size", rank), layer.ints("strides", rank, 1)
     return rank, kernel, strides, layer.ints("dilation_rate", rank, 1), bool(layer.get("use_bias", True))
@@ -137,11 +130,11 @@ def _conv_padding(layer: KerasLayer, value: Value, kernel: tuple[int, ...], stri
 )
 def conv(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     rank, kernel, strides, dilation, use_bias = _window(layer)
-    groups = int(layer.get("groups", 1))
+    groups = layer.integer("groups", 1)
     value, padding = _conv_padding(layer, graph.layouts.axis_first(inputs[0]), kernel, strides, dilation)
     load = _kernel_loader(layer, use_bias, _torch_kernel)
     make = lambda: getattr(L, f"Conv{rank}d")(  # noqa: E731
-        int(layer.get("filters")), kernel, stride=strides, padding=padding, dilation=dilation, groups=groups,
+        layer.integer("filters"), kernel, stride=strides, padding=padding, dilation=dilation, groups=groups,
         bias=use_bias, name=layer.module_name,
     )  # fmt: skip
     out = value.with_tensor(layer.apply(make, value.tensor, load=load))
@@ -158,7 +151,7 @@ def conv_transpose(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) 
     rank, kernel, strides, dilation, use_bias = _window(layer)
     padding_kind = layer.require("padding", ("valid", "same"))
     output_padding = layer.get("output_padding")
-    requested = None if output_padding is None else layer.ints("output_padding", rank)
+    requested = None if output_padding is None else layer.ints("output_padding", rank, minimum=0)
     padding, extra, trim = [], [], []
     for index, (k, s, d) in enumerate(zip(kernel, strides, dilation, strict=True)):
         crop_before, crop_after = _transpose_crops(
@@ -177,7 +170,7 @@ def conv_transpose(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) 
     value = graph.layouts.axis_first(inputs[0])
     load = _kernel_loader(layer, use_bias, lambda kernel: kernel.transpose(rank + 1, rank, *range(rank)))
     make = lambda: getattr(L, f"ConvTranspose{rank}d")(  # noqa: E731
-        int(layer.get("filters")), kernel, stride=strides, padding=tuple(padding), output_padding=tuple(extra),
+        layer.integer("filters"), kernel, stride=strides, padding=tuple(padding), output_padding=tuple(extra),
         dilation=dilation, bias=use_bias, name=layer.module_name,
     )  # fmt: skip
     out = layer.apply(make, value.tensor, load=load)
@@ -199,7 +192,7 @@ def _transpose_crops(extent: int, stride: int, padding: str, output_padding: int
 @converts("DepthwiseConv1D", "DepthwiseConv2D", becomes="Conv1d/2d with groups = in_channels")
 def depthwise(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     rank, kernel, strides, dilation, use_bias = _window(layer)
-    multiplier = int(layer.get("depth_multiplier", 1))
+    multiplier = layer.integer("depth_multiplier", 1)
     value, padding = _conv_padding(layer, graph.layouts.axis_first(inputs[0]), kernel, strides, dilation)
     channels = int(value.keras_shape[-1] or 0)
     load = _kernel_loader(layer, use_bias, _depthwise_kernel)
@@ -223,7 +216,7 @@ def _depthwise_kernel(kernel: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 )
 def separable(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     rank, kernel, strides, dilation, use_bias = _window(layer)
-    multiplier = int(layer.get("depth_multiplier", 1))
+    multiplier = layer.integer("depth_multiplier", 1)
     value, padding = _conv_padding(layer, graph.layouts.axis_first(inputs[0]), kernel, strides, dilation)
     channels = int(value.keras_shape[-1] or 0)
     conv_class = getattr(L, f"Conv{rank}d")
@@ -243,7 +236,7 @@ def separable(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Va
         value.tensor, load=load_depthwise, part="depthwise",
     )  # fmt: skip
     out = layer.apply(
-        lambda: conv_class(int(layer.get("filters")), 1, bias=use_bias, name=layer.part_name("pointwise")),
+        lambda: conv_class(layer.integer("filters"), 1, bias=use_bias, name=layer.part_name("pointwise")),
         depth, load=load_pointwise, part="pointwise",
     )  # fmt: skip
     return activate(layer, value.with_tensor(out), layer.get("activation"))
@@ -254,7 +247,6 @@ def separable(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Va
     becomes="MaxPool/AvgPool 1d/2d/3d ('same': padded as TensorFlow pads, the average over real values only)",
 )  # fmt: skip
 def pool(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
-    _channels_last(layer)
     rank = _spatial_rank(layer)
     size = layer.ints("pool_size", rank)
     strides = layer.ints("strides", rank) if layer.get("strides") is not None else size
@@ -304,7 +296,6 @@ def _uneven_average(
     becomes="mean / amax over the spatial dims (keepdims kept)",
 )  # fmt: skip
 def global_pool(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
-    _channels_last(layer)
     value = graph.layouts.axis_first(inputs[0])
     keepdims = bool(layer.get("keepdims", False))
     dims = tuple(range(2, value.rank))
@@ -315,7 +306,6 @@ def global_pool(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> 
 
 @converts("ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", becomes="ZeroPad1d/2d/3d")
 def zero_padding(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
-    _channels_last(layer)
     rank = _spatial_rank(layer)
     pads = _pairs(layer, "padding", rank)
     value = graph.layouts.axis_first(inputs[0])
@@ -328,31 +318,40 @@ def zero_padding(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) ->
 
 @converts("Cropping1D", "Cropping2D", "Cropping3D", becomes="slicing")
 def cropping(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
-    _channels_last(layer)
     rank = _spatial_rank(layer)
     crops = _pairs(layer, "cropping", rank)
     value = graph.layouts.axis_first(inputs[0])
+    for size, (before, after) in zip(value.keras_shape[1:-1], crops, strict=True):
+        if size is not None and before + after >= size:
+            raise layer.error(
+                f"cropping={layer.get('cropping')!r} crops {before} + {after} from a dim of size {size}: "
+                "nothing would be left"
+            )
     index = (slice(None), slice(None), *(slice(before, -after if after else None) for before, after in crops))
     return value.with_tensor(value.tensor[index])
 
 
 def _pairs(layer: KerasLayer, key: str, rank: int) -> list[tuple[int, int]]:
-    """Keras padding or cropping: an int, one per dim, or (before, after) per dim."""
+    """Keras padding or cropping: an int, one per dim, or (before, after) per dim; none negative."""
     value = layer.get(key)
+    pairs: list[Any] = []
     if isinstance(value, int):
-        return [(value, value)] * rank
-    if isinstance(value, list) and len(value) == 2 and rank == 1 and all(isinstance(v, int) for v in value):
-        return [(value[0], value[1])]
-    if isinstance(value, list) and len(value) == rank:
-        pairs = [(v, v) if isinstance(v, int) else tuple(v) for v in value]
-        if all(len(pair) == 2 and all(isinstance(v, int) for v in pair) for pair in pairs):
-            return [(int(pair[0]), int(pair[1])) for pair in pairs]
-    raise layer.error(f"{key}={value!r} is not {rank} (before, after) pair(s)")
+        pairs = [(value, value)] * rank
+    elif isinstance(value, list) and len(value) == 2 and rank == 1 and all(isinstance(v, int) for v in value):
+        pairs = [tuple(value)]
+    elif isinstance(value, list) and len(value) == rank:
+        pairs = [(v, v) if isinstance(v, int) else v for v in value]
+    if pairs and all(
+        isinstance(pair, (list, tuple)) and len(pair) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in pair)
+        for pair in pairs
+    ):  # fmt: skip
+        return [(int(pair[0]), int(pair[1])) for pair in pairs]
+    raise layer.error(f"{key}={value!r} is not {rank} (before, after) pair(s) of sizes >= 0")
 
 
 @converts("UpSampling1D", "UpSampling2D", "UpSampling3D", becomes="Upsample (nearest or bilinear)")
 def upsampling(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
-    _channels_last(layer)
     rank = _spatial_rank(layer)
     size = layer.ints("size", rank, 2)
     bilinear = rank == 2 and layer.require("interpolation", ("nearest", "bilinear")) == "bilinear"
@@ -363,12 +362,16 @@ def upsampling(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> V
     return value.with_tensor(layer.apply(make, value.tensor))
 
 
-@converts("BatchNormalization", becomes="BatchNorm1d/2d/3d (momentum = 1 - Keras's momentum)")
+@converts(
+    "BatchNormalization",
+    becomes="BatchNorm1d/2d/3d (momentum = 1 - Keras's momentum); trainable=False: FrozenBatchNorm (its "
+    "moving statistics in training too)",
+)
 def batch_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     axis = layer.get("axis", -1)
-    axis = axis[0] if isinstance(axis, list) and len(axis) == 1 else axis
-    if not isinstance(axis, int):
+    if isinstance(axis, list) and len(axis) != 1:
         raise layer.error(f"axis={axis!r}: normalizing over several axes is not supported")
+    axis = layer.axis(inputs[0].rank)
     center, scale = bool(layer.get("center", True)), bool(layer.get("scale", True))
     if center != scale:
         raise layer.error(
@@ -388,9 +391,13 @@ def batch_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> V
             assign(layer, module, weight=arrays[0], bias=arrays[1])
         assign(layer, module, running_mean=arrays[-2], running_var=arrays[-1])
 
-    make = lambda: getattr(L, f"BatchNorm{dims}d")(  # noqa: E731
-        eps=float(layer.get("epsilon", 1e-3)), momentum=momentum, affine=scale, name=layer.module_name,
-    )  # fmt: skip
+    eps = float(layer.get("epsilon", 1e-3))
+    if layer.trainable:
+        make = lambda: getattr(L, f"BatchNorm{dims}d")(  # noqa: E731
+            eps=eps, momentum=momentum, affine=scale, name=layer.module_name
+        )
+    else:  # Keras normalizes a frozen BatchNormalization with its moving statistics, in training too
+        make = lambda: FrozenBatchNorm(eps=eps, affine=scale, name=layer.module_name)  # noqa: E731
     return value.with_tensor(layer.apply(make, value.tensor, load=load))
 
 
@@ -436,9 +443,9 @@ def layer_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> V
 
 @converts("GroupNormalization", becomes="GroupNorm (channels first)")
 def group_norm(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
-    axis = int(layer.get("axis", -1))
+    axis = layer.axis(inputs[0].rank)
     value = graph.layouts.axis_first(inputs[0], axis)
-    groups = int(layer.get("groups", 32))
+    groups = layer.integer("groups", 32)
     center, scale = bool(layer.get("center", True)), bool(layer.get("scale", True))
     if center != scale:
         raise layer.error(

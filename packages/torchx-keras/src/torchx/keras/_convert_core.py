@@ -67,7 +67,7 @@ def activate(layer: KerasLayer, value: Value, name: str | None) -> Value:
 @converts("Dense", becomes="Linear (its activation: a function in the graph)")
 def dense(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     (value,) = inputs
-    units = layer.get("units")
+    units = layer.integer("units")
     use_bias = bool(layer.get("use_bias", True))
     # The first call fixes the order the kernel's rows are in; a shared Dense gets that order on every call.
     flattened = layer.state.setdefault("flattened", value.flattened)
@@ -108,10 +108,9 @@ def activation_layer(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder
     if kind == "Activation":
         return activate(layer, value, layer.get("activation"))
     if kind == "Softmax":
-        axis = layer.get("axis", -1)
-        if not isinstance(axis, int):
-            raise layer.error(f"axis={axis!r}: softmax over several axes is not supported")
-        dim = value.stored_axis(axis)
+        if isinstance(layer.get("axis"), list) and len(layer.get("axis")) != 1:
+            raise layer.error(f"axis={layer.get('axis')!r}: softmax over several axes is not supported")
+        dim = value.stored_axis(layer.axis(value.rank))
         return value.with_tensor(
             layer.apply(lambda: L.Softmax(dim=dim, name=layer.module_name), value.tensor)
         )
@@ -192,9 +191,19 @@ def dropout(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Valu
     return value.with_tensor(layer.apply(make, value.tensor))
 
 
-@converts("Flatten", becomes="Flatten (channels-first features: the next Dense's kernel rows are reordered)")
+@converts(
+    "Flatten",
+    becomes="Flatten (channels-first features: the next Dense's kernel rows are reordered; "
+    "data_format='channels_first': the channels flattened last, as Keras does)",
+)
 def flatten(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     (value,) = inputs
+    if (
+        layer.require("data_format", ("channels_last", "channels_first")) == "channels_first"
+        and value.rank > 2
+    ):
+        # Keras moves the channels (axis 1) last before flattening: a relabelling of the axes.
+        value = _moved_axes(graph, value, (*range(2, value.rank), 1))
     out = layer.apply(lambda: L.Flatten(name=layer.module_name), value.tensor)
     if value.rank <= 2:
         return value.with_tensor(out)
@@ -218,7 +227,12 @@ def permute(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Valu
     dims = tuple(int(dim) for dim in layer.get("dims"))
     if sorted(dims) != list(range(1, value.rank)):
         raise layer.error(f"dims={list(dims)} is not a permutation of 1..{value.rank - 1}")
-    # Keras axis d of the output is input axis dims[d-1]: a relabelling, no data moves here.
+    return _moved_axes(graph, value, dims)
+
+
+def _moved_axes(graph: GraphBuilder, value: Value, dims: tuple[int, ...]) -> Value:
+    """``value`` with its Keras axes permuted (output axis ``d`` is input axis ``dims[d-1]``): a
+    relabelling of the stored order, no data moves."""
     if value.flattened is not None:
         value = graph.layouts.keras(value)
     relabel = {source: target for target, source in enumerate((0, *dims))}
@@ -228,7 +242,7 @@ def permute(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Valu
 @converts("RepeatVector", becomes="unsqueeze + expand")
 def repeat_vector(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     value = graph.layouts.keras(inputs[0])
-    times = int(layer.get("n"))
+    times = layer.integer("n")
     return Value(value.tensor.unsqueeze(1).expand(-1, times, -1), (0, 1, 2))
 
 
@@ -250,7 +264,7 @@ def merge(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     values = [graph.layouts.to_order(value, first.order) for value in inputs]
     tensors = [value.tensor for value in values]
     if layer.class_name == "Concatenate":
-        dim = first.stored_axis(int(layer.get("axis", -1)))
+        dim = first.stored_axis(layer.axis(first.rank))
         return first.with_tensor(layer.apply(lambda: L.Concat(dim, name=layer.module_name), *tensors))
     make = _MERGES[layer.class_name]
     return first.with_tensor(layer.apply(lambda: make(name=layer.module_name), *tensors))
@@ -263,7 +277,7 @@ def embedding(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Va
         raise layer.error(
             "mask_zero=True is not supported (masks are not converted): pass lengths to the RNN"
         )
-    count, size = int(layer.get("input_dim")), int(layer.get("output_dim"))
+    count, size = layer.integer("input_dim"), layer.integer("output_dim")
     tensor = value.tensor
     if tensor.dtype.is_floating_point:  # Keras casts the indices (towards zero), and so does .long()
         tensor = tensor.long()
@@ -272,5 +286,7 @@ def embedding(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Va
         (table,) = layer.arrays(1)
         assign(layer, module, weight=table)
 
-    out = layer.apply(lambda: L.Embedding(count, size, name=layer.module_name), tensor, load=load)
+    dtype = layer.dtype  # its input is integer ids: the table's dtype comes from the policy alone
+    make = lambda: L.Embedding(count, size, dtype=dtype, name=layer.module_name)  # noqa: E731
+    out = layer.apply(make, tensor, load=load)
     return Value(out, tuple(range(value.rank + 1)))

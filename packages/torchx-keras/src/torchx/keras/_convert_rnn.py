@@ -92,7 +92,7 @@ def read_recurrence(layer: KerasLayer) -> Recurrence:
         layer.require("recurrent_activation", ("sigmoid",), "torch's gates are sigmoids")
     return Recurrence(
         kind=kind,
-        units=int(layer.get("units")),
+        units=layer.integer("units"),
         use_bias=bool(layer.get("use_bias", True)),
         nonlinearity=nonlinearity,
         reset_after=bool(layer.get("reset_after", True)) if kind == "GRU" else True,
@@ -352,7 +352,7 @@ def _attention_input(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder
 
 def _check_attention(layer: KerasLayer, features: int) -> tuple[int, int]:
     """``(num_heads, key_dim)``, refused unless torch's MultiheadAttention computes the same."""
-    heads, key_dim = int(layer.get("num_heads")), int(layer.get("key_dim"))
+    heads, key_dim = layer.integer("num_heads"), layer.integer("key_dim")
     value_dim = layer.get("value_dim") or key_dim
     if heads * key_dim != features or value_dim != key_dim:
         raise layer.error(

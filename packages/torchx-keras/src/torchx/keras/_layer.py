@@ -14,7 +14,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 import torch
@@ -71,6 +71,8 @@ class KerasLayer:
     """What a converter keeps between the calls of a shared layer."""
     calls: int = 1
     """How many times the model calls it (a shared layer: more than one)."""
+    trainable: bool = True
+    """Whether Keras trains it: its own ``trainable`` and that of every model holding it."""
     _modules: dict[str, nn.Module] = field(default_factory=dict)
     _arguments: dict[str, Any] = field(default_factory=dict)
 
@@ -81,6 +83,11 @@ class KerasLayer:
 
     def error(self, problem: str) -> SpecError:
         return SpecError(self.where, problem)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype Keras keeps this layer's variables in and computes it in (its dtype policy's)."""
+        return policy_dtype(self.config.get("dtype"), self.where)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.config.get(key, default)
@@ -93,14 +100,38 @@ class KerasLayer:
             raise self.error(f"{key}={value!r} is not supported (only {shown}){': ' + why if why else ''}")
         return value
 
-    def ints(self, key: str, rank: int, default: int | Sequence[int] | None = None) -> tuple[int, ...]:
-        """``config[key]`` as ``rank`` ints (Keras accepts one int for every spatial dim)."""
+    def integer(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
+        """``config[key]``, refused unless it is an integer of at least ``minimum`` (a size, a count)."""
         value = self.config.get(key, default)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return (value,) * rank
-        if isinstance(value, (list, tuple)) and len(value) == rank and all(isinstance(v, int) for v in value):
-            return tuple(value)
-        raise self.error(f"{key}={value!r} is not {rank} int(s)")
+        if not _is_int(value) or value < minimum:
+            raise self.error(f"{key}={value!r} is not an integer >= {minimum}")
+        return int(value)
+
+    def ints(
+        self, key: str, rank: int, default: int | Sequence[int] | None = None, *, minimum: int = 1
+    ) -> tuple[int, ...]:
+        """``config[key]`` as ``rank`` ints of at least ``minimum`` (Keras accepts one int for every
+        spatial dim)."""
+        value = self.config.get(key, default)
+        values = (value,) * rank if _is_int(value) else value
+        if (
+            isinstance(values, (list, tuple)) and len(values) == rank
+            and all(_is_int(v) and v >= minimum for v in values)
+        ):  # fmt: skip
+            return tuple(int(v) for v in values)
+        raise self.error(f"{key}={value!r} is not {rank} integer(s) >= {minimum}")
+
+    def axis(self, rank: int, key: str = "axis", default: int = -1) -> int:
+        """``config[key]``: an axis of a rank-``rank`` tensor (negative counts from the end; a list of one,
+        as Keras writes some built layers' axis, is that one), checked."""
+        value = self.config.get(key, default)
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        if not _is_int(value) or not -rank <= value < rank:
+            raise self.error(
+                f"{key}={value!r} is not an axis of its rank-{rank} input ({-rank} to {rank - 1})"
+            )
+        return int(value)
 
     def arrays(self, count: int, group: WeightGroup | None = None) -> list[np.ndarray[Any, Any]]:
         """The layer's ``count`` variables from the weights file (or those of its subgroup ``group``)."""
@@ -140,11 +171,12 @@ class KerasLayer:
         module = make()
         if isinstance(module, LeafLayer):
             self._arguments[part] = module.arguments
-            if not kwargs:
-                self._check_size(module, args)
+            self._check_size(module, args)  # keyword arguments (need_weights=...) never change the size
         outputs = module(*args, **kwargs)  # builds it: from here it is its native module
         if load is not None:
             load(module)
+        if not self.trainable:
+            module.requires_grad_(False)
         self._modules[part] = module
         return outputs
 
@@ -163,6 +195,10 @@ class KerasLayer:
         return f"{self.module_name}_{part}" if part else self.module_name
 
 
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def assign(layer: KerasLayer, module: nn.Module, **tensors: np.ndarray[Any, Any] | torch.Tensor) -> None:
     """Copy each array into ``module``'s parameter or buffer of that name, shapes checked."""
     with torch.no_grad():
@@ -179,6 +215,40 @@ def assign(layer: KerasLayer, module: nn.Module, **tensors: np.ndarray[Any, Any]
                     f"config makes {tuple(target.shape)}: the weights do not belong to this config"
                 )
             target.copy_(value)
+
+
+_POLICY_DTYPES = {
+    "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64,
+}  # fmt: skip
+
+
+def policy_dtype(policy: object, where: str) -> torch.dtype:
+    """The torch dtype of a Keras dtype policy (a name, or a serialized ``DTypePolicy``; none: float32).
+
+    Only policies whose variables and computation share one dtype convert: a mixed-precision policy
+    (``mixed_float16``: float32 variables, float16 computation) or a quantized one is refused, never
+    read as float32."""
+    name = policy
+    if isinstance(policy, dict) and policy.get("class_name") in ("DTypePolicy", "FloatDTypePolicy"):
+        config = policy.get("config")
+        name = config.get("name") if isinstance(config, dict) else None
+    if name is None:
+        return torch.float32
+    if isinstance(name, str) and name in _POLICY_DTYPES:
+        return _POLICY_DTYPES[name]
+    if isinstance(name, str) and name.startswith("mixed_"):
+        raise SpecError(
+            where,
+            f"its dtype policy {name!r} keeps float32 variables and computes in {name[6:]} (mixed precision), "
+            "which a converted layer cannot (it computes in its parameters' dtype): save the model with the "
+            "policy 'float32', and run the converted model under torch.autocast for mixed precision",
+        )
+    shown = name if isinstance(name, str) else policy
+    raise SpecError(
+        where,
+        f"its dtype policy {shown!r} is not supported (only {', '.join(_POLICY_DTYPES)}: variables and "
+        "computation in one dtype)",
+    )
 
 
 def unsupported(where: str, class_name: str, name: str) -> SpecError:

@@ -10,9 +10,12 @@ custom object or a masking argument is refused with its place in the config.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterator
 from typing import Any
+
+import torch
 
 import torchx.layers as L
 from torchx.core import TorchXError
@@ -25,6 +28,10 @@ from torchx.plugin import SpecError, dtype_named
 __all__ = ["MODEL_CLASSES", "GraphBuilder"]
 
 MODEL_CLASSES = ("Functional", "Sequential", "Model")
+LAYOUT_READERS = frozenset({"Flatten"})
+"""Layers whose converter reads ``data_format`` itself; every other layer is converted channels_last only."""
+Node = tuple[KerasLayer, int, dict[str, Any]]
+"""A call of a layer in a functional config: the layer, the call's index and its node (args, kwargs)."""
 
 _CODE_REASON = (
     "it holds Python code, and converting never runs code from a file (the Keras CVEs of 2024-2025 were "
@@ -60,6 +67,8 @@ class GraphBuilder:
 
     def __init__(self) -> None:
         self.layouts = Layouts()
+        self._trainable = True
+        """Whether the models being converted (the outer one, and any nested one) are trainable."""
 
     # -- models -------------------------------------------------------------
 
@@ -119,7 +128,7 @@ class GraphBuilder:
     ) -> Functional:
         taken: set[str] = set()
         outputs: dict[tuple[str, int], list[Value]] = {}
-        pending: list[tuple[KerasLayer, int, dict[str, Any]]] = []
+        pending: list[Node] = []
         group_names = weight_group_names([str(entry["class_name"]) for entry in entries])
         for index, (entry, group) in enumerate(zip(entries, group_names, strict=True)):
             place = _place(where, index)
@@ -147,22 +156,10 @@ class GraphBuilder:
                     )
             layer.calls = len(nodes)
             pending.extend((layer, node_index, node) for node_index, node in enumerate(nodes))
-        # Nodes in config order, each as soon as its inputs exist: one pass for a config in topological
-        # order, another for each node a shared layer's later call makes wait.
-        while pending:
-            waiting = []
-            for layer, node_index, node in pending:
-                if not _inputs_ready(node, outputs):
-                    waiting.append((layer, node_index, node))
-                    continue
-                args = _resolve(node.get("args", []), outputs, layer)
-                kwargs = _resolve(node.get("kwargs", {}), outputs, layer)
-                outputs[(layer.name, node_index)] = self.call(layer, list(_values(args)), kwargs)
-            if len(waiting) == len(pending):
-                layer, _, node = waiting[0]
-                missing = next(_missing(node, outputs))
-                raise layer.error(f"its input {missing!r} is produced by no layer of the model")
-            pending = waiting
+        for layer, node_index, node in _topological(pending, outputs):
+            args = _resolve(node.get("args", []), outputs, layer)
+            kwargs = _resolve(node.get("kwargs", {}), outputs, layer)
+            outputs[(layer.name, node_index)] = self.call(layer, list(_values(args)), kwargs)
         # A model's own inputs and outputs count a nested functional model's nodes from 1 (Keras gives it
         # a node of its own first); its layers' arguments count them from 0.
         offsets = {
@@ -187,7 +184,10 @@ class GraphBuilder:
         class_name = str(entry["class_name"])
         config = entry["config"]
         name = str(entry.get("name") or config.get("name") or snake_case(class_name))
-        return KerasLayer(place, class_name, name, module_name(name, taken), config, weights)
+        trainable = self._trainable and config.get("trainable", True) is not False
+        return KerasLayer(
+            place, class_name, name, module_name(name, taken), config, weights, trainable=trainable
+        )
 
     def call(
         self, layer: KerasLayer, inputs: list[Value], kwargs: dict[str, Any] | None = None
@@ -199,13 +199,22 @@ class GraphBuilder:
         layer.node_kwargs = kwargs
         if layer.class_name in MODEL_CLASSES:
             return self._nested(layer, inputs)
+        data_format = layer.get("data_format", "channels_last")
+        if data_format != "channels_last" and layer.class_name not in LAYOUT_READERS:
+            raise layer.error(
+                f"data_format={data_format!r} is not supported: save the model channels_last (Keras's default)"
+            )
+        dtype = layer.dtype
+        inputs = [_cast(value, dtype) for value in inputs]
         try:
             result = CONVERTERS[layer.class_name](layer, inputs, self)
         except SpecError:
             raise
         except TorchXError as error:  # a layer refusing its arguments or input: said at the Keras place
             raise layer.error(" ".join(str(error).split())) from error
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        except (
+            KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, ZeroDivisionError
+        ) as error:  # fmt: skip
             raise layer.error(f"its config cannot be converted ({type(error).__name__}: {error})") from error
         return [result] if isinstance(result, Value) else list(result)
 
@@ -213,9 +222,28 @@ class GraphBuilder:
         """A model used as a layer: converted on its own (its own Functional), called in Keras's layout."""
         entry = {"class_name": layer.class_name, "config": layer.config}
         tensors = [self.layouts.keras(value).tensor for value in inputs]
-        results = layer.apply(lambda: self.model(entry, layer.weights, layer.place), *tensors)
+
+        def make() -> Functional:
+            outer, self._trainable = self._trainable, layer.trainable  # a frozen model freezes its layers
+            try:
+                return self.model(entry, layer.weights, layer.place)
+            finally:
+                self._trainable = outer
+
+        results = layer.apply(make, *tensors)
         flat = list(results) if isinstance(results, (list, tuple)) else [results]
         return [Value(tensor, keras_order(len(tensor.shape))) for tensor in flat]
+
+
+def _cast(value: Value, dtype: torch.dtype) -> Value:
+    """``value`` in ``dtype`` if it is floating-point, as Keras casts a layer's floating inputs to the dtype
+    it computes in (integer inputs, such as an Embedding's indices, are kept)."""
+    source = value
+    while source.placeholder is None and source.padding is not None:  # a pending padding keeps its dtype
+        source = source.padding.source
+    if not source.tensor.dtype.is_floating_point or source.tensor.dtype == dtype:
+        return value
+    return value.with_tensor(value.tensor.to(dtype))
 
 
 def check_entry(entry: dict[str, Any], place: str) -> None:
@@ -315,12 +343,34 @@ def _references(value: Any) -> Iterator[tuple[str, int, int]]:
             yield from _references(item)
 
 
-def _inputs_ready(node: dict[str, Any], outputs: dict[tuple[str, int], list[Value]]) -> bool:
-    return all((layer, index) in outputs for layer, index, _ in _references(node))
-
-
-def _missing(node: dict[str, Any], outputs: dict[tuple[str, int], list[Value]]) -> Iterator[str]:
-    return (layer for layer, index, _ in _references(node) if (layer, index) not in outputs)
+def _topological(nodes: list[Node], outputs: dict[tuple[str, int], list[Value]]) -> Iterator[Node]:
+    """``nodes`` in an order where each comes after the nodes whose outputs it reads, in config order
+    wherever the config allows (one pass, however the config orders them: Kahn's algorithm)."""
+    producer = {(layer.name, index): position for position, (layer, index, _) in enumerate(nodes)}
+    readers: list[list[int]] = [[] for _ in nodes]
+    waiting = [0] * len(nodes)
+    for position, (layer, _, node) in enumerate(nodes):
+        for name, index, _ in _references(node):
+            if (name, index) in outputs:
+                continue
+            if (name, index) not in producer:
+                raise layer.error(f"its input {name!r} is produced by no layer of the model")
+            readers[producer[(name, index)]].append(position)
+            waiting[position] += 1
+    ready = [position for position, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    done = 0
+    while ready:
+        position = heapq.heappop(ready)
+        done += 1
+        yield nodes[position]
+        for reader in readers[position]:
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                heapq.heappush(ready, reader)
+    if done < len(nodes):
+        layer = next(nodes[position][0] for position, count in enumerate(waiting) if count)
+        raise layer.error("its inputs depend on its own output (the config's nodes form a cycle)")
 
 
 def _resolve(value: Any, outputs: dict[tuple[str, int], list[Value]], layer: KerasLayer) -> Any:

@@ -9,14 +9,17 @@ from torch import nn
 
 from torchx.keras._command import configure_from_keras, from_keras
 from torchx.keras._convert import load
+from torchx.keras._frozen_batch_norm import FrozenBatchNorm
 from torchx.keras._gru_reset_before import GRUResetBefore
 from torchx.plugin import CommandRegistry, LayerRegistry, hookimpl
 
 
 @hookimpl
 def torchx_register_layers(registry: LayerRegistry) -> None:
-    """Register :class:`GRUResetBefore`, so that converted models holding one write and read specs."""
+    """Register :class:`GRUResetBefore` and :class:`FrozenBatchNorm`, so that converted models holding
+    them write and read specs."""
     registry.register(GRUResetBefore)
+    registry.register(FrozenBatchNorm)
 
 
 @hookimpl
