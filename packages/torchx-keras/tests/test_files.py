@@ -14,6 +14,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from keras_files import config_of, rewritten
 from keras_parity import keras, layers
 
 import torchx.keras
@@ -32,22 +33,6 @@ def saved(tmp_path: Path) -> Path:
     path = tmp_path / "small.keras"
     small_model().save(path)
     return path
-
-
-def rewritten(path: Path, replace: dict[str, bytes], extra: dict[str, bytes] | None = None) -> Path:
-    """A copy of the archive with members replaced (and ``extra`` ones added)."""
-    target = path.with_name(f"changed-{path.name}")
-    with zipfile.ZipFile(path) as source, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
-        for info in source.infolist():
-            out.writestr(info.filename, replace.get(info.filename, source.read(info.filename)))
-        for name, data in (extra or {}).items():
-            out.writestr(name, data)
-    return target
-
-
-def config_of(path: Path) -> dict[str, Any]:
-    with zipfile.ZipFile(path) as archive:
-        return json.loads(archive.read("config.json"))
 
 
 def weights_with(path: Path, change: Any) -> bytes:
