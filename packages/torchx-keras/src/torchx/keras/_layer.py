@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from torchx.core import TypedShape
+from torchx.functional import Functional
 from torchx.keras._archive import WeightGroup
 from torchx.keras._values import Value
 from torchx.plugin import LeafLayer, SpecError, build_need
@@ -260,11 +261,19 @@ def unsupported(where: str, class_name: str, name: str) -> SpecError:
     )
 
 
+_ATTRIBUTES = frozenset(dir(Functional)) | frozenset(vars(nn.Module()))
+"""What a converted model's submodules cannot be named: its own attributes (``summary``, ``eval``, ``training``)."""
+
+
 def module_name(name: str, taken: set[str]) -> str:
-    """A module name for Keras layer ``name``: an identifier, unique within its model."""
+    """A module name for Keras layer ``name``: an identifier, unique within its model, that is not one of
+    the model's own attributes (a Keras layer named ``summary`` becomes ``summary_``, as Python names
+    clashing with a builtin take a trailing underscore)."""
     base = re.sub(r"\W", "_", name) or "layer"
     if base[0].isdigit():
         base = f"_{base}"
+    if base in _ATTRIBUTES or base.startswith("_torchx"):
+        base = f"{base}_"
     candidate, counter = base, 1
     while candidate in taken:
         candidate, counter = f"{base}_{counter}", counter + 1

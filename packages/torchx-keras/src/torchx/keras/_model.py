@@ -30,6 +30,8 @@ __all__ = ["MODEL_CLASSES", "GraphBuilder"]
 MODEL_CLASSES = ("Functional", "Sequential", "Model")
 LAYOUT_READERS = frozenset({"Flatten"})
 """Layers whose converter reads ``data_format`` itself; every other layer is converted channels_last only."""
+INPUT_KEYWORDS = ("inputs", "sequences")
+"""The names of the tensor argument of Keras's layers' ``call`` (``sequences``: the recurrent layers')."""
 Node = tuple[KerasLayer, int, dict[str, Any]]
 """A call of a layer in a functional config: the layer, the call's index and its node (args, kwargs)."""
 
@@ -159,6 +161,8 @@ class GraphBuilder:
         for layer, node_index, node in _topological(pending, outputs):
             args = _resolve(node.get("args", []), outputs, layer)
             kwargs = _resolve(node.get("kwargs", {}), outputs, layer)
+            if not args:  # called by keyword: Dense(3)(inputs=x), LSTM(4)(sequences=x)
+                args = [kwargs.pop(key) for key in INPUT_KEYWORDS if key in kwargs][:1]
             outputs[(layer.name, node_index)] = self.call(layer, list(_values(args)), kwargs)
         # A model's own inputs and outputs count a nested functional model's nodes from 1 (Keras gives it
         # a node of its own first); its layers' arguments count them from 0.
