@@ -181,22 +181,19 @@ def _read_member(source: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo, l
         raise SpecError(
             source, f"the archive member {info.filename!r} is {info.file_size:,} bytes; at most {limit:,}"
         )
-    mismatch = SpecError(
-        source, f"the archive member {info.filename!r} does not have the size its header says"
-    )
     chunks = []
     inflated = 0
     try:
         with archive.open(info) as member:
-            while chunk := member.read(READ_CHUNK):
+            while inflated <= info.file_size and (chunk := member.read(READ_CHUNK)):
                 inflated += len(chunk)
-                if inflated > info.file_size:
-                    raise mismatch
                 chunks.append(chunk)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as error:
         raise SpecError(source, f"the archive member {info.filename!r} is corrupt: {error}") from None
     if inflated != info.file_size:
-        raise mismatch
+        raise SpecError(
+            source, f"the archive member {info.filename!r} does not have the size its header says"
+        )
     return b"".join(chunks)
 
 
