@@ -244,3 +244,102 @@ def test_a_long_report_prints_as_a_short_table() -> None:
     text = str(report)
     assert len(text.splitlines()) == 1 + 2 + 20 + 1
     assert text.splitlines()[-1] == "... and 20 more (the report's lists hold every entry)"
+
+
+# -- wrapper prefixes, and sources that do not keep the model's order ---------------------
+
+
+def normed() -> nn.Sequential:
+    """A linear layer and a LayerNorm: the norm's weight and bias have one shape."""
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
+    with torch.no_grad():
+        model[1].weight.uniform_(1, 2)  # weight and bias told apart by their values
+        model[1].bias.uniform_(-2, -1)
+    return model
+
+
+def wrapped(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
+    return {prefix + key: tensor for key, tensor in state.items()}
+
+
+@pytest.mark.parametrize("prefix", ["module.", "_orig_mod.", "model.", "_orig_mod.module."])
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+def test_keys_with_a_wrapper_prefix_load_by_name(tmp_path: Path, prefix: str, suffix: str) -> None:
+    from safetensors.torch import save_file
+
+    source = normed()
+    path = tmp_path / f"ddp{suffix}"
+    state = wrapped(source.state_dict(), prefix)
+    save_file(state, str(path)) if suffix == ".safetensors" else torch.save(state, path)
+    model = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
+    report = torchx.load_weights(model, path)
+    assert report.ok and report.match == "name"
+    assert [(entry.target, entry.source) for entry in report.loaded] == [
+        (key, prefix + key) for key in model.state_dict()
+    ]
+    assert same_state(model, source.state_dict())
+
+
+def test_a_model_with_a_wrapper_prefix_loads_a_plain_state_dict() -> None:
+    source = normed()
+    model = nn.DataParallel(nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4)))  # keys: module.0.weight ...
+    report = torchx.load_weights(model, source.state_dict(), match="name")
+    assert (
+        report.ok and report.loaded[2].target == "module.1.weight" and report.loaded[2].source == "1.weight"
+    )
+    assert torch.equal(model.module[1].bias, source[1].bias)
+
+
+def test_a_safetensors_file_is_never_paired_by_position_unasked(tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    source = normed()
+    # Names that match nothing and no wrapper: only positions could pair them.
+    save_file(
+        {f"net.{key}": tensor for key, tensor in source.state_dict().items()}, str(tmp_path / "w.safetensors")
+    )
+    model = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
+    before = snapshot(model)
+    with pytest.raises(WeightMismatchError, match="sorted by name, not in the model's order") as caught:
+        torchx.load_weights(model, tmp_path / "w.safetensors")
+    assert caught.value.report.match == "name" and len(caught.value.report.missing) == 4
+    assert same_state(model, before)
+    # Asked for, position pairs the file's sorted order, and the names still veto a bias for a weight.
+    with pytest.raises(WeightMismatchError) as caught:
+        torchx.load_weights(model, tmp_path / "w.safetensors", match="position")
+    assert [(entry.target, entry.source, entry.note) for entry in caught.value.report.mismatched] == [
+        ("0.weight", "net.0.bias", "by their names, a bias paired with a weight"),
+        ("0.bias", "net.0.weight", "by their names, a weight paired with a bias"),
+        ("1.weight", "net.1.bias", "by their names, a bias paired with a weight"),
+        ("1.bias", "net.1.weight", "by their names, a weight paired with a bias"),
+    ]
+    assert same_state(model, before)
+
+
+def test_the_same_names_from_a_state_dict_in_order_load_by_position() -> None:
+    source = normed()
+    state = {f"net.{key}": tensor for key, tensor in source.state_dict().items()}
+    model = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
+    report = torchx.load_weights(model, state)
+    assert report.match == "position" and report.ok
+    assert torch.equal(model[1].weight, source[1].weight) and torch.equal(model[1].bias, source[1].bias)
+
+
+def test_a_pair_by_position_never_contradicts_the_names() -> None:
+    source = normed()
+    swapped = dict(reversed(list(source.state_dict().items())[2:]))  # the norm's bias first
+    state = {**dict(list(source.state_dict().items())[:2]), **swapped}
+    model = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
+    before = snapshot(model)
+    with pytest.raises(WeightMismatchError) as caught:
+        torchx.load_weights(model, state, match="position")
+    assert [(entry.target, entry.note) for entry in caught.value.report.mismatched] == [
+        ("1.weight", "by its name, 1.bias belongs in 1.bias"),
+        ("1.bias", "by its name, 1.weight belongs in 1.weight"),
+    ]
+    assert same_state(model, before)
+    other = {f"net.{key}": tensor for key, tensor in state.items()}  # names that match none of the model's
+    with pytest.raises(WeightMismatchError, match="only 2 of 4 pairs differ in shape or name"):
+        torchx.load_weights(model, other)
+    assert same_state(model, before)

@@ -78,6 +78,9 @@ class Checkpoint:
     state_dict: dict[str, torch.Tensor]
     spec: dict[str, Any] | None
     """The model's spec, when it is a TorchX layer whose spec can be written."""
+    in_order: bool = True
+    """Whether ``state_dict`` lists the tensors in the order the model registered them: a
+    ``torch.save`` keeps that order, a safetensors file stores its names sorted."""
 
 
 def _spec_of(module: nn.Module) -> dict[str, Any] | None:
@@ -137,7 +140,7 @@ def read_checkpoint(
         weights-only loading refuses, is not a TorchX checkpoint, or would
         unpack to more than it can hold.
     """
-    return _validated(_read_data(path, map_location, expected_bytes), os.fspath(path))
+    return _validated(*_read_data(path, map_location, expected_bytes), os.fspath(path))
 
 
 def read_checkpoint_spec(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -154,8 +157,8 @@ def read_checkpoint_spec(path: str | os.PathLike[str]) -> dict[str, Any]:
             raise CheckpointError(f"{where}: not readable as a safetensors file: {error}") from error
         data = _checkpoint_data({}, metadata, where)
     else:
-        data = _read_data(path, "meta", None)
-    spec = _validated(data, where).spec
+        data, _ = _read_data(path, "meta", None)
+    spec = _validated(data, True, where).spec
     if spec is None:
         raise CheckpointError(
             f"{where}: holds weights only (it was saved from a plain torch module), so it describes no "
@@ -179,9 +182,9 @@ def read_weights(
     file is a TorchX checkpoint.
     """
     where = os.fspath(path)
-    data = _read_data(path, map_location, expected_bytes)
+    data, in_order = _read_data(path, map_location, expected_bytes)
     if isinstance(data, Mapping) and _MARKER in data:
-        return _validated(data, where)
+        return _validated(data, in_order, where)
     if isinstance(data, Mapping) and isinstance(data.get("state_dict"), Mapping):
         data = data["state_dict"]
     if not isinstance(data, Mapping) or not all(
@@ -192,29 +195,30 @@ def read_weights(
             f"{where}: holds no state dict (a mapping of names to tensors, or a dict with a "
             f"'state_dict' entry); found a {type(data).__name__}" + (f" of {entries}" if entries else "")
         )
-    return Checkpoint(dict(data), None)
+    return Checkpoint(dict(data), None, in_order)
 
 
 def _read_data(
     path: str | os.PathLike[str], map_location: torch.device | str | None, expected_bytes: int | None
-) -> Any:
+) -> tuple[Any, bool]:
     """What the file at ``path`` holds: a ``torch.save`` archive's object, or
     a safetensors file's tensors (in the checkpoint's layout when its metadata
-    marks it as a TorchX checkpoint)."""
+    marks it as a TorchX checkpoint); and whether its tensors are in the model's
+    order (not in a safetensors file: it sorts them by name)."""
     where = os.fspath(path)
     if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", where)
     limit, what = _limit(expected_bytes, map_location)
     if zipfile.is_zipfile(path):
         _check_archive(path, limit, what)
-        return _torch_load(path, map_location)
+        return _torch_load(path, map_location), True
     if not is_safetensors(path):
         raise CheckpointError(
             f"{where}: not readable as a checkpoint (damaged, truncated, or neither a torch.save "
             "nor a safetensors file)"
         )
     tensors, metadata = read_safetensors(path, map_location or "cpu", limit, what)
-    return _checkpoint_data(tensors, metadata, where)
+    return _checkpoint_data(tensors, metadata, where), False
 
 
 def _checkpoint_data(tensors: dict[str, torch.Tensor], metadata: Mapping[str, str], where: str) -> Any:
@@ -286,7 +290,7 @@ def _check_archive(path: str | os.PathLike[str], limit: int | None, what: str) -
         )
 
 
-def _validated(data: object, where: str) -> Checkpoint:
+def _validated(data: object, in_order: bool, where: str) -> Checkpoint:
     if not isinstance(data, Mapping) or _MARKER not in data:
         raise CheckpointError(f"{where}: not a TorchX checkpoint (write one with model.save(path))")
     version = data[_MARKER]
@@ -305,7 +309,7 @@ def _validated(data: object, where: str) -> Checkpoint:
     not_data = _not_plain_data(spec)
     if not_data is not None:
         raise CheckpointError(f"{where}: its spec holds {not_data}; a spec is plain data")
-    return Checkpoint(dict(state), spec)
+    return Checkpoint(dict(state), spec, in_order)
 
 
 def _not_plain_data(value: Any) -> str | None:

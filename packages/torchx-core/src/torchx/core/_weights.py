@@ -2,8 +2,13 @@
 
 ``load_weights(model, source)`` pairs the model's state-dict entries with the
 source's, by name or by position, checks every pair's shape, and loads only
-once it knows what every entry becomes. Two mismatches that users meet with
-pretrained models can be adapted on request:
+once it knows what every entry becomes. Names are compared as written, or
+else without the prefixes wrappers add to every key (``module.`` of
+DataParallel and DDP, ``_orig_mod.`` of ``torch.compile``, ``model.``). A
+pair by position never contradicts the names: a ``bias`` does not load into
+a ``weight``, nor a tensor into a place that its name gives to another.
+
+Two mismatches that users meet with pretrained models can be adapted on request:
 
 - ``"stem"``: the first convolution takes another number of input channels
   (grey or multispectral images into an RGB model). For one channel its
@@ -47,6 +52,10 @@ Shape = tuple[int, ...]
 
 MAX_ROWS = 20
 """Most rows a printed report shows (its lists hold every entry)."""
+
+WRAPPER_PREFIXES = ("module.", "_orig_mod.", "model.")
+"""Prefixes a wrapper adds to every key: DataParallel's and DDP's, torch.compile's, and the
+``model.`` of a training module that holds the model (Lightning's, say)."""
 
 
 class WeightMismatchError(CheckpointError):
@@ -165,10 +174,19 @@ def load_weights(
     :param source: a state dict, a module, or a weights file: a TorchX
         checkpoint, a ``torch.save`` of a state dict (read with
         ``weights_only=True``, so it cannot run code) or a ``.safetensors`` file.
-    :param match: ``"name"`` pairs entries by key; ``"position"`` pairs them in
-        registration order; ``"auto"`` pairs by name, and by position when the
-        names do not line up but the structures agree (as many tensors, the
-        same shapes in order, up to the requested adapters).
+    :param match: ``"name"`` pairs entries by key (as written, or else without
+        the wrapper prefixes every key of a side has: ``module.``,
+        ``_orig_mod.``, ``model.``); ``"position"`` pairs them in the source's
+        order; ``"auto"`` pairs by name, and by position when the names do not
+        line up but the structures agree (as many tensors, the same shapes in
+        order, up to the requested adapters) and the source keeps the order its
+        model registered them in: a module, a state dict, a ``torch.save`` file.
+        A safetensors file stores its tensors sorted by name, so ``"auto"``
+        never pairs its tensors by position; ``"position"`` does, in that
+        sorted order, at the risk of swapping tensors of one shape (``layers.10``
+        sorts before ``layers.2``). No pair by position contradicts the names:
+        one whose source names another kind of tensor of the model (a ``bias``
+        for a ``weight``), or another of its places, is ``"mismatched"``.
     :param strict: raise unless every entry of both sides was loaded or
         adapted; otherwise load what fits and report the rest.
     :param adapt: ``"stem"`` and/or ``"head"`` (see the module's docs).
@@ -184,7 +202,7 @@ def load_weights(
     unknown = sorted(set(adapt) - set(get_args(Adapter)))
     if unknown:
         raise ValueError(f"load_weights: adapt takes 'stem' and 'head', got {', '.join(map(repr, unknown))}")
-    described, state = _source_state(source)
+    described, state, in_order = _source_state(source)
     targets = model.state_dict(keep_vars=True)
     if adapt and any(is_pending(tensor) for tensor in targets.values()):
         raise CheckpointError(
@@ -192,17 +210,19 @@ def load_weights(
             "and its input decides what to adapt; build it first: torchx.build(model, input_shape)"
         )
     roles = _roles(model, adapt)
+    names = _Names.of(targets, state)
     chosen: Literal["name", "position"] = "name"
-    report_entries, tensors = _pair(targets, state, _by_name(targets, state), roles)
+    report_entries, tensors = _pair(targets, state, _by_name(names), roles)
     by_position = None
     if match == "position" or (_names_disagree(report_entries) and len(targets) == len(state)):
-        by_position = _pair(targets, state, list(zip(targets, state, strict=False)), roles)
-        agrees = not any(entry.status == "mismatched" for entry in by_position[0])
+        pairs = list(zip(targets, state, strict=False))
+        by_position = _pair(targets, state, pairs, roles, names)
+        agrees = in_order and not any(entry.status == "mismatched" for entry in by_position[0])
         if match == "position" or (match == "auto" and agrees):
             chosen, (report_entries, tensors) = "position", by_position
     report = WeightReport(described, chosen, tuple(report_entries), applied=False)
     if strict and not report.ok:
-        hint = _hint(report, None if chosen == "position" else by_position)
+        hint = _hint(report, None if chosen == "position" else by_position, in_order)
         raise WeightMismatchError(
             f"load_weights into {type(model).__name__}: not everything matched\n{report}\nhint: {hint}",
             report,
@@ -213,10 +233,11 @@ def load_weights(
 
 def _source_state(
     source: Mapping[str, torch.Tensor] | nn.Module | str | os.PathLike[str],
-) -> tuple[str, dict[str, torch.Tensor]]:
-    """A description of ``source`` for messages, and its state dict."""
+) -> tuple[str, dict[str, torch.Tensor], bool]:
+    """A description of ``source`` for messages, its state dict, and whether that
+    lists the tensors in the order their model registered them."""
     if isinstance(source, nn.Module):
-        return f"a {type(source).__name__}", source.state_dict()
+        return f"a {type(source).__name__}", source.state_dict(), True
     if isinstance(source, Mapping):
         bad = [
             key
@@ -227,15 +248,90 @@ def _source_state(
             raise CheckpointError(
                 f"load_weights: the source's entry {bad[0]!r} is not a tensor named by a string"
             )
-        return "a state dict", dict(source)
-    return os.fspath(source), read_weights(source, map_location="cpu").state_dict
+        return "a state dict", dict(source), True
+    checkpoint = read_weights(source, map_location="cpu")
+    return os.fspath(source), checkpoint.state_dict, checkpoint.in_order
 
 
-def _by_name(
-    targets: Mapping[str, torch.Tensor], state: Mapping[str, torch.Tensor]
-) -> list[tuple[str | None, str | None]]:
-    pairs: list[tuple[str | None, str | None]] = [(key, key if key in state else None) for key in targets]
-    return pairs + [(None, key) for key in state if key not in targets]
+_Pairs = Sequence[tuple[str | None, str | None]]
+"""(the model's key, the source's key) pairs; None where one side has no partner."""
+
+
+@dataclass(frozen=True)
+class _Names:
+    """Each key of the model and of the source without its side's wrapper prefixes."""
+
+    targets: dict[str, str]
+    sources: dict[str, str]
+    owners: dict[str, str]
+    """The model's key of each name."""
+    kinds: frozenset[str]
+    """The last parts of the model's names: weight, bias, running_mean..."""
+
+    @classmethod
+    def of(cls, targets: Collection[str], sources: Collection[str]) -> _Names:
+        mine = _unwrapped(targets)
+        owners = {name: key for key, name in mine.items()}
+        return cls(mine, _unwrapped(sources), owners, frozenset(map(_kind, owners)))
+
+
+def _unwrapped(keys: Collection[str]) -> dict[str, str]:
+    """Each of ``keys`` without the wrapper prefixes (``module.``, ...) that all of them have."""
+    names = {key: key for key in keys}
+    while names:
+        prefix = next(
+            (
+                prefix
+                for prefix in WRAPPER_PREFIXES
+                if all(name.startswith(prefix) for name in names.values())
+            ),
+            None,
+        )
+        if prefix is None:
+            break
+        names = {key: name[len(prefix) :] for key, name in names.items()}
+    return names
+
+
+def _by_name(names: _Names) -> _Pairs:
+    """Pairs of keys of one name: as written, or else (where that pairs more) without wrapper prefixes."""
+    written = _same_names({key: key for key in names.targets}, {key: key for key in names.sources})
+    if all(target is not None and source is not None for target, source in written):
+        return written
+    unwrapped = _same_names(names.targets, names.sources)
+    return unwrapped if _paired(unwrapped) > _paired(written) else written
+
+
+def _same_names(targets: Mapping[str, str], sources: Mapping[str, str]) -> _Pairs:
+    """Pairs of the keys of ``targets`` and ``sources`` that map to one name, then the source's unpaired keys."""
+    by_name = {name: key for key, name in sources.items()}
+    pairs: list[tuple[str | None, str | None]] = [(key, by_name.get(name)) for key, name in targets.items()]
+    paired = {source for _, source in pairs}
+    return pairs + [(None, key) for key in sources if key not in paired]
+
+
+def _paired(pairs: _Pairs) -> int:
+    return sum(target is not None and source is not None for target, source in pairs)
+
+
+def _contradiction(target: str, source: str, names: _Names) -> str | None:
+    """How the names of a pair by position say it is wrong, or None: the source's name is
+    another place of the model's, or another kind of tensor than the model's (bias, weight)."""
+    mine, theirs = names.targets[target], names.sources[source]
+    if theirs == mine:
+        return None
+    owner = names.owners.get(theirs)
+    if owner is not None:
+        return f"by its name, {source} belongs in {owner}"
+    kind, their_kind = _kind(mine), _kind(theirs)
+    if their_kind != kind and their_kind in names.kinds:
+        return f"by their names, a {their_kind} paired with a {kind}"
+    return None
+
+
+def _kind(name: str) -> str:
+    """What a tensor is in its module: the last part of its name (``weight`` of ``0.weight``)."""
+    return name.rpartition(".")[2]
 
 
 def _names_disagree(entries: list[WeightEntry]) -> bool:
@@ -271,22 +367,30 @@ def _key(module: str, tensor: str) -> str:
 def _pair(
     targets: Mapping[str, torch.Tensor],
     state: Mapping[str, torch.Tensor],
-    pairs: list[tuple[str | None, str | None]],
+    pairs: _Pairs,
     roles: _Roles,
+    names: _Names | None = None,
 ) -> tuple[list[WeightEntry], dict[str, torch.Tensor]]:
-    """Each pair's entry in the report, and the tensors to load by the model's keys."""
+    """Each pair's entry in the report, and the tensors to load by the model's keys;
+    with ``names`` (pairs by position), a pair its names contradict is mismatched."""
     entries: list[WeightEntry] = []
     tensors: dict[str, torch.Tensor] = {}
     for target, source in pairs:
-        given = state[source] if source is not None else None
-        tensor = targets[target] if target is not None else None
+        tensor = None if target is None else targets[target]
+        given = None if source is None else state[source]
         target_shape = None if tensor is None or is_pending(tensor) else tuple(tensor.shape)
         source_shape = None if given is None else tuple(given.shape)
-        if target is None or given is None or tensor is None:
+        if target is None or source is None:
             status: Status = "unexpected" if target is None else "missing"
             entries.append(WeightEntry(status, target, source, target_shape, source_shape))
             continue
-        value, status, note = _fitted(target, tensor, given, roles)
+        contradiction = None if names is None else _contradiction(target, source, names)
+        if contradiction is not None:
+            entries.append(
+                WeightEntry("mismatched", target, source, target_shape, source_shape, contradiction)
+            )
+            continue
+        value, status, note = _fitted(target, targets[target], state[source], roles)
         entries.append(WeightEntry(status, target, source, target_shape, source_shape, note))
         if value is not None:
             tensors[target] = value
@@ -342,17 +446,28 @@ def _adapted_stem(weight: torch.Tensor, channels: int) -> tuple[torch.Tensor, St
     )
 
 
-def _hint(report: WeightReport, by_position: tuple[list[WeightEntry], dict[str, torch.Tensor]] | None) -> str:
+def _hint(
+    report: WeightReport,
+    by_position: tuple[list[WeightEntry], dict[str, torch.Tensor]] | None,
+    in_order: bool,
+) -> str:
     """How to load what did not match."""
     hints = []
     mismatched = report.mismatched
     if by_position is not None:
         positional = [entry for entry in by_position[0] if entry.status == "mismatched"]
         differing = [str(entry.target) for entry in positional]
-        hints.append(
-            f"by position (match='position'), only {len(differing)} of {len(by_position[0])} pairs differ "
-            f"in shape: {', '.join(differing[:3])}{', ...' if len(differing) > 3 else ''}"
-        )
+        if in_order:
+            hints.append(
+                f"by position (match='position'), only {len(differing)} of {len(by_position[0])} pairs differ "
+                f"in shape or name: {', '.join(differing[:3])}{', ...' if len(differing) > 3 else ''}"
+            )
+        else:
+            hints.append(
+                f"{report.source} lists its tensors sorted by name, not in the model's order, so they are not "
+                "paired by position unless you ask: match='position' pairs them in that sorted order, which "
+                "can swap tensors of one shape (check which source key each model key gets in the report)"
+            )
         mismatched = mismatched + positional
     if any(
         _entry_differs_only_in(entry, dim=1) and len(entry.target_shape or ()) >= 3 for entry in mismatched
