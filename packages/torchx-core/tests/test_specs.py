@@ -371,3 +371,42 @@ def test_check_spec_reports_weights_larger_than_memory(
     problems = [str(problem) for problem in check_spec(spec, (None, 1024), registry=registry)]
     assert problems == ["$: its parameters and buffers take 4.0 MiB, more than the 1.0 MiB available on cpu"]
     assert check_spec({"type": "Dense", "args": {"out_features": 8}}, (None, 8), registry=registry) == []
+
+
+def test_frozen_parameters_are_written_and_read_back(registry: LayerRegistry) -> None:
+    first, second = Dense(8), Dense(3)
+    model = Chain(first, second, Norm())
+    first.requires_grad_(False)
+    second.bias.requires_grad_(False)
+    spec = to_spec(model, registry=registry)
+    assert [child.get("frozen") for child in spec["children"]] == [True, ["bias"], None]
+    read = from_spec(json.loads(json.dumps(spec)), registry=registry)
+    read(torch.zeros(2, 5))  # the build fills the pending parameters in place: still frozen
+    assert {name: p.requires_grad for name, p in read.named_parameters()} == {
+        name: p.requires_grad for name, p in model.named_parameters()
+    } | {"2.weight": True, "2.bias": True}
+    assert to_spec(read, registry=registry) == spec
+
+
+@pytest.mark.parametrize(
+    ("frozen", "message"),
+    [
+        ("yes", "expected true, false or a list of parameter names"),
+        (["weight", 3], "expected true, false or a list of parameter names"),
+        (["kernel"], "'kernel' is not a parameter of the layer"),
+    ],
+)
+def test_a_bad_frozen_entry_is_refused_at_its_place(
+    registry: LayerRegistry, frozen: object, message: str
+) -> None:
+    spec = {"type": "Chain", "children": [{"type": "Dense", "args": {"out_features": 2}, "frozen": frozen}]}
+    with pytest.raises(SpecError, match=rf"\$\.children\[0\]\.frozen.*{message}"):
+        from_spec(spec, registry=registry)
+
+
+def test_a_container_without_parameters_of_its_own_cannot_be_frozen(registry: LayerRegistry) -> None:
+    with pytest.raises(SpecError, match=r"\$\.frozen.*no parameters of its own"):
+        from_spec(
+            {"type": "Chain", "frozen": True, "children": [{"type": "Dense", "args": {"out_features": 2}}]},
+            registry=registry,
+        )
