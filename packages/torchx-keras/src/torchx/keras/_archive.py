@@ -47,9 +47,6 @@ LOCAL_SIGNATURE = b"PK\x03\x04"
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 MAX_GROUP_DEPTH = 64
 """Keras nests a weights group per model, wrapper and cell: a handful deep."""
-NESTING_REFUSED = (
-    f"refused (Keras writes no groups nested over {MAX_GROUP_DEPTH} groups deep (or in a cycle))"
-)
 
 
 @dataclass
@@ -233,7 +230,10 @@ def _refuse_links(where: str, file: Any, size: int) -> None:
     while stack:
         group, group_path, depth = stack.pop()
         if depth > MAX_GROUP_DEPTH:
-            raise SpecError(where, f"{group_path} is {depth} groups deep: {NESTING_REFUSED}")
+            raise SpecError(
+                where,
+                f"{group_path} is {depth} groups deep: refused (Keras nests a handful, at most {MAX_GROUP_DEPTH})",
+            )
         for name in group:
             link = group.get(name, getlink=True)
             path = f"{group_path}/{name}"
@@ -282,7 +282,7 @@ def _visit_once(where: str, item: Any, path: str, first_paths: dict[tuple[int, i
     if first == path:
         return
     if first == "/" or path.startswith(f"{first}/"):
-        raise SpecError(where, f"{path} is a hard link back to {first}, which holds it: {NESTING_REFUSED}")
+        raise SpecError(where, f"{path} is a hard link back to {first}, which holds it: refused (a cycle)")
     kind = "group" if isinstance(item, h5py.Group) else "dataset"
     raise SpecError(
         where, f"{path} and {first} are hard links to one {kind}: refused (Keras links each once)"
