@@ -13,6 +13,7 @@ SECTIONS = {
     "fuzz": "fuzzed cases run, per property",
     "fault": "faults injected and survived",
     "thread": "thread-safety cases (threads x calls, all checked)",
+    "attack": "hand-crafted model files converted exactly or refused after bounded work",
 }
 
 
