@@ -17,10 +17,12 @@ shadow the ``keras`` package for the runner (``benchmarks/`` is first on
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
 import time
+import zipfile
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -324,8 +326,46 @@ def bench_keras(quick: bool) -> list[Result]:
             start = time.perf_counter()
             torchx.keras.load(path)
             loads.append(time.perf_counter() - start)
+        chains = {
+            (count, order): _chain_archive(
+                folder / f"chain-{count}-{order}.keras", count, order == "reversed"
+            )
+            for count in (1000, 2000)
+            for order in ("in order", "reversed")
+        }
+        seconds = dict(
+            zip(chains, interleaved_medians(*(partial(torchx.keras.load, path) for path in chains.values()),
+                                            rounds=5 if quick else 9, per_round=1), strict=True)
+        )  # fmt: skip
     best = min(loads)
     print(f"keras: convert ResNet50 (224x224, 1000 classes): {best:.2f} s, best of {len(loads)} "
           f"(bound 5 s){'  ok' if best < 5 else '  OVER BOUND'}")  # fmt: skip
     results.append(Result("keras: ResNet50 conversion, seconds vs 5 s", best, 5.0, 1.0, unit="s"))
+    for (count, order), time_s in seconds.items():
+        print(f"keras: convert a {count:,}-layer Activation chain listed {order}: {time_s:.2f} s")
+    results.append(Result("keras: 2,000-layer chain, reversed vs in order", seconds[(2000, "reversed")],
+                          seconds[(2000, "in order")], 1.5, unit="s"))  # fmt: skip
+    results.append(Result("keras: 2,000 vs 1,000-layer chain (linear: ~2x)", seconds[(2000, "in order")],
+                          seconds[(1000, "in order")], 2.5, unit="s"))  # fmt: skip
     return results
+
+
+def _chain_archive(path: Path, count: int, reverse: bool) -> Path:
+    """A functional config of ``count`` ReLU Activation layers, one after the other, listed in order or
+    reversed (as a hand-written file may list them: Keras itself cannot build a chain this deep)."""
+
+    def tensor(layer: str) -> dict[str, Any]:
+        return {"class_name": "__keras_tensor__", "config": {"keras_history": [layer, 0, 0]}}
+
+    names = [f"relu_{index}" for index in range(count)]
+    chain = [
+        {"class_name": "Activation", "name": name, "config": {"name": name, "activation": "relu"},
+         "inbound_nodes": [{"args": [tensor(source)]}]}
+        for name, source in zip(names, ["x", *names], strict=False)
+    ]  # fmt: skip
+    entry = {"class_name": "InputLayer", "name": "x", "config": {"name": "x", "batch_shape": [None, 8]}}
+    config = {"name": "chain", "layers": [entry, *(chain[::-1] if reverse else chain)],
+              "input_layers": ["x", 0, 0], "output_layers": [names[-1], 0, 0]}  # fmt: skip
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", json.dumps({"class_name": "Functional", "config": config}))
+    return path
