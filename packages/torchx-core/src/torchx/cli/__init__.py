@@ -13,6 +13,7 @@ from torchx.cli._inputs import load_model as load_model
 from torchx.cli._inputs import read_document as read_document
 from torchx.cli._main import main as main
 from torchx.cli._outputs import output_path as output_path
+from torchx.cli._outputs import write_together as write_together
 from torchx.cli._outputs import writing as writing
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "main",
     "output_path",
     "read_document",
+    "write_together",
     "writing",
 ]

@@ -15,12 +15,12 @@ from typing import Any
 import torch
 
 from torchx.cli._errors import UsageError
-from torchx.cli._inputs import add_input_arguments, inputs_of, read_document
+from torchx.cli._inputs import add_input_arguments, inputs_of, load_model
 from torchx.core._diff import LayerDifference, SpecDifference, diff_specs, diff_summaries
 from torchx.core._errors import TorchXError
 from torchx.core._layer import Layer
 from torchx.core._shapes import InputLike, input_shape
-from torchx.core._specs import from_spec, to_spec
+from torchx.core._specs import to_spec
 from torchx.core._summary import Summary, format_table, shape_text, summarize
 
 __all__ = ["configure_diff", "diff"]
@@ -48,10 +48,11 @@ class _Side:
 
     @classmethod
     def read(cls, source: str) -> _Side:
-        document = read_document(source)
         try:
-            model: Layer = from_spec(document)
+            model = load_model(source)  # as every command reads a model
             return cls(source, to_spec(model), model)
+        except UsageError:
+            raise
         except TorchXError as error:
             raise _trouble(source, error) from error
 

@@ -17,7 +17,7 @@ from torchx.core._errors import CheckpointError, short_repr
 from torchx.core._layer import Layer
 from torchx.core._plugins import current_plugins
 from torchx.core._shapes import InputLike, TypedShape, input_shape, shape_problem
-from torchx.core._specs import MAX_SPEC_BYTES, from_spec, parse_spec
+from torchx.core._specs import MAX_SPEC_BYTES, from_spec, parse_spec, to_spec
 
 __all__ = ["add_input_arguments", "add_spec_argument", "inputs_of", "load_model", "read_document"]
 
@@ -99,8 +99,36 @@ def _check_tensor_size(value: InputLike, dtype: torch.dtype | None) -> None:
 
 
 def read_document(source: str) -> Any:
-    """The spec document in file ``source`` (``.json``/``.yaml``/``.yml``, or the
-    spec a checkpoint holds), or on stdin for ``-``."""
+    """The spec document in file ``source`` (``.json``/``.yaml``/``.yml``, the spec a
+    checkpoint holds, or the spec of a model file an installed plugin reads), or on
+    stdin for ``-``."""
+    model = _plugin_model(source)
+    return _own_document(source) if model is None else to_spec(model)
+
+
+def load_model(source: str) -> Layer:
+    """The model in ``source``: the (unbuilt) model of a spec or checkpoint, or
+    a model file that an installed plugin reads (torchx-keras: ``.keras``)."""
+    model = _plugin_model(source)
+    return from_spec(_own_document(source)) if model is None else model
+
+
+def _plugin_model(source: str) -> Layer | None:
+    """The model in ``source`` as the installed plugin that reads such files gives it
+    (the ``torchx_read_model`` hook); None for TorchX's own files and standard input,
+    or when no plugin reads it."""
+    if source == "-" or Path(source).suffix.lower() in (*SPEC_SUFFIXES, *CHECKPOINT_SUFFIXES):
+        return None
+    model = current_plugins().read_model(source)
+    if model is None or isinstance(model, Layer):
+        return model
+    raise UsageError(
+        f"{source}: the plugin that read it returned a {type(model).__name__}, not a TorchX layer"
+    )
+
+
+def _own_document(source: str) -> Any:
+    """The spec document in a spec file or checkpoint ``source``, or on stdin for ``-``."""
     if source == "-":
         try:
             text = sys.stdin.read(MAX_SPEC_BYTES + 1)  # parse_spec refuses more
@@ -156,17 +184,3 @@ def _parsed(text: str, kind: str, where: str) -> Any:
         return parse_spec(text, kind, where=where)
     except SpecError as error:
         raise UsageError(" ".join(str(error).split())) from None  # one line
-
-
-def load_model(source: str) -> Layer:
-    """The model in ``source``: the (unbuilt) model of a spec or checkpoint, or
-    a model file that an installed plugin reads (torchx-keras: ``.keras``)."""
-    if source != "-" and Path(source).suffix.lower() not in (*SPEC_SUFFIXES, *CHECKPOINT_SUFFIXES):
-        model = current_plugins().read_model(source)
-        if isinstance(model, Layer):
-            return model
-        if model is not None:
-            raise UsageError(
-                f"{source}: the plugin that read it returned a {type(model).__name__}, not a TorchX layer"
-            )
-    return from_spec(read_document(source))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from torchx.cli._errors import UsageError
+from torchx.core._errors import CheckpointError
+from torchx.core._files import replacing
 
-__all__ = ["output_path", "writing"]
+__all__ = ["output_path", "write_together", "writing"]
 
 
 def output_path(text: str, suffixes: tuple[str, ...]) -> Path:
@@ -30,8 +32,25 @@ def output_path(text: str, suffixes: tuple[str, ...]) -> Path:
 @contextmanager
 def writing(output: Path) -> Iterator[None]:
     """Report a failed write of ``output`` (a full disk, no permission, a name too
-    long) as a UsageError: the output path is what has to change."""
+    long; ``model.save`` reports one as a CheckpointError caused by the OSError) as
+    a UsageError: the output path is what has to change."""
     try:
         yield
-    except OSError as error:
-        raise UsageError(f"{output}: cannot be written: {error.strerror or error}") from None
+    except (OSError, CheckpointError) as error:
+        failed = error if isinstance(error, OSError) else error.__cause__
+        if not isinstance(failed, OSError):
+            raise
+        raise UsageError(f"{output}: cannot be written: {failed.strerror or failed}") from None
+
+
+def write_together(writes: Mapping[Path, Callable[[Path], object]]) -> None:
+    """Write several outputs as one: each ``write(path)`` to a temporary path beside its
+    output (with its suffix), and only once all are written, each renamed over its output.
+    A failed write leaves every old file as it was and is a UsageError naming its output."""
+    try:
+        with replacing(list(writes)) as temporaries:
+            for (output, write), temporary in zip(writes.items(), temporaries, strict=True):
+                with writing(output):
+                    write(temporary)
+    except OSError as error:  # a rename, once every file was written
+        raise UsageError(f"{error.filename}: cannot be written: {error.strerror or error}") from None

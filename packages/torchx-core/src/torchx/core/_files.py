@@ -5,11 +5,12 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["write_atomically", "write_bytes_atomically", "write_path_atomically"]
+__all__ = ["replacing", "write_atomically", "write_bytes_atomically", "write_path_atomically"]
 
 
 def write_atomically(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
@@ -36,9 +37,7 @@ def write_path_atomically(path: str | os.PathLike[str], write: Callable[[str], o
 
 
 def _replace(path: str | os.PathLike[str], write: Callable[[Any], object], *, by_path: bool) -> None:
-    target = Path(path)
-    if target.is_symlink():
-        target = target.resolve()  # replace the file the link points to, keep the link
+    target = _target(path)
     if target.exists() and not target.is_file():  # a device or a pipe: written in place
         if by_path:
             write(str(target))
@@ -46,7 +45,7 @@ def _replace(path: str | os.PathLike[str], write: Callable[[Any], object], *, by
         with target.open("wb") as file:
             write(file)
         return
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    temporary = _temporary(target)
     # Mode 0o666 less the umask, as for any new file; an existing file's mode is kept.
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
@@ -57,9 +56,7 @@ def _replace(path: str | os.PathLike[str], write: Callable[[Any], object], *, by
                 write(file)
                 file.flush()
             os.fsync(file.fileno())  # the same file, whoever wrote it
-        if target.exists():
-            os.chmod(temporary, target.stat().st_mode & 0o7777)
-        os.replace(temporary, target)
+        _rename(temporary, target)
     except BaseException as error:
         temporary.unlink(missing_ok=True)
         if isinstance(error, OSError) or not isinstance(error, Exception):
@@ -71,6 +68,54 @@ def _replace(path: str | os.PathLike[str], write: Callable[[Any], object], *, by
 def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     """:func:`write_atomically` of ``data``."""
     write_atomically(path, lambda file: file.write(data))
+
+
+@contextmanager
+def replacing(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]]:
+    """Temporary paths beside ``paths`` for the block to write, each ending in its path's
+    suffix (so a writer that picks its format by suffix picks the same). When the block ends
+    without an error, the files are flushed to disk and renamed over ``paths``; otherwise
+    they are removed. The files at ``paths`` change together or not at all: a new spec
+    never sits beside old weights. Links and modes are kept as :func:`write_atomically` keeps them.
+
+    :raises OSError: a temporary file was not written, or a rename failed (its ``filename``
+        is the path; files renamed before it are new, which only a failing disk can cause).
+    """
+    targets = [_target(path) for path in paths]
+    temporaries = [_temporary(target, target.suffix) for target in targets]
+    try:
+        yield temporaries
+        for temporary in temporaries:
+            with temporary.open("rb") as file:
+                os.fsync(file.fileno())
+        for temporary, target in zip(temporaries, targets, strict=True):
+            try:
+                _rename(temporary, target)
+            except OSError as error:
+                raise OSError(error.errno, error.strerror, str(target)) from error
+    finally:
+        for temporary in temporaries:
+            temporary.unlink(missing_ok=True)
+    for folder in dict.fromkeys(target.parent for target in targets):
+        _sync_directory(folder)
+
+
+def _target(path: str | os.PathLike[str]) -> Path:
+    """The file to replace for ``path``: the file a symbolic link points to, so the link stays."""
+    target = Path(path)
+    return target.resolve() if target.is_symlink() else target
+
+
+def _temporary(target: Path, suffix: str = "") -> Path:
+    """A new hidden name beside ``target``."""
+    return target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp{suffix}")
+
+
+def _rename(temporary: Path, target: Path) -> None:
+    """Rename ``temporary`` over ``target``, with the mode of the file it replaces."""
+    if target.exists():
+        os.chmod(temporary, target.stat().st_mode & 0o7777)
+    os.replace(temporary, target)
 
 
 def _sync_directory(folder: Path) -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from pathlib import Path
 
+from torchx.cli import write_together
 from torchx.core import save_spec
 from torchx.keras._convert import load
-from torchx.plugin import output_path, writing
+from torchx.plugin import output_path
 
 __all__ = ["configure_from_keras", "from_keras"]
 
@@ -30,10 +33,11 @@ def from_keras(options: argparse.Namespace) -> int:
         None if options.weights is None else output_path(options.weights, (".safetensors", ".pt", ".pth"))
     )
     model = load(options.model)
-    with writing(output):
-        save_spec(model, output)
-    print(f"wrote {output}")
+    # Both files or neither: a new spec never sits beside old weights.
+    writes: dict[Path, Callable[[Path], object]] = {output: lambda path: save_spec(model, path)}
     if weights is not None:
-        model.save(weights)
-        print(f"wrote {weights}")
+        writes[weights] = model.save
+    write_together(writes)
+    for path in writes:
+        print(f"wrote {path}")
     return 0
