@@ -18,7 +18,8 @@ own distributions do (see ``examples/torchx-plugin-example``):
 - a command reads its arguments with :func:`add_spec_argument`,
   :func:`add_input_arguments`, :func:`load_model` and :func:`inputs_of`,
   checks its output files with :func:`output_path`, writes them inside
-  :func:`writing`, and refuses bad arguments with :class:`UsageError`.
+  :func:`writing` (several that belong together with :func:`write_together`),
+  and refuses bad arguments with :class:`UsageError`.
 """
 
 from torchx.cli import UsageError as UsageError
@@ -27,6 +28,7 @@ from torchx.cli import add_spec_argument as add_spec_argument
 from torchx.cli import inputs_of as inputs_of
 from torchx.cli import load_model as load_model
 from torchx.cli import output_path as output_path
+from torchx.cli import write_together as write_together
 from torchx.cli import writing as writing
 from torchx.core._arguments import DropoutRate as DropoutRate
 from torchx.core._arguments import Interval as Interval
@@ -100,5 +102,6 @@ __all__ = [
     "output_path",
     "rename_argument",
     "to_meta",
+    "write_together",
     "writing",
 ]

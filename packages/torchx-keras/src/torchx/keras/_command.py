@@ -6,10 +6,9 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from torchx.cli import write_together
 from torchx.core import save_spec
 from torchx.keras._convert import load
-from torchx.plugin import output_path
+from torchx.plugin import output_path, write_together
 
 __all__ = ["configure_from_keras", "from_keras"]
 
