@@ -346,3 +346,24 @@ def test_a_program_not_named_from_the_code_namespace_is_refused() -> None:
     program = trace(x, x + 1, Namespace())
     with pytest.raises(TorchXError, match=r"not named from code_namespace\(\) \(self, error, "):
         generate_scriptable(program)
+
+
+def test_the_forward_for_meta_inputs_has_the_plain_forwards_lines_with_layers_asked() -> None:
+    """Its failures are read off the plain forward's lines (``_explain``)."""
+    from torchx.functional._codegen import MetaHelpers, generate
+    from torchx.functional._functional import _HELPERS
+
+    x = Placeholder((None, 3, 4))
+    y = torch.cat([L.Parameter((1, 1, 4), name="token")(x), L.ReLU(inplace=True)(L.Linear(4)(x))], dim=1)
+    model = Functional(inputs=x, outputs=y + x.sum(dim=1, keepdim=True))
+    source, _ = generate(model._torchx_program, _HELPERS, MetaHelpers(lambda *args: None, lambda t: t))
+    lines, plain = source.splitlines(), model.code.splitlines()
+    assert len(lines) == len(plain) and [line.split(" = ")[0] for line in lines] == [
+        line.split(" = ")[0] for line in plain
+    ]
+    changed = [line.strip() for line, before in zip(lines, plain, strict=True) if line != before]
+    assert changed == [
+        "token = _meta_tensor(self.token).expand(x.shape[0], -1, -1)",
+        "linear = _meta_call(self.linear, x)",
+        "relu = _meta_call(self.relu, linear);  linear = None",
+    ]

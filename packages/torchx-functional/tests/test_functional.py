@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 import torch.nn.functional as F
+from nested_graphs import GraphWork, nested_twice
 from torch import nn
 
 import torchx
@@ -604,3 +605,72 @@ def test_a_deep_copy_of_a_graph_with_a_recurrent_layer_runs_its_own_weights() ->
     assert torch.equal(copied(data), torch.zeros(2, 5, 3))
     assert not torch.equal(model(data), torch.zeros(2, 5, 3))
     assert torch.equal(pickle.loads(pickle.dumps(model))(data), model(data))
+
+
+# -- nested graphs: worked out once per input shape, not once per enclosing call -------
+
+
+@pytest.mark.parametrize("inner_batch", [None, 2])
+def test_a_graph_nested_twice_per_level_is_worked_out_once_per_level(
+    monkeypatch: pytest.MonkeyPatch, inner_batch: int | None
+) -> None:
+    """Calling a Functional on placeholders used to run its whole forward on
+    meta tensors, each nested call included: 2**depth Linear runs to define
+    the model. Now each graph's steps run once per probe of a dynamic batch,
+    also where the inner graph was defined on another batch (2) than its
+    callers use (None)."""
+    runs = {}
+    for depth in (4, 8, 12):
+        work = GraphWork(monkeypatch)
+        model = nested_twice(depth, inner_batch)
+        assert model(Placeholder((None, 4))).shape == (None, 4)
+        runs[depth] = (work.linear_runs, work.graph_runs)
+    linear_runs = runs[4][0]
+    assert linear_runs <= 3 and runs == {depth: (linear_runs, 2 * (depth + 1)) for depth in (4, 8, 12)}
+
+
+def test_a_nested_graph_answers_each_input_shape_once_and_keeps_what_its_output_shares() -> None:
+    x = Placeholder((None, 4))
+    view = Functional(inputs=x, outputs=x[:, :2])
+    dropped = Functional(inputs=x, outputs=L.Dropout(0.5)(x))
+    new = Functional(inputs=x, outputs=x * 2)
+    y = Placeholder((None, 4))
+    for _ in range(2):  # the second call is answered from what the first worked out
+        assert [model(y).node.fresh for model in (view, dropped, new)] == [False, False, True]
+    assert view(Placeholder((3, 4))).shape == (3, 2)
+    linear = Functional(inputs=x, outputs=L.Linear(4)(x))
+    twice = Functional(inputs=y, outputs=linear(linear(y)))
+    with pytest.raises(
+        ShapeError, match=r"Functional input 'x': expected shape \(None, 4\) .*got \(None, 5\)"
+    ):
+        twice(Placeholder((None, 5)))  # a meta run checks what a layer's formula would not
+
+
+def test_a_nested_graph_whose_layer_is_replaced_is_worked_out_again() -> None:
+    x = Placeholder((None, 4))
+    inner = Functional(inputs=x, outputs=L.Linear(4)(x))
+    y = Placeholder((None, 4))
+    outer = Functional(inputs=y, outputs=inner(y) + 1)
+    assert outer(Placeholder((None, 4))).shape == (None, 4)
+    inner.linear = nn.Linear(4, 7)
+    assert outer(Placeholder((None, 4))).shape == (None, 7)
+    del inner.linear
+    with pytest.raises(AttributeError):
+        outer(Placeholder((None, 4)))
+    inner._modules["linear"] = nn.Linear(4, 3)
+    assert outer(Placeholder((None, 4))).shape == (None, 3)
+    outer.double()
+    assert outer(Placeholder((None, 4), dtype=torch.float64)).dtype == torch.float64
+
+
+def test_a_graph_nested_twice_runs_its_one_linear_two_to_the_depth_times() -> None:
+    model = nested_twice(5)
+    (key_weight, weight), (key_bias, bias) = model.state_dict().items()
+    assert key_weight == "functional." * 5 + "linear.weight" and key_bias.endswith("linear.bias")
+    t = torch.randn(3, 4)
+    expected = t
+    for _ in range(2**5):
+        expected = F.linear(expected, weight, bias)
+    for twin in (model, copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert torch.allclose(twin(t), expected, atol=1e-5)
+        assert "_torchx_known" not in twin.__dict__ or twin is model

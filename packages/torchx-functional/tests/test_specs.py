@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
+from nested_graphs import GraphWork, nested_twice
 
 import torchx
 import torchx.layers as L
@@ -275,3 +278,56 @@ def test_the_layers_of_a_functional_spec_are_checked_against_memory_as_one_model
     spec["nodes"] = spec["nodes"][:50]
     spec["outputs"] = {"node": spec["nodes"][-1]["name"]}
     assert L.Layer.from_spec(spec)(torch.zeros(2, 256)).shape == (2, 256)
+
+
+def test_a_graph_nested_twice_per_level_reads_in_time_linear_in_its_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twelve graphs, each calling the previous one twice: a spec of 4 KB (as
+    compact JSON) that took 25 s to read, each call on placeholders running the callee's whole forward
+    (2**12 Linear runs). Now each graph's steps run once per probe of the batch."""
+    runs = {}
+    for depth in (6, 12):
+        path = tmp_path / f"nested_{depth}.json"
+        torchx.save_spec(nested_twice(depth), path)
+        work = GraphWork(monkeypatch)
+        model = torchx.load_spec(path)
+        runs[depth] = (work.linear_runs, work.graph_runs)
+    linear_runs = runs[6][0]
+    assert linear_runs <= 3 and runs == {6: (linear_runs, 2 * 6), 12: (linear_runs, 2 * 12)}
+    original = nested_twice(12)
+    assert isinstance(model, Functional) and list(model.state_dict()) == list(original.state_dict())
+    model.load_state_dict(original.state_dict())
+    t = torch.randn(3, 4)
+    for twin in (model, copy.deepcopy(model)):
+        assert torch.equal(twin(t), original(t))
+
+
+def _nested_yaml(depth: int, aliased: bool) -> str:
+    """A Functional spec ``depth`` graphs deep, each calling the one inside twice:
+    one module called twice, or (``aliased``) two modules, a YAML alias of one graph."""
+    head = "type: Functional, inputs: {input: x, shape: [null, 4]}"
+    text = f"{{{head}, modules: {{f: {{type: Linear, args: {{out_features: 4}}}}}}, "
+    text += "nodes: [{name: y, module: f, args: [{node: x}]}], outputs: {node: y}}"
+    for level in range(depth):
+        modules = f"{{a: &g{level} {text}, b: *g{level}}}" if aliased else f"{{a: {text}}}"
+        nodes = (
+            f"[{{name: p, module: a, args: [{{node: x}}]}}, {{name: q, module: {'b' if aliased else 'a'}, "
+        )
+        text = f"{{{head}, modules: {modules}, nodes: {nodes}args: [{{node: p}}]}}], outputs: {{node: q}}}}"
+    return text
+
+
+def test_the_layer_limit_counts_the_layers_a_spec_builds_not_the_calls_of_one(
+    fresh_plugins: PluginManager,
+) -> None:
+    """Two modules that are one YAML alias are two layers (2**18 Linears
+    here: refused before anything is built); one module called twice is one."""
+    from torchx.core._specs import MAX_LAYERS, MAX_SPEC_VALUES, parse_spec
+
+    with pytest.raises(SpecError, match=rf"more than ({MAX_LAYERS} layers|{MAX_SPEC_VALUES:,} values)"):
+        L.Layer.from_spec(parse_spec(_nested_yaml(18, aliased=True)))
+    model = L.Layer.from_spec(parse_spec(_nested_yaml(18, aliased=False)))
+    assert len(list(model.modules())) == 20 and model(torch.zeros(2, 4)).shape == (2, 4)
+    small = L.Layer.from_spec(parse_spec(_nested_yaml(3, aliased=True)))
+    assert sum(isinstance(module, torch.nn.Linear) for module in small.modules()) == 2**3

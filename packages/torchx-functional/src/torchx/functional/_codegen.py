@@ -38,6 +38,7 @@ __all__ = [
     "CODE_GLOBALS",
     "CODE_LOCALS",
     "MISSING",
+    "MetaHelpers",
     "code_namespace",
     "compile_forward",
     "generate",
@@ -61,6 +62,17 @@ class _Missing:
 
 MISSING = _Missing()
 """Default of every forward parameter, so that missing inputs are reported together."""
+
+
+@dataclass(frozen=True)
+class MetaHelpers:
+    """What a forward generated for meta inputs calls instead of the model's
+    layers: ``call(module, *args, **kwargs)`` for a module step's meta output,
+    ``tensor(parameter)`` for a meta stand-in of an ``L.Parameter``'s tensor."""
+
+    call: Callable[..., Any]
+    tensor: Callable[[torch.Tensor], torch.Tensor]
+
 
 CODE_LOCALS = ("self", "error", "_keywords")
 """The generated forward's own local names: its module, the exception it
@@ -87,9 +99,13 @@ def code_namespace() -> Namespace:
 
 class _Writer(ValueFold[str]):
     """Renders values as source; what has no literal goes into the globals,
-    under a name claimed from the program's namespace."""
+    under a name claimed from the program's namespace.
 
-    def __init__(self, program: Program) -> None:
+    With ``meta``, module steps call ``meta_call(module, *args)`` and tensors of
+    ``L.Parameter`` steps are read through ``meta_tensor(tensor)``: helpers of
+    the caller's, bound as globals (see :func:`generate`)."""
+
+    def __init__(self, program: Program, meta: MetaHelpers | None = None) -> None:
         self.names = program.namespace.copy()
         unclaimed = [name for name in (*CODE_LOCALS, *CODE_GLOBALS) if not self.names.holds(name)]
         if unclaimed:
@@ -102,6 +118,8 @@ class _Writer(ValueFold[str]):
         self._tensor_shapes = {
             path: tuple(layer.arguments["shape"]) for path, layer in program.tensor_layers.items()
         }
+        self._meta_call = None if meta is None else self.bind("_meta_call", meta.call)
+        self._meta_tensor = None if meta is None else self.bind("_meta_tensor", meta.tensor)
 
     def constant(self, value: Any) -> str:
         return self.bind(f"_constant_{next(self._constants)}", value)
@@ -169,8 +187,12 @@ class _Writer(ValueFold[str]):
             return name
         return self.constant(function)
 
-    def call(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        parts = [self.value(arg) for arg in args] + [
+    def call(
+        self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any], first: str | None = None
+    ) -> str:
+        """``function(*args, **kwargs)`` as source; ``first``: source of an argument before ``args``."""
+        parts = [first] if first is not None else []
+        parts += [self.value(arg) for arg in args] + [
             f"{key}={self.value(item)}" for key, item in kwargs.items()
         ]
         return f"{function}({', '.join(parts)})"
@@ -186,10 +208,10 @@ class _Writer(ValueFold[str]):
             return self.parameter(step)
         if step.kind == "module":
             module = submodule_expression(step.target)
-            if copy_input:
-                first, *rest = step.args
-                return self.call(module, (Copy(first), *rest), step.kwargs)
-            return self.call(module, step.args, step.kwargs)
+            args = (Copy(step.args[0]), *step.args[1:]) if copy_input else step.args
+            if self._meta_call is not None:
+                return self.call(self._meta_call, args, step.kwargs, first=module)
+            return self.call(module, args, step.kwargs)
         if step.kind == "method":
             receiver, *rest = step.args
             return self.call(f"{self.value(receiver)}.{step.target}", tuple(rest), step.kwargs)
@@ -210,6 +232,8 @@ class _Writer(ValueFold[str]):
         a leading size of 1 expanded to the batch of the step's input (a view:
         ``self.class_token.expand(x.shape[0], -1, -1)``)."""
         tensor = submodule_expression(step.target)
+        if self._meta_tensor is not None:
+            tensor = f"{self._meta_tensor}({tensor})"
         shape = self._tensor_shapes[step.target]
         if not shape or shape[0] != 1:
             return tensor
@@ -323,7 +347,9 @@ def _statements(writer: _Writer, program: Program, release: bool = True) -> list
     return statements
 
 
-def generate(program: Program, helpers: Mapping[str, Callable[..., Any]]) -> tuple[str, dict[str, Any]]:
+def generate(
+    program: Program, helpers: Mapping[str, Callable[..., Any]], meta: MetaHelpers | None = None
+) -> tuple[str, dict[str, Any]]:
     """The forward's source and the globals it needs.
 
     Callers pass inputs by position, by name or as one dict of them. Where an
@@ -337,8 +363,13 @@ def generate(program: Program, helpers: Mapping[str, Callable[..., Any]]) -> tup
     keywords)`` and ``_unpack_inputs(self, given)`` return the inputs,
     ``_missing_inputs(self, given)`` and ``_explain(self, error, given)`` the
     exception to raise.
+
+    With ``meta``, the forward computes meta outputs for meta inputs without
+    running a layer: each module step asks ``meta.call`` (see :class:`MetaHelpers`).
+    Its statements are on the lines they have in the plain forward, so that
+    ``_explain`` reads a failure the same way.
     """
-    writer = _Writer(program)
+    writer = _Writer(program, meta)
     keyword_inputs, unpack_inputs, missing_inputs, explain = (
         writer.bind(name, helpers[name])
         for name in ("_keyword_inputs", "_unpack_inputs", "_missing_inputs", "_explain")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -20,18 +21,52 @@ from torchx.core._specs import SpecReader, SpecWriter
 from torchx.core._summary import Summary
 from torchx.functional._codegen import (
     MISSING,
+    MetaHelpers,
     code_namespace,
     compile_forward,
     generate,
     generate_scriptable,
     parameters_of,
 )
+from torchx.functional._placeholder import (
+    OwnMetaOutput,
+    may_return_input,
+    meta_call,
+    meta_signature,
+    shares_input,
+)
 from torchx.functional._program import BatchOf, Input, Program, Step, Var, normal_form, trace
 
 __all__ = ["Functional"]
 
 
-class Functional(Container):
+_generation = 0
+"""Counts the changes that may change what some Functional outputs for given
+input shapes: a layer of one replaced or removed, tensors cast or moved (see
+:meth:`Functional.meta_output`, whose answers are kept for one generation)."""
+
+_KNOWN_LIMIT = 64
+"""Most input signatures a Functional keeps its meta outputs for."""
+
+
+def _layers_changed() -> None:
+    """Start a new generation: every Functional works its outputs out again."""
+    global _generation
+    _generation += 1
+
+
+@dataclass
+class _KnownOutputs:
+    """What a Functional worked out of its steps in one generation: its meta
+    outputs (and their freshness) by input signature, and whether it may
+    return an input (it holds dropout)."""
+
+    generation: int
+    outputs: dict[Hashable, tuple[Any, bool]] = field(default_factory=dict)
+    may_return_input: bool | None = None
+
+
+class Functional(Container, OwnMetaOutput):
     """A model from placeholders: ``Functional(inputs=x, outputs=y)``.
 
     ``inputs`` and ``outputs`` are each a placeholder, or a list, tuple or dict
@@ -72,17 +107,74 @@ class Functional(Container):
         self._compile()
 
     def _compile(self) -> None:
-        source, namespace = generate(
-            self._torchx_program,
-            {
-                "_unpack_inputs": _unpack_inputs,
-                "_keyword_inputs": _keyword_inputs,
-                "_missing_inputs": _missing_inputs,
-                "_explain": _explain,
-            },
-        )
+        source, namespace = generate(self._torchx_program, _HELPERS)
         self.__dict__["_torchx_code"] = source
         self.__dict__["forward"] = compile_forward(source, namespace).__get__(self)
+
+    # -- shapes: what the steps give, without running the layers ----------------------
+
+    def meta_output(self, args: tuple[Any, ...]) -> tuple[Any, bool]:
+        """The output for meta ``args`` (the forward's parameters), and whether it
+        is fresh memory: the steps run on meta tensors, each layer on a meta
+        copy of itself, each nested Functional answering from what it worked out.
+
+        Answers are kept by input signature, so a Functional called at several
+        places, or nested in others, is worked out once per input shape, not
+        once per call of each enclosing one (a model calling the one inside it
+        twice, twelve levels deep, would be 4,096 runs). They are forgotten when
+        a layer of any Functional is replaced or removed, or tensors are cast or
+        moved; a change inside another container (an ``L.Sequential``'s layer
+        replaced) is not seen.
+        """
+        known = self._known_outputs()
+        try:
+            key: Hashable | None = meta_signature(args)
+        except TypeError:
+            key = None
+        found = None if key is None else known.outputs.get(key)
+        if found is None:
+            output = self._meta_forward()(*args)
+            found = (output, not shares_input(output, args) and not self._may_return_input())
+            if key is not None:
+                if len(known.outputs) >= _KNOWN_LIMIT:
+                    known.outputs.clear()
+                known.outputs[key] = found
+        return found
+
+    def _known_outputs(self) -> _KnownOutputs:
+        known: _KnownOutputs | None = self.__dict__.get("_torchx_known")
+        if known is None or known.generation != _generation:
+            known = self.__dict__["_torchx_known"] = _KnownOutputs(_generation)
+        return known
+
+    def _may_return_input(self) -> bool:
+        """Whether a layer inside may return its input (see :func:`may_return_input`),
+        nested Functionals answering from what they know."""
+        known = self._known_outputs()
+        if known.may_return_input is None:
+            known.may_return_input = any(
+                child._may_return_input() if isinstance(child, Functional) else may_return_input(child)
+                for child in self._modules.values()
+                if child is not None
+            )
+        return known.may_return_input
+
+    def _meta_forward(self) -> Callable[..., Any]:
+        """The forward for meta inputs (see :func:`generate`), made on first use."""
+        forward: Callable[..., Any] | None = self.__dict__.get("_torchx_meta_forward")
+        if forward is None:
+            source, namespace = generate(self._torchx_program, _HELPERS, MetaHelpers(meta_call, _meta_tensor))
+            forward = self.__dict__["_torchx_meta_forward"] = compile_forward(source, namespace).__get__(self)
+        return forward
+
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:
+        _layers_changed()  # a cast changes what the steps give
+        return super()._apply(fn, recurse)
+
+    def register_parameter(self, name: str, param: nn.Parameter | None) -> None:
+        if name in self._parameters:
+            _layers_changed()
+        super().register_parameter(name, param)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Run the generated forward (see :attr:`code`).
@@ -152,7 +244,8 @@ class Functional(Container):
 
     def __getstate__(self) -> dict[str, Any]:
         state = mirrored_state(self, super().__getstate__())
-        state.pop("forward", None)
+        for key in ("forward", "_torchx_meta_forward", "_torchx_known"):
+            state.pop(key, None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -245,6 +338,11 @@ class ModuleGroup(nn.Module):
     def __getstate__(self) -> dict[str, Any]:
         return mirrored_state(self, super().__getstate__())  # type: ignore[no-untyped-call]
 
+    def register_parameter(self, name: str, param: nn.Parameter | None) -> None:
+        if name in self._parameters:
+            _layers_changed()
+        super().register_parameter(name, param)
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)  # type: ignore[no-untyped-call]
         mirror_modules(self, dict(self._modules))
@@ -278,16 +376,25 @@ class _AttributeModules(dict[str, "nn.Module | None"]):
         self._owner_state = owner.__dict__  # the owner's attributes, mirrored into
 
     def __setitem__(self, name: str, module: nn.Module | None) -> None:
+        if name in self:
+            _layers_changed()
         super().__setitem__(name, module)
         self._owner_state[name] = module
 
     def __delitem__(self, name: str) -> None:
+        _layers_changed()
         super().__delitem__(name)
         self._owner_state.pop(name, None)
 
     def pop(self, name: str, *default: Any) -> Any:
+        _layers_changed()
         self._owner_state.pop(name, None)
         return super().pop(name, *default)
+
+
+def _meta_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """A meta stand-in of an ``L.Parameter``'s tensor."""
+    return tensor if tensor.is_meta else torch.empty_like(tensor, device="meta")
 
 
 def _unpack_inputs(model: Functional, given: dict[str, Any]) -> tuple[Any, ...]:
@@ -427,3 +534,12 @@ def _resolved(value: Any, variables: dict[str, Any]) -> Any:
     if isinstance(value, (tuple, list)):
         return type(value)(_resolved(item, variables) for item in value)
     return value
+
+
+_HELPERS: dict[str, Callable[..., Any]] = {
+    "_unpack_inputs": _unpack_inputs,
+    "_keyword_inputs": _keyword_inputs,
+    "_missing_inputs": _missing_inputs,
+    "_explain": _explain,
+}
+"""The functions the generated forwards call with the model first (see :func:`generate`)."""

@@ -32,7 +32,17 @@ from torchx.core._symbolic import find_symbolic
 from torchx.functional._ops import UNINITIALISED_METHODS, ZERO_FILLED_FUNCTIONS, ZERO_FILLED_METHODS
 from torchx.functional._tree import leaves_of, map_leaves
 
-__all__ = ["BatchSize", "Node", "Placeholder", "accept_placeholders"]
+__all__ = [
+    "BatchSize",
+    "Node",
+    "OwnMetaOutput",
+    "Placeholder",
+    "accept_placeholders",
+    "may_return_input",
+    "meta_call",
+    "meta_signature",
+    "shares_input",
+]
 
 NodeKind = Literal["input", "module", "function", "method"]
 
@@ -244,12 +254,12 @@ class _MetaSignature(ValueFold[Hashable]):
 _META_SIGNATURE = _MetaSignature()
 
 
-def _signature(value: Any) -> Hashable:
+def meta_signature(value: Any) -> Hashable:
     """``value``'s :class:`_MetaSignature`."""
     return _META_SIGNATURE.fold(value, "")
 
 
-def _shares_input(output: Any, inputs: Any) -> bool:
+def shares_input(output: Any, inputs: Any) -> bool:
     """Whether a meta ``output`` may share memory with ``inputs``: a tensor in
     it is one of them, or a view."""
     given = {id(leaf) for leaf in leaves_of(inputs) if isinstance(leaf, torch.Tensor)}
@@ -263,7 +273,7 @@ def _run_cached(
     key: Any, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[Any, bool]:
     """``function(*args, **kwargs)`` on meta values, remembered by signature,
-    and whether its output is fresh memory (see :func:`_shares_input`).
+    and whether its output is fresh memory (see :func:`shares_input`).
 
     Meta outputs hold no data, so the same operation on the same shapes (a
     chain of ``x + 1``, repeated residual blocks) is computed once.
@@ -271,10 +281,10 @@ def _run_cached(
 
     def run() -> tuple[Any, bool]:
         output = function(*args, **kwargs)
-        return output, not _shares_input(output, (args, kwargs))
+        return output, not shares_input(output, (args, kwargs))
 
     try:
-        signature = (key, _signature(args), _signature(kwargs))
+        signature = (key, meta_signature(args), meta_signature(kwargs))
     except TypeError:
         return run()
     found = _RESULTS.get(signature)
@@ -356,6 +366,16 @@ def _outputs(node: Node) -> Any:
     )
 
 
+class OwnMetaOutput:
+    """A built module that works out its own meta outputs, without a meta run
+    of its forward (a Functional: from its steps, once per input signature)."""
+
+    def meta_output(self, args: tuple[Any, ...]) -> tuple[Any, bool]:
+        """The output for meta ``args`` (positional only), and whether it is fresh
+        memory (see :func:`shares_input`)."""
+        raise NotImplementedError
+
+
 def _call_module(
     module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], bool]:
@@ -363,6 +383,9 @@ def _call_module(
     outputs under each probe, and whether they are fresh memory."""
     probes = Probes(_check_leaves(layer_name(module), args, kwargs))
     metas, meta_kwargs = _as_metas(args, probes), _as_metas(kwargs, probes)
+    if isinstance(module, OwnMetaOutput) and not kwargs:  # built, and answers without a meta run
+        results = probes.run(lambda probe: module.meta_output(metas[probe]))
+        return tuple(output for output, _ in results), results[0][1]
     if unbuilt_layers(module):
         with (
             all_or_nothing(module),
@@ -378,14 +401,23 @@ def _call_module(
     else:
         outputs = probes.run(lambda probe: _probe(module, metas[probe], meta_kwargs[probe]))
     output, first, first_kwargs = outputs[0], metas[0], meta_kwargs[0]
-    shares = _shares_input(output, first) or (bool(first_kwargs) and _shares_input(output, first_kwargs))
-    return tuple(outputs), not shares and not _may_return_input(module)
+    shares = shares_input(output, first) or (bool(first_kwargs) and shares_input(output, first_kwargs))
+    return tuple(outputs), not shares and not may_return_input(module)
 
 
 def _scope_dtype() -> torch.dtype | None:
     """The floating dtype the device scope asks for, if any (the layers' default otherwise)."""
     scope = current_scope()
     return None if scope is None else scope.dtype
+
+
+def meta_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+    """``module``'s meta output for meta inputs: its own where it works it out
+    (see :class:`OwnMetaOutput`), else from a meta run, which also checks that
+    the inputs fit the sizes it was built for (a layer's formula does not)."""
+    if isinstance(module, OwnMetaOutput) and not kwargs:
+        return module.meta_output(args)[0]
+    return run_on_meta(module, args, kwargs)
 
 
 def _probe(
@@ -404,7 +436,7 @@ def _new_meta(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
     return torch.empty(shape, dtype=dtype, device="meta")
 
 
-def _may_return_input(module: nn.Module) -> bool:
+def may_return_input(module: nn.Module) -> bool:
     """Whether ``module`` may return (a view of) its input in another mode than
     the one it was recorded in: dropout returns its input in eval mode."""
     return any(isinstance(sub, nn.modules.dropout._DropoutNd) for sub in module.modules())
