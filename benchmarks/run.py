@@ -23,6 +23,7 @@ from bench_functional import bench_functional
 from bench_keras import bench_keras
 from bench_layers import bench_abstract_build, bench_build, bench_construct, bench_forward, bench_import
 from bench_rnn import bench_rnn
+from bench_specs import bench_specs
 from bench_vision import bench_vision
 from bench_weights import bench_weights
 
@@ -41,6 +42,7 @@ BENCHMARKS: dict[str, Callable[[bool], list[Result]]] = {
     "device": bench_device,
     "examples": bench_examples,
     "keras": bench_keras,
+    "specs": bench_specs,
 }
 
 
