@@ -36,7 +36,8 @@ def saved(model: Any, tmp_path: Path) -> Path:
     [
         pytest.param(lambda: [layers.Flatten(data_format="channels_first")], id="flatten-of-the-input"),
         pytest.param(
-            lambda: [layers.Conv2D(4, 3), layers.Flatten(data_format="channels_first")], id="flatten-of-a-conv"
+            lambda: [layers.Conv2D(4, 3), layers.Flatten(data_format="channels_first")],
+            id="flatten-of-a-conv",
         ),
         pytest.param(
             lambda: [layers.Permute((2, 1, 3)), layers.Flatten(data_format="channels_first")],
