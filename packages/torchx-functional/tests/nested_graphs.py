@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,15 +13,29 @@ import torchx.layers as L
 from torchx.functional import Functional, Placeholder
 
 
-def nested_twice(depth: int, inner_batch: int | None = None) -> Functional:
+def nested_twice(
+    depth: int, inner_batch: int | None = None, wrap: Callable[[Functional], nn.Module] | None = None
+) -> Functional:
     """A Linear graph, then ``depth`` graphs each calling the previous one twice
-    (a forward runs the Linear 2**depth times)."""
+    (a forward runs the Linear 2**depth times); with ``wrap``, each calls
+    ``wrap(previous)`` twice (``L.Sequential``: a container holding it)."""
     x = Placeholder((inner_batch, 4))
     model = Functional(inputs=x, outputs=L.Linear(4)(x))
     for _ in range(depth):
         x = Placeholder((None, 4))
-        model = Functional(inputs=x, outputs=model(model(x)))
+        called = model if wrap is None else wrap(model)
+        model = Functional(inputs=x, outputs=called(called(x)))
     return model
+
+
+def in_sequential(building: bool) -> Callable[[Functional], nn.Module]:
+    """A ``wrap`` for :func:`nested_twice`: ``L.Sequential(graph)``, or one with a
+    new Linear after the graph (``building``: its first call builds it in place)."""
+
+    def wrap(graph: Functional) -> nn.Module:
+        return L.Sequential(graph, L.Linear(4)) if building else L.Sequential(graph)
+
+    return wrap
 
 
 class GraphWork:

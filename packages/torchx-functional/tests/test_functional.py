@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 import torch.nn.functional as F
-from nested_graphs import GraphWork, nested_twice
+from nested_graphs import GraphWork, in_sequential, nested_twice
 from torch import nn
 
 import torchx
@@ -674,3 +674,121 @@ def test_a_graph_nested_twice_runs_its_one_linear_two_to_the_depth_times() -> No
     for twin in (model, copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
         assert torch.allclose(twin(t), expected, atol=1e-5)
         assert "_torchx_known" not in twin.__dict__ or twin is model
+
+
+@pytest.mark.parametrize("building", [False, True], ids=["built", "building"])
+def test_a_graph_nested_twice_per_level_in_a_sequential_is_worked_out_once_per_level(
+    monkeypatch: pytest.MonkeyPatch, building: bool
+) -> None:
+    """An ``L.Sequential`` holding the graph ran on a meta copy whose graphs ran
+    their whole forwards (2**depth Linear runs), or in place where it was
+    building (a new Linear beside the graph). Now the graphs in it answer from
+    what they worked out: the work grows by the same amount at each level."""
+    runs = {}
+    for depth in (4, 8, 12):
+        work = GraphWork(monkeypatch)
+        model = nested_twice(depth, wrap=in_sequential(building))
+        assert model(Placeholder((None, 4))).shape == (None, 4)
+        runs[depth] = (work.linear_runs, work.graph_runs)
+    first, per_level = runs[4][0], (runs[12][0] - runs[4][0]) // 8
+    assert per_level <= (7 if building else 0)  # the runs of each level's own new Linear
+    assert runs == {depth: (first + per_level * (depth - 4), 2 * (depth + 1)) for depth in (4, 8, 12)}
+    assert not any("_torchx_answering" in vars(module) for module in model.modules())
+    assert model(torch.randn(3, 4)).shape == (3, 4)
+
+
+def test_a_layer_replaced_anywhere_below_a_graph_changes_its_answer() -> None:
+    """Answers stand while the modules below are the same: a layer of an
+    ``L.Sequential`` in the graph replaced, added, removed, a setting or a
+    hook changed, each changes what the graph (and one calling it) gives."""
+    x = Placeholder((None, 4))
+    sequential = L.Sequential(nn.Linear(4, 4))
+    inner = Functional(inputs=x, outputs=sequential(x))
+    y = Placeholder((None, 4))
+    outer = Functional(inputs=y, outputs=inner(y) * 2)
+
+    def shapes() -> list[tuple[int | None, ...]]:
+        given = Placeholder((None, 4))
+        return [inner(given).shape, outer(given).shape, tuple(outer(torch.zeros(3, 4)).shape)]
+
+    assert shapes() == [(None, 4), (None, 4), (3, 4)]
+    sequential[0] = nn.Linear(4, 7)
+    assert shapes() == [(None, 7), (None, 7), (3, 7)]
+    sequential.append(nn.AdaptiveAvgPool1d(5))
+    assert shapes() == [(None, 5), (None, 5), (3, 5)]
+    sequential[1].output_size = 3
+    assert shapes() == [(None, 3), (None, 3), (3, 3)]
+    del sequential[1]
+    assert shapes() == [(None, 7), (None, 7), (3, 7)]
+    sequential[0].register_forward_hook(lambda module, args, output: output[:, :2])
+    assert shapes() == [(None, 2), (None, 2), (3, 2)]
+
+
+def test_a_graph_answers_for_a_hook_on_a_graph_inside_it() -> None:
+    """A nested graph's own answer leaves out its hooks: a meta run, not the answer, runs them."""
+    x = Placeholder((None, 4))
+    inner = Functional(inputs=x, outputs=L.Linear(4)(x))
+    y = Placeholder((None, 4))
+    outer = Functional(inputs=y, outputs=inner(y) + 1)
+    assert outer(Placeholder((None, 4))).shape == (None, 4)
+    inner.register_forward_hook(lambda module, args, output: torch.cat([output, output], dim=1))
+    assert outer(Placeholder((None, 4))).shape == (None, 8) and outer(torch.zeros(3, 4)).shape == (3, 8)
+
+
+def test_a_nested_graph_returning_its_input_is_no_new_memory_in_a_graph_calling_it() -> None:
+    """An answer kept from one call was the input of that call, not of the next one."""
+    x = Placeholder((None, 4))
+    passing = Functional(inputs=x, outputs=[x, x * 2])
+    y = Placeholder((None, 4))
+    first = Functional(inputs=y, outputs=passing(y)[0])
+    assert [first(Placeholder((None, 4))).node.fresh for _ in range(2)] == [False, False]
+
+
+def test_what_a_caller_changes_in_an_answer_is_its_own() -> None:
+    class Widening(nn.Module):
+        def __init__(self, graph: Functional) -> None:
+            super().__init__()
+            self.graph = graph
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.graph(x).unsqueeze_(1)
+
+    x = Placeholder((None, 4))
+    inner = Functional(inputs=x, outputs=L.Linear(4)(x))
+    widening = accept_placeholders(Widening(inner))
+    for _ in range(2):
+        assert widening(Placeholder((None, 4))).shape == (None, 1, 4)
+        assert inner(Placeholder((None, 4))).shape == (None, 4)
+
+
+def test_graphs_building_in_threads_around_one_graph_leave_its_forward_as_it_was() -> None:
+    """A build runs the modules holding a graph in place, the graph answering
+    meta calls meanwhile; the last build to end puts its plain forward back.
+    Graphs calling it answer each thread's input shapes."""
+    x = Placeholder((None, 4))
+    shared = Functional(inputs=x, outputs=L.Linear(4)(x))
+    plain = shared.__dict__["forward"]
+    y = Placeholder((None, 4))
+    outer = Functional(inputs=y, outputs=shared(shared(y)))
+
+    def define(index: int) -> list[tuple[int | None, ...]]:
+        built = L.Sequential(shared, L.Linear(index % 3 + 1))(Placeholder((None, 4)))
+        return [built.shape, outer(Placeholder((index % 5, 4))).shape]
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(define, range(64))) == [[(None, i % 3 + 1), (i % 5, 4)] for i in range(64)]
+    assert shared.__dict__["forward"] is plain and "_torchx_answering" not in shared.__dict__
+
+
+def test_a_copy_made_in_a_meta_run_answers_from_its_original_and_runs_real_inputs() -> None:
+    from torchx.functional._answers import MetaAnswers
+    from torchx.functional._placeholder import _answering
+
+    model = nested_twice(2)
+    t = torch.randn(3, 4)
+    with _answering():
+        copied, pickled = copy.deepcopy(model), pickle.loads(pickle.dumps(model))
+    assert isinstance(copied.__dict__["forward"], MetaAnswers)
+    assert copied(torch.empty(6, 4, device="meta")).shape == (6, 4) and "_torchx_known" in vars(model)
+    assert torch.equal(copied(t), model(t)) and torch.equal(pickled(t), model(t))
+    assert not isinstance(pickled.__dict__["forward"], MetaAnswers)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from nested_graphs import GraphWork, nested_twice
+from nested_graphs import GraphWork, in_sequential, nested_twice
 
 import torchx
 import torchx.layers as L
@@ -301,6 +301,29 @@ def test_a_graph_nested_twice_per_level_reads_in_time_linear_in_its_spec(
     t = torch.randn(3, 4)
     for twin in (model, copy.deepcopy(model)):
         assert torch.equal(twin(t), original(t))
+
+
+@pytest.mark.parametrize("building", [False, True], ids=["built", "building"])
+def test_a_graph_nested_twice_per_level_in_a_sequential_reads_in_time_linear_in_its_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, building: bool
+) -> None:
+    """Graphs each calling an ``L.Sequential`` twice that holds the previous one
+    (and, building, a new Linear): each call of the Sequential on placeholders
+    ran the graphs in it whole. The work grows by the same amount at each level."""
+    runs = {}
+    for depth in (4, 8, 12):
+        path = tmp_path / f"nested_{depth}.json"
+        torchx.save_spec(nested_twice(depth, wrap=in_sequential(building)), path)
+        work = GraphWork(monkeypatch)
+        model = torchx.load_spec(path)
+        runs[depth] = (work.linear_runs, work.graph_runs)
+    first, per_level = runs[4][0], (runs[12][0] - runs[4][0]) // 8
+    assert per_level <= (7 if building else 0)  # the runs of each level's own new Linear
+    assert runs == {depth: (first + per_level * (depth - 4), 2 * depth) for depth in (4, 8, 12)}
+    original = nested_twice(12, wrap=in_sequential(building))
+    model.load_state_dict(original.state_dict())
+    t = torch.randn(3, 4)
+    assert torch.equal(model(t), original(t))
 
 
 def _nested_yaml(depth: int, aliased: bool) -> str:

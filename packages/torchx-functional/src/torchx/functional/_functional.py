@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -19,6 +20,7 @@ from torchx.core._record import layer_name
 from torchx.core._shapes import InputLike, TypedShape
 from torchx.core._specs import SpecReader, SpecWriter
 from torchx.core._summary import Summary
+from torchx.functional._answers import Answer, KnownOutputs, MetaAnswers, state_below
 from torchx.functional._codegen import (
     MISSING,
     MetaHelpers,
@@ -30,6 +32,7 @@ from torchx.functional._codegen import (
 )
 from torchx.functional._placeholder import (
     OwnMetaOutput,
+    answering_copies,
     may_return_input,
     meta_call,
     meta_signature,
@@ -40,30 +43,13 @@ from torchx.functional._program import BatchOf, Input, Program, Step, Var, norma
 __all__ = ["Functional"]
 
 
-_generation = 0
-"""Counts the changes that may change what some Functional outputs for given
-input shapes: a layer of one replaced or removed, tensors cast or moved (see
-:meth:`Functional.meta_output`, whose answers are kept for one generation)."""
-
-_KNOWN_LIMIT = 64
-"""Most input signatures a Functional keeps its meta outputs for."""
-
-
-def _layers_changed() -> None:
-    """Start a new generation: every Functional works its outputs out again."""
-    global _generation
-    _generation += 1
-
-
-@dataclass
-class _KnownOutputs:
-    """What a Functional worked out of its steps in one generation: its meta
-    outputs (and their freshness) by input signature, and whether it may
-    return an input (it holds dropout)."""
-
-    generation: int
-    outputs: dict[Hashable, tuple[Any, bool]] = field(default_factory=dict)
-    may_return_input: bool | None = None
+_KNOWN = "_torchx_known"
+"""Instance key: the Functional's :class:`KnownOutputs`."""
+_META_FORWARD = "_torchx_meta_forward"
+"""Instance key: the forward for meta inputs (see :meth:`Functional._meta_forward`)."""
+_ANSWERING_CALLS = "_torchx_answering"
+"""Instance key: how many blocks of :meth:`Functional.answering_meta_calls` are open."""
+_ANSWERING_LOCK = threading.Lock()
 
 
 class Functional(Container, OwnMetaOutput):
@@ -121,60 +107,64 @@ class Functional(Container, OwnMetaOutput):
         Answers are kept by input signature, so a Functional called at several
         places, or nested in others, is worked out once per input shape, not
         once per call of each enclosing one (a model calling the one inside it
-        twice, twelve levels deep, would be 4,096 runs). They are forgotten when
-        a layer of any Functional is replaced or removed, or tensors are cast or
-        moved; a change inside another container (an ``L.Sequential``'s layer
-        replaced) is not seen.
+        twice, twelve levels deep, would be 4,096 runs). They stand while what
+        a meta run reads below is unchanged (see :func:`state_below`: a layer
+        replaced anywhere below, tensors cast, a setting changed), which each
+        call checks.
         """
         known = self._known_outputs()
         try:
             key: Hashable | None = meta_signature(args)
         except TypeError:
             key = None
-        found = None if key is None else known.outputs.get(key)
-        if found is None:
+        answer = None if key is None else known.answers.get(key)
+        if answer is None:
             output = self._meta_forward()(*args)
-            found = (output, not shares_input(output, args) and not self._may_return_input())
+            if known.may_return_input is None:
+                known.may_return_input = may_return_input(self)
+            answer = Answer.of(output, args, not shares_input(output, args) and not known.may_return_input)
             if key is not None:
-                if len(known.outputs) >= _KNOWN_LIMIT:
-                    known.outputs.clear()
-                known.outputs[key] = found
-        return found
+                known.keep(key, answer)
+        return answer.output_for(args), answer.fresh
 
-    def _known_outputs(self) -> _KnownOutputs:
-        known: _KnownOutputs | None = self.__dict__.get("_torchx_known")
-        if known is None or known.generation != _generation:
-            known = self.__dict__["_torchx_known"] = _KnownOutputs(_generation)
+    def _known_outputs(self) -> KnownOutputs:
+        """The answers kept for what is below now (taken before an answer is
+        worked out: a change meanwhile makes the next call work it out again)."""
+        state = state_below(self)
+        known: KnownOutputs | None = self.__dict__.get(_KNOWN)
+        if known is None or known.state != state:
+            known = self.__dict__[_KNOWN] = KnownOutputs(state)
         return known
-
-    def _may_return_input(self) -> bool:
-        """Whether a layer inside may return its input (see :func:`may_return_input`),
-        nested Functionals answering from what they know."""
-        known = self._known_outputs()
-        if known.may_return_input is None:
-            known.may_return_input = any(
-                child._may_return_input() if isinstance(child, Functional) else may_return_input(child)
-                for child in self._modules.values()
-                if child is not None
-            )
-        return known.may_return_input
 
     def _meta_forward(self) -> Callable[..., Any]:
         """The forward for meta inputs (see :func:`generate`), made on first use."""
-        forward: Callable[..., Any] | None = self.__dict__.get("_torchx_meta_forward")
+        forward: Callable[..., Any] | None = self.__dict__.get(_META_FORWARD)
         if forward is None:
             source, namespace = generate(self._torchx_program, _HELPERS, MetaHelpers(meta_call, _meta_tensor))
-            forward = self.__dict__["_torchx_meta_forward"] = compile_forward(source, namespace).__get__(self)
+            forward = self.__dict__[_META_FORWARD] = compile_forward(source, namespace).__get__(self)
         return forward
 
-    def _apply(self, fn: Any, recurse: bool = True) -> Any:
-        _layers_changed()  # a cast changes what the steps give
-        return super()._apply(fn, recurse)
-
-    def register_parameter(self, name: str, param: nn.Parameter | None) -> None:
-        if name in self._parameters:
-            _layers_changed()
-        super().register_parameter(name, param)
+    @contextmanager
+    def answering_meta_calls(self) -> Iterator[None]:
+        """Inside the block, the forward answers calls on meta tensors from
+        :meth:`meta_output` (see :class:`MetaAnswers`), for a build that runs
+        the modules holding this one in place. Blocks may overlap (threads,
+        nested builds): the plain forward returns when the last one ends."""
+        state = self.__dict__
+        with _ANSWERING_LOCK:
+            count = state.get(_ANSWERING_CALLS, 0)
+            if not count:
+                state["forward"] = MetaAnswers(self, state["forward"])
+            state[_ANSWERING_CALLS] = count + 1
+        try:
+            yield
+        finally:
+            with _ANSWERING_LOCK:
+                count = state.pop(_ANSWERING_CALLS) - 1
+                if count:
+                    state[_ANSWERING_CALLS] = count
+                else:
+                    state["forward"] = state["forward"].forward
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Run the generated forward (see :attr:`code`).
@@ -244,14 +234,29 @@ class Functional(Container, OwnMetaOutput):
 
     def __getstate__(self) -> dict[str, Any]:
         state = mirrored_state(self, super().__getstate__())
-        for key in ("forward", "_torchx_meta_forward", "_torchx_known"):
+        for key in ("forward", _META_FORWARD, _KNOWN, _ANSWERING_CALLS):
             state.pop(key, None)
+        if answering_copies():  # a meta copy: it answers as this model does
+            state[_ORIGINAL] = _Original(self)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        original = state.pop(_ORIGINAL, None)
         super().__setstate__(state)  # type: ignore[no-untyped-call]
         mirror_modules(self, dict(self._modules))
+        if isinstance(original, _Original):
+            self.__dict__["forward"] = MetaAnswers(original.model, self._compiled_forward)
+        else:
+            self._compile()
+
+    def _compiled_forward(self, *args: Any, **kwargs: Any) -> Any:
+        """A meta copy's generated forward, made on the first call its original
+        does not answer (most copies never make it)."""
+        answers = self.__dict__["forward"]
         self._compile()
+        answers.forward = self.__dict__["forward"]
+        self.__dict__["forward"] = answers
+        return answers.forward(*args, **kwargs)
 
     def extra_repr(self) -> str:
         inputs = ", ".join(f"{item.name}: {format_shape(item.shape)}" for item in self.inputs)
@@ -338,11 +343,6 @@ class ModuleGroup(nn.Module):
     def __getstate__(self) -> dict[str, Any]:
         return mirrored_state(self, super().__getstate__())  # type: ignore[no-untyped-call]
 
-    def register_parameter(self, name: str, param: nn.Parameter | None) -> None:
-        if name in self._parameters:
-            _layers_changed()
-        super().register_parameter(name, param)
-
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)  # type: ignore[no-untyped-call]
         mirror_modules(self, dict(self._modules))
@@ -376,20 +376,36 @@ class _AttributeModules(dict[str, "nn.Module | None"]):
         self._owner_state = owner.__dict__  # the owner's attributes, mirrored into
 
     def __setitem__(self, name: str, module: nn.Module | None) -> None:
-        if name in self:
-            _layers_changed()
         super().__setitem__(name, module)
         self._owner_state[name] = module
 
     def __delitem__(self, name: str) -> None:
-        _layers_changed()
         super().__delitem__(name)
         self._owner_state.pop(name, None)
 
     def pop(self, name: str, *default: Any) -> Any:
-        _layers_changed()
         self._owner_state.pop(name, None)
         return super().pop(name, *default)
+
+
+_ORIGINAL = "_torchx_original"
+"""State key: the :class:`_Original` of a Functional copied for a meta run."""
+
+
+class _Original:
+    """The Functional a meta copy is made of (see :func:`answering_copies`):
+    deep copies keep it as it is, pickles drop it (it unpickles as None)."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model: Functional) -> None:
+        self.model = model
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Original:
+        return self
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return type(None), ()
 
 
 def _meta_tensor(tensor: torch.Tensor) -> torch.Tensor:

@@ -11,10 +11,12 @@ also keep a second meta output, from the second probe (see
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import operator
 import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,6 +40,7 @@ __all__ = [
     "OwnMetaOutput",
     "Placeholder",
     "accept_placeholders",
+    "answering_copies",
     "may_return_input",
     "meta_call",
     "meta_signature",
@@ -375,6 +378,41 @@ class OwnMetaOutput:
         memory (see :func:`shares_input`)."""
         raise NotImplementedError
 
+    def answering_meta_calls(self) -> AbstractContextManager[None]:
+        """Inside the block, its forward answers calls on meta tensors with
+        :meth:`meta_output` and runs any other call as usual: for a build,
+        which runs the modules holding it in place."""
+        raise NotImplementedError
+
+
+_ANSWERING: contextvars.ContextVar[bool] = contextvars.ContextVar("torchx_meta_answers", default=False)
+
+
+def answering_copies() -> bool:
+    """Whether a meta run made for a graph (a placeholder call, a step of a meta
+    forward) is in progress in this context: the copies of an
+    :class:`OwnMetaOutput` made meanwhile (meta copies of the modules holding
+    it) answer calls on meta tensors from their original."""
+    return _ANSWERING.get()
+
+
+@contextmanager
+def _answering(module: nn.Module | None = None) -> Iterator[None]:
+    """Inside the block, the graphs inside a module run on meta answer from
+    what they worked out, instead of running every nested call again (a graph
+    in an ``L.Sequential`` called twice per level, ``depth`` levels deep, would
+    run 2**depth times): their copies made meanwhile (see :func:`answering_copies`)
+    and, given the ``module`` that runs in place (a build), those inside it."""
+    token = _ANSWERING.set(True)
+    try:
+        with ExitStack() as stack:
+            for sub in () if module is None else module.modules():
+                if isinstance(sub, OwnMetaOutput):
+                    stack.enter_context(sub.answering_meta_calls())
+            yield
+    finally:
+        _ANSWERING.reset(token)
+
 
 def _call_module(
     module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -388,6 +426,7 @@ def _call_module(
         return tuple(output for output, _ in results), results[0][1]
     if unbuilt_layers(module):
         with (
+            _answering(module),
             all_or_nothing(module),
             build_target(scope_device(), _scope_dtype()) as target,
             torch.no_grad(),
@@ -413,11 +452,19 @@ def _scope_dtype() -> torch.dtype | None:
 
 def meta_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
     """``module``'s meta output for meta inputs: its own where it works it out
-    (see :class:`OwnMetaOutput`), else from a meta run, which also checks that
-    the inputs fit the sizes it was built for (a layer's formula does not)."""
-    if isinstance(module, OwnMetaOutput) and not kwargs:
+    (see :class:`OwnMetaOutput`) and has no forward hooks, else from a meta run
+    (the graphs inside answering, see :func:`_answering`), which also runs its
+    hooks and checks that the inputs fit the sizes it was built for (a layer's
+    formula does not)."""
+    if isinstance(module, OwnMetaOutput) and not kwargs and not _has_forward_hooks(module):
         return module.meta_output(args)[0]
-    return run_on_meta(module, args, kwargs)
+    with _answering():
+        return run_on_meta(module, args, kwargs)
+
+
+def _has_forward_hooks(module: nn.Module) -> bool:
+    """Whether ``module`` has forward hooks, which its :meth:`OwnMetaOutput.meta_output` does not run."""
+    return bool(module._forward_hooks or module._forward_pre_hooks)
 
 
 def _probe(
@@ -429,7 +476,10 @@ def _probe(
     output = None if kwargs else closed_form_output(module, args, _new_meta)
     if output is not None:
         return output
-    return module(*args, **kwargs) if building else run_on_meta(module, args, kwargs)
+    if building:
+        return module(*args, **kwargs)
+    with _answering():
+        return run_on_meta(module, args, kwargs)
 
 
 def _new_meta(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
