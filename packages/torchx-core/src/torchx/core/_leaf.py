@@ -61,6 +61,7 @@ from torchx.core._pending import (
     add_pending,
     become_native,
     measure_layout,
+    move_pending,
     pending_stores,
     pending_tensors,
     request_of,
@@ -636,13 +637,12 @@ class LeafLayer(Layer):
         request = (request_of(self) or PlacementRequest()).after(fn)
         self.__dict__["_torchx_request"] = request
         for _, tensor in pending_tensors(self):
-            moved = torch.empty(
-                0,
-                device=request.device or tensor.device,
-                dtype=(request.dtype or tensor.dtype) if tensor.is_floating_point() else tensor.dtype,
+            floating = tensor.is_floating_point()
+            move_pending(
+                tensor,
+                request.device or tensor.device,
+                (request.dtype or tensor.dtype) if floating else tensor.dtype,
             )
-            if torch._has_compatible_shallow_copy_type(tensor, moved):
-                tensor.data = moved
         return self
 
     def extra_repr(self) -> str:

@@ -42,8 +42,10 @@ __all__ = [
     "TensorSlot",
     "add_pending",
     "become_native",
+    "empty_of_rank",
     "is_pending",
     "measure_layout",
+    "move_pending",
     "pending_stores",
     "pending_tensors",
     "request_of",
@@ -57,7 +59,9 @@ _ALSO_ALLOWED = [torch.Tensor.requires_grad_, torch.Tensor.dim, torch.Tensor.is_
 
 
 class _Pending:
-    """What pending parameters and buffers share: an error that says how to build."""
+    """What pending parameters and buffers share: the rank the built tensor will
+    have (``ndim``, ``dim()``: their empty data has it), and an error that says
+    how to build for anything else."""
 
     _allowed_methods: ClassVar[list[Any]]
 
@@ -74,6 +78,19 @@ class _Pending:
     def shape(self) -> torch.Size:
         raise NotBuiltError(f"the shape was asked of {_UNBUILT}")
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
+        copied = memo.get(id(self))
+        if copied is None:
+            tensor: Any = self
+            copied = memo[id(self)] = make_pending(
+                type(tensor), tensor.requires_grad, tensor.device, tensor.dtype, tensor.dim()
+            )
+        return copied
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        tensor: Any = self
+        return (make_pending, (type(tensor), tensor.requires_grad, None, tensor.dtype, tensor.dim()))
+
 
 _UNBUILT = (
     "a parameter or buffer of a TorchX layer that is not built yet: call "
@@ -84,7 +101,8 @@ _UNBUILT = (
 class PendingParameter(_Pending, UninitializedParameter):  # type: ignore[override]  # shape raises
     """A parameter of an unbuilt layer: torch's ``UninitializedParameter`` that
     also takes ``requires_grad_`` (so ``model.requires_grad_(False)`` before the
-    build is kept). It becomes an ``nn.Parameter``, the same object, at the build."""
+    build is kept) and knows its rank. It becomes an ``nn.Parameter``, the same
+    object, at the build."""
 
     cls_to_become = nn.Parameter
     _allowed_methods: ClassVar[list[Any]] = [*UninitializedParameter._allowed_methods, *_ALSO_ALLOWED]  # type: ignore[attr-defined]
@@ -96,22 +114,39 @@ class PendingBuffer(_Pending, UninitializedBuffer):  # type: ignore[override]  #
     cls_to_become = torch.Tensor
     _allowed_methods: ClassVar[list[Any]] = [*UninitializedBuffer._allowed_methods, *_ALSO_ALLOWED]  # type: ignore[attr-defined]
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
-        copied = memo.get(id(self))
-        if copied is None:
-            copied = memo[id(self)] = make_pending(PendingBuffer, False, self.data.device, self.data.dtype)
-        return copied
-
-    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
-        return (make_pending, (PendingBuffer, False, None, self.data.dtype))
-
 
 def make_pending(
-    kind: type[torch.Tensor], requires_grad: bool, device: torch.device | None, dtype: torch.dtype | None
+    kind: type[torch.Tensor],
+    requires_grad: bool,
+    device: torch.device | None,
+    dtype: torch.dtype | None,
+    ndim: int = 1,
 ) -> torch.Tensor:
-    """A new pending parameter or buffer (``kind``), empty, on ``device`` in ``dtype``."""
-    constructor: Any = kind  # torch's stubs leave these constructors' arguments untyped
-    return constructor(requires_grad=requires_grad, device=device, dtype=dtype)  # type: ignore[no-any-return]
+    """A new pending parameter or buffer (``kind``) of rank ``ndim``, empty, on ``device`` in ``dtype``."""
+    with torch._C.DisableTorchFunction():
+        return torch.Tensor._make_subclass(kind, empty_of_rank(ndim, device, dtype), requires_grad)
+
+
+_empty = torch.empty
+"""``torch.empty`` as torch defines it. Tools that record a model's run
+(torchview) replace torch's creation functions meanwhile, and neither the
+scaffolding of pending tensors nor the probes of a placement request are part
+of the model they draw."""
+
+
+def empty_of_rank(ndim: int, device: torch.device | None, dtype: torch.dtype | None) -> torch.Tensor:
+    """An empty tensor of rank ``ndim``: the data of a pending tensor of that rank."""
+    return _empty((0,) * ndim, device=device, dtype=dtype)
+
+
+def move_pending(tensor: torch.Tensor, device: torch.device, dtype: torch.dtype) -> None:
+    """Put pending ``tensor`` on ``device`` in ``dtype`` (where its kind of
+    tensor allows), whatever tensor subclasses and function modes of other
+    libraries are about: this is bookkeeping, not a computation for them to see."""
+    with torch._C.DisableTorchFunction():
+        moved = empty_of_rank(tensor.dim(), device, dtype)
+        if torch._has_compatible_shallow_copy_type(tensor, moved):
+            tensor.data = moved
 
 
 def is_pending(tensor: object) -> bool:
@@ -132,6 +167,8 @@ class TensorSlot:
     """Its dtype when not floating (``num_batches_tracked`` is int64)."""
     requires_grad: bool
     persistent: bool
+    ndim: int
+    """Its rank (no inferred size changes it), which its pending tensor reports before the build."""
 
     @property
     def key(self) -> str:
@@ -185,6 +222,7 @@ def measure_layout(
                     tensor.dtype,
                     tensor.requires_grad,
                     is_parameter or name not in module._non_persistent_buffers_set,
+                    tensor.dim(),
                 )
                 slots.append(slot)
                 shapes[slot.key] = tuple(tensor.shape)
@@ -222,8 +260,8 @@ class PendingChild(nn.Module):
 def _pending(slot: TensorSlot, device: torch.device | None, dtype: torch.dtype | None) -> torch.Tensor:
     chosen = (dtype or torch.get_default_dtype()) if slot.floating else slot.dtype
     if slot.is_parameter:
-        return make_pending(PendingParameter, slot.requires_grad, device, chosen)
-    return make_pending(PendingBuffer, False, device, chosen)
+        return make_pending(PendingParameter, slot.requires_grad, device, chosen, slot.ndim)
+    return make_pending(PendingBuffer, False, device, chosen, slot.ndim)
 
 
 class PendingStore(dict):  # type: ignore[type-arg]
@@ -409,7 +447,7 @@ class PlacementRequest:
     def after(self, apply: Any) -> PlacementRequest:
         """This request with what ``apply`` (a function ``_apply`` got) does to a tensor."""
         request = self
-        for probe in (torch.empty(2, 3, 4, 5), torch.empty(2, 3, 4, 5, 6)):
+        for probe in (_empty(2, 3, 4, 5), _empty(2, 3, 4, 5, 6)):
             try:
                 result = apply(probe)
             except (RuntimeError, ValueError):
@@ -521,11 +559,11 @@ def revert_to_pending(module: nn.Module) -> dict[str, torch.Tensor]:
                 if tensor is None:
                     continue
                 if not is_pending(tensor):
-                    empty = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
+                    empty = empty_of_rank(tensor.dim(), tensor.device, tensor.dtype)
                     if not tensor.is_meta and torch._has_compatible_shallow_copy_type(tensor, empty):
                         tensor.data = empty
                         tensor.__class__ = kind
                     else:
-                        tensor = make_pending(kind, tensor.requires_grad, None, tensor.dtype)
+                        tensor = make_pending(kind, tensor.requires_grad, None, tensor.dtype, tensor.dim())
                 reverted[f"{path}.{name}" if path else name] = tensor
     return reverted

@@ -1,0 +1,53 @@
+"""What tools see of a model before its build: parameter ranks, and graph drawers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from layer_cases import CASES, Case
+from layers_seed_cnn import native_seed_cnn, seed_cnn
+from torch import nn
+
+import torchx
+import torchx.layers as L
+
+
+def decay_split(module: nn.Module) -> tuple[list[str], list[str]]:
+    named = list(module.named_parameters())
+    return [n for n, p in named if p.ndim >= 2], [n for n, p in named if p.ndim < 2]
+
+
+def test_the_seed_cnns_adamw_split_before_the_first_batch_is_the_native_one() -> None:
+    unbuilt = seed_cnn()
+    decay, no_decay = decay_split(unbuilt)
+    assert (len(decay), len(no_decay)) == (5, 9)
+    assert (decay, no_decay) == decay_split(native_seed_cnn())
+    groups = [{"params": [dict(unbuilt.named_parameters())[n] for n in decay], "weight_decay": 0.05}]
+    optimizer = torch.optim.AdamW(groups)
+    torchx.build(unbuilt, (None, 3, 32, 32))
+    assert [p.ndim for p in optimizer.param_groups[0]["params"]] == [4, 4, 4, 2, 2]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+def test_every_layers_pending_tensors_have_the_native_ranks(case: Case) -> None:
+    unbuilt = case.layer()
+    named = [*unbuilt.named_parameters(), *unbuilt.named_buffers()]
+    native = case.native()
+    expected = {**dict(native.named_parameters()), **dict(native.named_buffers())}
+    assert {name: (t.ndim, t.dim()) for name, t in named} == {
+        name: (t.ndim, t.dim()) for name, t in expected.items() if name in dict(named)
+    }
+
+
+def test_torchview_draws_an_unbuilt_model_as_it_draws_the_native_one() -> None:
+    torchview = pytest.importorskip("torchview")
+
+    def drawn(model: nn.Module) -> str:
+        source: str = torchview.draw_graph(model, input_size=(2, 3, 8, 8)).visual_graph.source
+        return source
+
+    unbuilt = L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d())
+    built = torchx.build(L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d()), (2, 3, 8, 8))
+    assert drawn(unbuilt) == drawn(built)
+    assert isinstance(unbuilt[0], nn.Conv2d) and isinstance(unbuilt[1], nn.BatchNorm2d)
+    assert "BatchNorm2d" in drawn(unbuilt) and "(2, 4, 6, 6)" in drawn(unbuilt)
