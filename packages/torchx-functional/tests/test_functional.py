@@ -241,6 +241,18 @@ def test_summary_counts_parameters_like_torch() -> None:
     assert "(None, 3, 8, 8)" in text and "Conv2d (conv2d)" in text
 
 
+def test_summary_names_the_inputs_first() -> None:
+    # Before: the summary listed the layers only, neither input's name nor its shape.
+    pixels, metadata = Placeholder((None, 3, 8, 8), name="pixels"), Placeholder((None, 4), name="metadata")
+    features = torch.cat([L.Flatten()(L.Conv2d(2, 3)(pixels)), metadata], dim=1)
+    summary = Functional([pixels, metadata], L.Linear(3)(features)).summary()
+    assert summary.inputs == (("pixels", (None, 3, 8, 8)), ("metadata", (None, 4)))
+    lines = str(summary).splitlines()
+    assert lines[3].split() == ["pixels", "Input", "(None,", "3,", "8,", "8)", "0", "0"]
+    assert lines[4].split() == ["metadata", "Input", "(None,", "4)", "0", "0"]
+    assert '"inputs": [' in summary.to_json()
+
+
 def test_replacing_a_submodule_changes_what_the_forward_calls() -> None:
     x = Placeholder((None, 3))
     model = Functional(inputs=x, outputs=L.Linear(2)(x))

@@ -31,6 +31,7 @@ from torchx.core import _memory as memory
 from torchx.core._build import build
 from torchx.core._dtypes import dtype_name
 from torchx.core._errors import MemoryWarning, format_shape
+from torchx.core._layer import Layer
 from torchx.core._leaf import unbuilt_layers
 from torchx.core._memory import format_bytes
 from torchx.core._record import layer_name
@@ -102,6 +103,9 @@ class Summary:
     """How deep the table shows modules (None: every level; 1: the model's children)."""
     columns: tuple[str, ...] = ("output_size", "num_params", "frozen")
     """The table's columns after the layer and its type, of :data:`COLUMNS`."""
+    inputs: tuple[tuple[str, Any], ...] = ()
+    """The model's named inputs and their shapes (a Functional's placeholders), listed first in the
+    table, as Keras lists its input layers."""
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.columns if name not in COLUMNS]
@@ -145,7 +149,7 @@ class Summary:
                 row.type + (f" x{row.calls}" if row.calls > 1 else ""),
                 *(COLUMNS[name][1](row, self) for name in self.columns),
             )
-            for row in self.rows
+            for row in (*self.rows[:1], *self._input_rows(), *self.rows[1:])
             if self.depth is None or row.depth <= self.depth
         ]
         right = [COLUMNS[name][2] for name in self.columns]
@@ -168,6 +172,10 @@ class Summary:
                 f"({largest.op}, {shape_text(largest.shape)})"
             )
         return "\n".join([*lines, rule, *totals])
+
+    def _input_rows(self) -> Iterator[SummaryRow]:
+        for name, shape in self.inputs:
+            yield SummaryRow(name, 1, "Input", shape, parameters=0, trainable=0, calls=1)
 
 
 def _millions(count: int | None) -> str:
@@ -330,7 +338,16 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
         parameter_bytes=sum(p.numel() * p.element_size() for p in all_parameters),
         largest_tensor=recording.largest,
         per_sample=Probes.for_inputs(inputs).dynamic,
+        inputs=_named_inputs(model, inputs),
     )
+
+
+def _named_inputs(model: nn.Module, inputs: Sequence[InputLike]) -> tuple[tuple[str, Any], ...]:
+    """Each input's name and shape, for a model that names its inputs (a Functional)."""
+    names = model.io_names()[0] if isinstance(model, Layer) else None
+    if not names or len(names) != len(inputs):
+        return ()
+    return tuple((name, input_shape(value)) for name, value in zip(names, inputs, strict=True))
 
 
 @dataclass(frozen=True)
