@@ -7,13 +7,24 @@ from typing import Any, TypeVar
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from torchx.core._errors import ShapeError, format_shape, torch_message
 from torchx.core._leaf import all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
 from torchx.core._memory import BuildNeed, Rehearsal, weight_bytes
 from torchx.core._record import layer_name
 from torchx.core._scope import current_scope, scope_device
-from torchx.core._shapes import InputLike, Probes, build_target, input_shape, meta_copy, meta_state
+from torchx.core._shapes import (
+    InputLike,
+    Probes,
+    TypedShape,
+    build_target,
+    input_dtype,
+    input_shape,
+    lacks_meta_kernel,
+    meta_copy,
+    meta_state,
+)
 
 __all__ = ["build", "build_need", "infer_shapes"]
 
@@ -57,12 +68,18 @@ def build(
     scope's, else torch's default device) with ``dtype`` (default: the input's
     floating dtype, else the scope's), so an
     optimizer can be made before the first batch. ``device="meta"`` builds
-    abstractly, allocating nothing. A model with nothing left to build is
-    returned as it is. If the build fails, every layer it built returns to its
-    unbuilt state.
+    abstractly, allocating nothing. If the build fails, every layer it built
+    returns to its unbuilt state.
+
+    Layers built before are checked, not rebuilt: a model with nothing left to
+    build runs on meta for ``inputs``, and a size it was built with that they
+    do not have is a ``ShapeError`` naming both. A ``device`` or ``dtype``
+    given moves the whole model there, as ``model.to(...)`` would (to
+    ``"meta"`` too, which drops the values of its built weights).
     """
     if not unbuilt_layers(model):
-        return model
+        _check_built(model, inputs)
+        return _placed(model, device, dtype)
     target = _target_device(inputs, device)
     scope = current_scope()
     floating_input = any(isinstance(value, torch.Tensor) and value.is_floating_point() for value in inputs)
@@ -82,6 +99,65 @@ def build(
 
         # The first probe builds; the second checks that no built size follows a dynamic dim.
         probes.run(build_on, second=lambda probe: _second_probe(model, inputs, metas[probe], owned=True))
+    return _placed(model, device, dtype)
+
+
+def _check_built(model: nn.Module, inputs: Sequence[InputLike]) -> list[Any] | None:
+    """The outputs of the built ``model`` run on meta for ``inputs`` in each
+    probe (floating ones in its own dtype: the shapes are checked here, not
+    the dtype); a size it was built with that they lack raises a ShapeError
+    naming both. None for a model with an op that has no meta kernel, which
+    this cannot check."""
+    floating = next((t.dtype for t in _tensors(model) if t.is_floating_point()), torch.get_default_dtype())
+    shapes = [
+        TypedShape(
+            input_shape(value), floating if input_dtype(value).is_floating_point else input_dtype(value)
+        )
+        for value in inputs
+    ]
+    probes = Probes.for_inputs(shapes)
+    metas = probes.meta_inputs(shapes)
+
+    def check(probe: int) -> Any:
+        try:
+            return _meta_forward(model, metas[probe], owned=False)
+        except Exception as error:
+            if lacks_meta_kernel(error):
+                return _UNCHECKED
+            explained = explain_failure(model, metas[probe], error)
+            if explained is None:  # torch's error stands, with where it came from
+                shown = ", ".join(format_shape(input_shape(value)) for value in inputs)
+                ran = f" (None as {probes.sizes[probe]})" if probes.dynamic else ""
+                error.add_note(f"torchx.build: built {type(model).__name__}, meta run for {shown}{ran}")
+                raise
+            if explained is error:
+                raise
+            raise explained from error
+
+    outputs = probes.run(check)
+    return None if any(output is _UNCHECKED for output in outputs) else outputs
+
+
+_UNCHECKED = object()
+
+
+def _tensors(model: nn.Module) -> list[torch.Tensor]:
+    """``model``'s parameters and buffers (built ones: pending tensors are not placed yet)."""
+    return [t for t in (*model.parameters(), *model.buffers()) if not is_lazy(t)]
+
+
+def _placed(model: _M, device: torch.device | str | int | None, dtype: torch.dtype | None) -> _M:
+    """``model``, moved to ``device`` and ``dtype`` (those given) where a tensor of it is elsewhere."""
+    if device is None and dtype is None:
+        return model
+    target = None if device is None else torch.device(device)
+    for tensor in _tensors(model):
+        elsewhere = target is not None and (
+            tensor.device.type != target.type or target.index not in (None, tensor.device.index)
+        )
+        if elsewhere or (dtype is not None and tensor.is_floating_point() and tensor.dtype != dtype):
+            model.to(device=target, dtype=dtype)
+            break
     return model
 
 
@@ -141,6 +217,11 @@ def infer_shapes(
     follow them are ``None``. The result mirrors the output's nesting: a tuple
     of ints/None for a tensor, lists/tuples/dicts of those otherwise.
     """
+    if not unbuilt_layers(model):
+        checked = _check_built(model, inputs)
+        if checked is not None:
+            _placed(model, device, dtype)
+            return Probes.merged_shapes(checked)
     build(model, *inputs, device=device, dtype=dtype)
     probes = Probes.for_inputs(inputs)
     metas = probes.meta_inputs(inputs, dtype)

@@ -60,6 +60,7 @@ from torchx.core._pending import (
     PlacementRequest,
     add_pending,
     become_native,
+    is_pending,
     measure_layout,
     move_pending,
     pending_stores,
@@ -157,7 +158,11 @@ class FromState:
         """The size, or None when the state has none of the keys."""
         for key in (self.key,) if isinstance(self.key, str) else self.key:
             tensor = state.get(key)
-            if isinstance(tensor, torch.Tensor) and -tensor.dim() <= self.dim < tensor.dim():
+            if (
+                isinstance(tensor, torch.Tensor)
+                and not is_pending(tensor)
+                and -tensor.dim() <= self.dim < tensor.dim()
+            ):
                 factor = arguments.get(self.times, 1) if self.times else 1
                 return int(tensor.shape[self.dim]) * int(factor)
         return None
@@ -579,7 +584,7 @@ class LeafLayer(Layer):
         layout = measure_layout(native, arguments, takes_factory_kwargs(native))
         for key, shape in layout.shapes.items():
             tensor = state.get(key)
-            if isinstance(tensor, torch.Tensor) and tuple(tensor.shape) != shape:
+            if isinstance(tensor, torch.Tensor) and not is_pending(tensor) and tuple(tensor.shape) != shape:
                 raise self.shape_error(
                     f"state key {prefix + key!r} has shape {format_shape(tuple(tensor.shape))}, but "
                     f"{format_call(native, arguments)} needs {format_shape(shape)}",
@@ -601,9 +606,12 @@ class LeafLayer(Layer):
         native = type(self).native_class
         assert native is not None
         local = self._local_state(state_dict, prefix)
-        if local is None:
+        if local is None or not _holds_data(self, local):
+            # Nothing to build from: its keys are missing, or (as torch's lazy modules
+            # take them) another unbuilt model's pending tensors, which leave it unbuilt.
             keys = self._torchx.layout.state_keys() if self._torchx.layout else []
-            missing_keys.extend(prefix + key for key in keys)
+            if local is None:
+                missing_keys.extend(prefix + key for key in keys)
             if strict:
                 unexpected_keys.extend(
                     key for key in state_dict if key.startswith(prefix) and key[len(prefix) :] not in keys
@@ -807,6 +815,13 @@ def is_shape_problem(error: BaseException) -> bool:
     return isinstance(error, (RuntimeError, ValueError, AssertionError, IndexError, TypeError))
 
 
+def _holds_data(layer: LeafLayer, state: Mapping[str, Any]) -> bool:
+    """Whether ``state`` (``layer``'s entries of a state dict) has a tensor of one
+    of its keys that is not pending (another unbuilt model's)."""
+    keys = layer._torchx.layout.state_keys() if layer._torchx.layout else []
+    return any(isinstance(value := state.get(key), torch.Tensor) and not is_pending(value) for key in keys)
+
+
 def unbuilt_layers(module: nn.Module) -> list[LeafLayer]:
     """Every leaf layer in ``module`` (itself included) that has yet to build."""
     return [sub for sub in submodules(module) if isinstance(sub, LeafLayer)]
@@ -820,7 +835,7 @@ def load_building(module: nn.Module, state_dict: Mapping[str, Any], *, strict: b
         if isinstance(sub, LeafLayer) and type(sub).native_class is not None:
             prefix = f"{path}." if path else ""
             local = sub._local_state(state_dict, prefix)
-            if local is not None:
+            if local is not None and _holds_data(sub, local):
                 sub._arguments_from_state(local, prefix)
     with all_or_nothing(module):
         return nn.Module.load_state_dict(module, state_dict, strict=strict, assign=assign)
