@@ -39,6 +39,7 @@ def test_same_seed_same_weights_keys_and_outputs_as_torch(make: object, make_nat
     native = make_native()  # type: ignore[operator]
     torch.manual_seed(1)
     layer = torchx.build(make(), x)  # type: ignore[operator]
+    assert type(layer) is type(native)
     assert list(layer.state_dict()) == list(native.state_dict())
     assert all(
         torch.equal(a, b)

@@ -1,46 +1,139 @@
 # ruff: noqa: UP006, UP045
 # (TorchScript reads typing's Optional and Tuple in annotations)
-"""The native modules behind the recurrent layers: torch's RNN/LSTM/GRU plus
-the output selection TorchX adds (``return_sequences``, ``return_state``,
-``lengths=``). They add no parameters: ``state_dict`` keys and weights are
-torch's own, so checkpoints move both ways."""
+"""How a built recurrent layer is torch's own ``nn.RNN``/``nn.LSTM``/``nn.GRU``.
+
+The layer's native class runs torch's constructor and leaves an instance of
+torch's exact class, so ``torch.fx`` takes it as a leaf and
+``quantize_dynamic(model, {nn.LSTM})`` swaps it. What TorchX adds to the call
+(``lengths=``, ``return_sequences``, ``return_state``) are two call hooks
+the layer registers when it is made, ahead of any of yours: :class:`PackLengths`
+and :class:`SelectOutput`. Hooks go wherever the module goes: through the
+build, copies, pickles, ``torch.fx`` graphs, and quantization's module swap
+(which keeps forward hooks). ``layer.forward(x)`` is torch's forward, which
+hooks never wrap. Weights and ``state_dict`` keys are torch's own.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple  # noqa: UP035 - TorchScript reads typing's forms
+import weakref
+from typing import Any, ClassVar, Optional, Tuple  # noqa: UP035 - TorchScript reads typing's forms
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from torchx.core import ShapeError
-from torchx.core._record import layer_name
 
 __all__ = [
-    "GRUModule",
+    "GRUBuilder",
     "GetRNNOutputModule",
     "GetRNNStateModule",
-    "LSTMModule",
-    "RNNModule",
+    "LSTMBuilder",
+    "PackLengths",
+    "RNNBuilder",
+    "SelectOutput",
     "checked_lengths",
     "last_step",
 ]
 
 
-class _Selecting:
-    """Runs the torch recurrent forward, then picks what the layer returns.
+class _Padded(PackedSequence):
+    """A padded batch packed for ``lengths=``; the output is padded back to ``total_length`` steps."""
 
-    Mixed in before ``nn.RNN``/``nn.LSTM``/``nn.GRU``: it takes the two extra
-    options, makes batch-first the default, and passes everything else (and
-    ``device``/``dtype``, named so that TorchX builds on the right device) to
-    torch's constructor unchanged.
-    """
+    total_length: int
 
-    _torch_class: type[nn.RNNBase]
-    return_sequences: bool
-    return_state: bool
-    batch_first: bool
-    bidirectional: bool
+
+class PackLengths:
+    """Forward pre-hook (with keyword arguments): takes ``lengths=`` out of the
+    call and packs the padded batch by it, so that torch's forward skips the
+    padded steps. Meta inputs (a build) and ``PackedSequence`` inputs pass as
+    they are; placeholders too (a graph records the call with its lengths)."""
+
+    __slots__ = ("batch_first", "label")
+
+    def __init__(self, label: str, batch_first: bool) -> None:
+        self.label, self.batch_first = label, batch_first
+
+    def __call__(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+        if not kwargs or "lengths" not in kwargs:
+            return None  # (no kwargs at all: registered without them, as quantization's swap does)
+        input = args[0] if args else kwargs.get("input")
+        if not isinstance(input, torch.Tensor):
+            return None  # a placeholder: the graph keeps lengths for its real calls
+        kwargs = dict(kwargs)
+        lengths = kwargs.pop("lengths")
+        if lengths is None or input.is_meta:
+            return args, kwargs
+        time_dim = 1 if self.batch_first else 0
+        on_cpu = checked_lengths(self.label, lengths, input.shape[1 - time_dim], input.shape[time_dim])
+        packed = pack_padded_sequence(input, on_cpu, batch_first=self.batch_first, enforce_sorted=False)
+        padded = _Padded(packed.data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+        padded.total_length = input.shape[time_dim]
+        if not args:
+            del kwargs["input"]
+        return (padded, *args[1:]), kwargs
+
+
+class SelectOutput:
+    """Forward hook: what the layer returns, from torch's ``(output, state)``:
+    the output at every step (``return_sequences``) or at the last (see
+    :func:`last_step`), with the state (``return_state``) or not; padded
+    back to the input's steps after :class:`PackLengths`."""
+
+    __slots__ = ("batch_first", "directions", "return_sequences", "return_state")
+
+    def __init__(
+        self, return_sequences: bool, return_state: bool, batch_first: bool, directions: int
+    ) -> None:
+        self.return_sequences, self.return_state = return_sequences, return_state
+        self.batch_first, self.directions = batch_first, directions
+
+    def __call__(self, module: nn.Module, args: tuple[Any, ...], result: Any) -> Any:
+        if type(result) is not tuple or not isinstance(result[0], (torch.Tensor, PackedSequence)):
+            return None  # placeholders: the graph recorded what this hook selected on meta tensors
+        output, state = result
+        if args and isinstance(args[0], _Padded):
+            output, _ = pad_packed_sequence(
+                output, batch_first=self.batch_first, total_length=args[0].total_length
+            )
+        elif self.return_sequences and self.return_state:
+            return None
+        if not self.return_sequences:
+            output = last_step(state[0] if isinstance(state, tuple) else state, self.directions)
+        return (output, state) if self.return_state else output
+
+
+def last_step(hidden: torch.Tensor, directions: int) -> torch.Tensor:
+    """The output at "the last step" of a recurrent layer from its final hidden
+    state: the forward direction's last (valid) step and the backward
+    direction's first, concatenated: ``(batch, directions * hidden)``."""
+    return torch.cat(hidden[-directions:].unbind(0), dim=-1)
+
+
+def checked_lengths(layer: str, lengths: Any, batch: int, time: int, shortest: int = 1) -> torch.Tensor:
+    """``lengths`` as a CPU tensor of one length in [shortest, time] per sample, or a ShapeError."""
+    values = torch.as_tensor(lengths).cpu()
+    if values.shape != (batch,):
+        raise ShapeError(layer, f"lengths has shape {tuple(values.shape)}, but the batch has {batch} samples",
+                         fix="pass one length per sample")  # fmt: skip
+    if values.numel() and (values.min() < shortest or values.max() > time):
+        raise ShapeError(layer, f"lengths must lie in [{shortest}, {time}] (the time steps), got {values.tolist()}",
+                         fix="give each sample its number of valid steps")  # fmt: skip
+    return values
+
+
+# -- the native classes -----------------------------------------------------------
+
+
+class _Builder:
+    """A recurrent layer's ``native_class``: it runs torch's constructor (the
+    same seed gives torch's weights) and leaves an instance of torch's exact
+    class. It takes the layer's two selection options too, for what
+    ``torch.jit.script`` compiles (see :class:`_ScriptAs`)."""
+
+    torch_class: ClassVar[type[nn.RNNBase]]
 
     def __init__(
         self,
@@ -51,56 +144,68 @@ class _Selecting:
         dtype: Any = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("batch_first", True)
         super().__init__(*args, device=device, dtype=dtype, **kwargs)  # type: ignore[call-arg]
+        object.__setattr__(self, "__class__", type(self).torch_class)
+        self.__dict__["__prepare_scriptable__"] = _ScriptAs(self, return_sequences, return_state)  # type: ignore[arg-type]
+
+
+class RNNBuilder(_Builder, nn.RNN):
+    """Builds ``nn.RNN`` for ``L.RNN``."""
+
+    torch_class = nn.RNN
+
+
+class LSTMBuilder(_Builder, nn.LSTM):
+    """Builds ``nn.LSTM`` for ``L.LSTM``."""
+
+    torch_class = nn.LSTM
+
+
+class GRUBuilder(_Builder, nn.GRU):
+    """Builds ``nn.GRU`` for ``L.GRU``."""
+
+    torch_class = nn.GRU
+
+
+# -- TorchScript --------------------------------------------------------------------
+
+
+class _ScriptAs:
+    """A built layer's ``__prepare_scriptable__`` (an instance attribute: the
+    class is torch's): ``torch.jit.script`` compiles torch's module, sharing
+    the layer's parameters, inside a typed selection of what the layer
+    returns. Holds the layer weakly; copies and pickles bind to the copy."""
+
+    __slots__ = ("_module", "return_sequences", "return_state")
+
+    def __init__(self, module: nn.RNNBase, return_sequences: bool, return_state: bool) -> None:
+        self._module = weakref.ref(module)
         self.return_sequences, self.return_state = return_sequences, return_state
 
-    def forward(self, input: Any, hx: Any = None, lengths: torch.Tensor | None = None) -> Any:
-        return self._run(self._torch_class, input, hx, lengths)
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self._module(), self.return_sequences, self.return_state)
 
-    def _run(self, native: Any, input: Any, hx: Any, lengths: torch.Tensor | None) -> Any:
-        if lengths is not None and not isinstance(input, PackedSequence) and not input.is_meta:
-            time_dim = 1 if self.batch_first else 0
-            on_cpu = checked_lengths(
-                layer_name(self),  # type: ignore[arg-type]  # a mixin of an nn.Module
-                lengths,
-                input.shape[1 - time_dim],
-                input.shape[time_dim],
-            )
-            packed = pack_padded_sequence(input, on_cpu, batch_first=self.batch_first, enforce_sorted=False)
-            output, state = native.forward(self, packed, hx)
-            output, _ = pad_packed_sequence(
-                output, batch_first=self.batch_first, total_length=input.shape[time_dim]
-            )
-        else:
-            output, state = native.forward(self, input, hx)
-        if not self.return_sequences:
-            output = last_step(
-                state[0] if isinstance(state, tuple) else state, 2 if self.bidirectional else 1
-            )
-        return (output, state) if self.return_state else output
-
-    def __prepare_scriptable__(self) -> nn.Module:
-        """``torch.jit.script`` compiles torch's own module (sharing these
-        parameters) inside a typed selection of what this layer returns."""
-        native = self._torch_class
+    def __call__(self) -> nn.Module:
+        module = self._module()
+        assert module is not None  # it holds this object
+        native = type(module)
         plain = native.__new__(native)
-        plain.__dict__.update(
-            (key, value) for key, value in self.__dict__.items() if key not in ("_torchx", *_SELECTION)
-        )
+        plain.__dict__.update(module.__dict__)
+        for key in ("_torchx", "__prepare_scriptable__"):
+            del plain.__dict__[key]
+        plain._compiled_call_impl = None
+        plain._forward_pre_hooks = _without_selection(module._forward_pre_hooks)
+        plain._forward_hooks = _without_selection(module._forward_hooks)
         plain._init_flat_weights()  # a list of its own, read from the parameters as they are now
-        scriptable = _SCRIPTABLE[native is nn.LSTM, bool(self.return_state)]
+        scriptable = _SCRIPTABLE[isinstance(module, nn.LSTM), self.return_state]
         return scriptable(plain, self.return_sequences, self.return_state)
 
 
-_SELECTION = ["return_sequences", "return_state"]
+def _without_selection(hooks: dict[int, Any]) -> Any:
+    return type(hooks)((key, hook) for key, hook in hooks.items() if not isinstance(hook, _SELECTION_HOOKS))
 
 
-def last_step(hidden: torch.Tensor, directions: int) -> torch.Tensor:
-    """The output at "the last step" of a recurrent layer from its final hidden
-    state: the forward direction's last (valid) step and the backward
-    direction's first, concatenated: ``(batch, directions * hidden)``."""
-    return torch.cat(hidden[-directions:].unbind(0), dim=-1)
+_SELECTION_HOOKS = (PackLengths, SelectOutput)
 
 
 class _ScriptableSelection(nn.Module):
@@ -109,7 +214,7 @@ class _ScriptableSelection(nn.Module):
     TorchScript). Subclasses type what it returns: the output, with the state
     or not (an LSTM's state is ``(h, c)``), so scripted code can index it."""
 
-    __constants__ = _SELECTION  # TorchScript compiles only the branch the flags take
+    __constants__ = ("return_sequences", "return_state")  # TorchScript compiles only the branch they take
 
     def __init__(self, rnn: nn.Module, return_sequences: bool, return_state: bool) -> None:
         super().__init__()
@@ -159,34 +264,7 @@ _SCRIPTABLE = {
 """The typed form TorchScript compiles, by (is an LSTM, returns its state)."""
 
 
-def checked_lengths(layer: str, lengths: Any, batch: int, time: int, shortest: int = 1) -> torch.Tensor:
-    """``lengths`` as a CPU tensor of one length in [shortest, time] per sample, or a ShapeError."""
-    values = torch.as_tensor(lengths).cpu()
-    if values.shape != (batch,):
-        raise ShapeError(layer, f"lengths has shape {tuple(values.shape)}, but the batch has {batch} samples",
-                         fix="pass one length per sample")  # fmt: skip
-    if values.numel() and (values.min() < shortest or values.max() > time):
-        raise ShapeError(layer, f"lengths must lie in [{shortest}, {time}] (the time steps), got {values.tolist()}",
-                         fix="give each sample its number of valid steps")  # fmt: skip
-    return values
-
-
-class RNNModule(_Selecting, nn.RNN):
-    """``nn.RNN`` with TorchX's output selection; batch-first by default."""
-
-    _torch_class = nn.RNN
-
-
-class LSTMModule(_Selecting, nn.LSTM):
-    """``nn.LSTM`` with TorchX's output selection; batch-first by default."""
-
-    _torch_class = nn.LSTM
-
-
-class GRUModule(_Selecting, nn.GRU):
-    """``nn.GRU`` with TorchX's output selection; batch-first by default."""
-
-    _torch_class = nn.GRU
+# -- helpers that take an (output, state) pair apart ------------------------------
 
 
 class GetRNNOutputModule(nn.Module):

@@ -1,7 +1,8 @@
 """Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` (batch-first) and their cells.
 
 ``input_size`` is read off the last dim of the ``(batch, time, features)``
-input (or of a ``PackedSequence``'s data). With the same seed, weights equal
+input (or of a ``PackedSequence``'s data). Built, a layer is torch's own
+class (``type(layer) is nn.LSTM``); with the same seed, weights equal
 torch's, and ``state_dict`` keys are torch's.
 """
 
@@ -15,7 +16,15 @@ from torch.nn.utils.rnn import PackedSequence
 
 from torchx.core import FromInput, FromState, LeafLayer
 from torchx.core._arguments import DropoutRate, NonNegativeInt, PositiveInt
-from torchx.rnn._modules import GetRNNOutputModule, GetRNNStateModule, GRUModule, LSTMModule, RNNModule
+from torchx.rnn._modules import (
+    GetRNNOutputModule,
+    GetRNNStateModule,
+    GRUBuilder,
+    LSTMBuilder,
+    PackLengths,
+    RNNBuilder,
+    SelectOutput,
+)
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "GetRNNOutput", "GetRNNState", "LSTMCell", "RNNCell"]
 
@@ -30,10 +39,25 @@ class _Recurrent(LeafLayer):
     first); with ``return_state=True``, ``(output, state)``. Call it as
     ``layer(x)``, ``layer(x, hx)`` or ``layer(x, lengths=lengths)`` (per-sample
     lengths: padded steps are skipped and the last step is each sample's own).
+
+    Built, it is torch's ``nn.RNN``/``nn.LSTM``/``nn.GRU`` itself. ``lengths=``
+    and the selection are two call hooks it registers when made, ahead of
+    yours: ``layer(x)`` returns the selection, ``layer.forward(x)`` torch's
+    ``(output, state)``.
     """
 
     inferred_arguments: ClassVar = {"input_size": _SEQUENCE}
     input_layout = "(batch, time, features), or (time, batch, features) with batch_first=False"
+
+    def __init__(self, **arguments: Any) -> None:
+        super().__init__(**arguments)
+        given = self.arguments
+        batch_first = given["batch_first"]
+        self.register_forward_pre_hook(PackLengths(type(self).__name__, batch_first), with_kwargs=True)
+        directions = 2 if given["bidirectional"] else 1
+        self.register_forward_hook(
+            SelectOutput(given["return_sequences"], given["return_state"], batch_first, directions)
+        )
 
     def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
         if inputs and isinstance(inputs[0], PackedSequence):
@@ -44,7 +68,7 @@ class _Recurrent(LeafLayer):
 class RNN(_Recurrent):
     """``nn.RNN`` (Elman) with ``input_size`` inferred; batch-first by default."""
 
-    native_class = RNNModule
+    native_class = RNNBuilder
     torch_positional = ("input_size", "hidden_size", "num_layers", "nonlinearity", "bias", "batch_first",
                         "dropout", "bidirectional")  # fmt: skip
 
@@ -85,7 +109,7 @@ class LSTM(_Recurrent):
         torch.Size([4, 64])
     """
 
-    native_class = LSTMModule
+    native_class = LSTMBuilder
     torch_positional = ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
                         "bidirectional", "proj_size")  # fmt: skip
 
@@ -118,7 +142,7 @@ class LSTM(_Recurrent):
 class GRU(_Recurrent):
     """``nn.GRU`` with ``input_size`` inferred; batch-first by default."""
 
-    native_class = GRUModule
+    native_class = GRUBuilder
     torch_positional = ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
                         "bidirectional")  # fmt: skip
 
