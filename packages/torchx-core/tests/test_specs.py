@@ -395,6 +395,7 @@ def test_frozen_parameters_are_written_and_read_back(registry: LayerRegistry) ->
         (["weight", 3], "expected true, false or a list of parameter names"),
         (["kernel"], "'kernel' is not a parameter of the layer"),
     ],
+    ids=["a-string", "a-number-in-the-list", "an-unknown-parameter"],
 )
 def test_a_bad_frozen_entry_is_refused_at_its_place(
     registry: LayerRegistry, frozen: object, message: str
