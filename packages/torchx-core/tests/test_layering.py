@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
         "_native_signature",
         "_dtypes",
         "_spec_values",
+        "_transforms",
     },
     {"_arguments", "_pending", "_torch_style", "_record"},
     # registries, hookspecs, plugins, device scopes

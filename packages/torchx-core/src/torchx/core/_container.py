@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import torch
 from torch import nn
 
+from torchx.core._build import build
 from torchx.core._errors import NotBuiltError, SpecError
 from torchx.core._layer import Layer
 from torchx.core._leaf import load_building, unbuilt_layers
@@ -48,6 +50,19 @@ class Container(Layer, Module):
     def is_built(self) -> bool:
         """Whether every layer inside has built."""
         return not unbuilt_layers(self)
+
+    def _infer_parameters(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None
+    ) -> None:
+        """Build for a compiled call's tensor inputs, on meta (:func:`torchx.build`).
+        Other inputs leave it unbuilt: tracing the call then says to build it first."""
+        if (
+            not kwargs
+            and args
+            and all(isinstance(value, torch.Tensor) for value in args)
+            and not self.is_built
+        ):
+            build(self, *args)
 
     def spec_layers(self) -> list[nn.Module]:
         """The child layers the constructor takes positionally, in order, as a

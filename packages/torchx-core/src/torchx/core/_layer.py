@@ -16,9 +16,10 @@ drawing.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
+import torch
 from torch import nn
 
 try:
@@ -124,6 +125,32 @@ class Layer(nn.Module):
             )
         return self
 
+    # -- torch.compile builds it first ----------------------------------------
+    # ``torch.compile(layer)`` treats a layer that has ``_initialize_hook`` as
+    # torch's lazy modules: before each compiled call, outside the compiled
+    # code, it calls ``_infer_parameters``. So the first compiled call builds
+    # the layer, and dynamo compiles the built model once, never a build.
+
+    @property
+    def _initialize_hook(self) -> None:
+        """Present while the layer has something to build."""
+        if self.is_built:
+            raise AttributeError("_initialize_hook")
+
+    def _infer_parameters(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None
+    ) -> None:
+        """Build ``module`` (this layer) for the inputs of a compiled call, without running it."""
+        raise NotImplementedError
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """``nn.Module.compile``: compile this layer's calls in place with
+        ``torch.compile(*args, **kwargs)``; a layer not built yet builds on the
+        first call, before the compiled code runs."""
+        super().compile(*args, **kwargs)
+        if not self.is_built and self._compiled_call_impl is not None:
+            self.__dict__["_compiled_call_impl"] = _BuildsFirst(self, self._compiled_call_impl)
+
     # -- specs ------------------------------------------------------------------
 
     def to_spec(self) -> dict[str, Any]:
@@ -184,13 +211,48 @@ def native_module(module: nn.Module) -> nn.Module:
     return module
 
 
+class _BuildsFirst:
+    """The compiled call ``layer.compile()`` gives a layer not built yet: it
+    builds the layer (:meth:`Layer._infer_parameters`), then, once the layer
+    is built, gives way to the compiled call."""
+
+    def __init__(self, layer: Layer, compiled: Callable[..., Any]) -> None:
+        self.layer = layer
+        self.compiled = compiled
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        layer = self.layer
+        state = layer.__dict__
+        state["_compiled_call_impl"] = None  # the build calls the layer: eagerly
+        try:
+            if not is_built(layer):
+                layer._infer_parameters(layer, args, kwargs)
+        finally:  # (a failed build resets the layer's state)
+            state["_compiled_call_impl"] = self.compiled if is_built(layer) else self
+        return self.compiled(*args, **kwargs)
+
+
 def cannot_build_while_compiling(label: str) -> NotBuiltError:
     """The error for an unbuilt layer met by a tracer (``torch.compile``,
-    ``torch.export``, ``torch.fx``)."""
+    ``torch.export``, ``torch.fx``). Under dynamo it raises the error itself,
+    from code dynamo runs rather than traces: dynamo answers an exception
+    raised by the traced code by skipping every frame on the stack from then
+    on, for every model, until ``torch._dynamo.reset()``."""
+    if torch.compiler.is_dynamo_compiling():
+        _refuse_in_dynamo(label)
+    return _not_built_while_tracing(label)
+
+
+def _not_built_while_tracing(label: str) -> NotBuiltError:
     return NotBuiltError(
         f"{label} is not built, and a layer cannot build itself while torch.compile, "
         "torch.export or torch.fx traces it: call torchx.build(model, input_shape) first"
     )
+
+
+@torch.compiler.assume_constant_result  # type: ignore[untyped-decorator]  # dynamo calls it, not traces it
+def _refuse_in_dynamo(label: str) -> NoReturn:
+    raise _not_built_while_tracing(label)
 
 
 def is_fx_tracing() -> bool:

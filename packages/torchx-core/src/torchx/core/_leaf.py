@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import torch
 from torch import nn
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_leaves, tree_map
 
 from torchx.core._errors import (
     ArgumentError,
@@ -46,6 +46,7 @@ from torchx.core._errors import (
     LayerError,
     NotBuiltError,
     ShapeError,
+    add_note,
     format_call,
     format_shape,
     is_probe_size,
@@ -71,9 +72,10 @@ from torchx.core._pending import (
     stand_in_size,
 )
 from torchx.core._record import MODULE_STATE, init_module_state, layer_view, record_of
-from torchx.core._shapes import Shape, current_build_target, run_on_meta
+from torchx.core._shapes import Shape, current_build_target, lacks_meta_kernel, meta_copy, run_on_meta
 from torchx.core._symbolic import find_symbolic
 from torchx.core._torch_style import positional_error
+from torchx.core._transforms import outside_transforms
 from torchx.core._tree import submodules
 
 __all__ = [
@@ -347,6 +349,13 @@ class LeafLayer(Layer):
 
     # -- building -------------------------------------------------------------
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # nn.Module's own __call__. ``torch.compile(layer)`` compiles the frame of the
+        # layer's __call__, chosen once: nn.Module's lies in a file dynamo skips (it
+        # traces from torch's own forward, which this layer does not have yet); this
+        # frame it compiles, also once the layer has become its native class.
+        return nn.Module.__call__(self, *args, **kwargs)
+
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         """Build from the inputs, then run the native forward on them.
 
@@ -377,7 +386,8 @@ class LeafLayer(Layer):
             if built_here:
                 if abstract and not kwargs:
                     shape = closed_form_output(self, positional, target.swap.meta)  # type: ignore[union-attr]
-                self._build(positional, tensors, target if abstract else None)
+                with outside_transforms():  # initialising is setup, not part of a vmap'd or grad'ed function
+                    self._build(positional, tensors, target if abstract else None)
             try:
                 if not abstract:
                     return self.forward(*inputs, **kwargs)
@@ -389,12 +399,25 @@ class LeafLayer(Layer):
                     target.swap.add_built(self)  # type: ignore[union-attr]
                 return output
             except Exception as error:
-                classified = _classified(layer_class, self, positional, error)
+                classified = _classified(layer_class, self, (inputs, kwargs), positional, error)
                 if built_here:
                     unbuild(self)
                 if classified is error:
                     raise
                 raise classified from error
+
+    def _infer_parameters(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None
+    ) -> None:
+        """Build for a compiled call's inputs, as the first call would, without running it."""
+        native = type(self).native_class
+        if native is None:
+            return
+        positional = _positional_inputs(native, args, kwargs) if kwargs else args
+        with _BUILD_LOCK:
+            if isinstance(self, LeafLayer):  # not built by another thread meanwhile
+                with outside_transforms():
+                    self._build(positional, _tensors_in(positional), None)
 
     def _build(self, inputs: tuple[Any, ...], tensors: list[torch.Tensor], target: Any) -> None:
         """Become the native module, built for ``inputs``.
@@ -440,7 +463,10 @@ class LeafLayer(Layer):
                 check_allocation(self, native, arguments, device, factory)
             self._become(native, arguments, inferred)
         except Exception as error:
-            if not is_shape_problem(error):
+            if isinstance(error, LayerError):
+                raise
+            if not is_shape_problem(error) or not _refused_on_meta(native, arguments):
+                add_note(error, f"raised in {self.layer_label()}, building {format_call(native, arguments)}")
                 raise
             raise self.shape_error(
                 f"cannot build {format_call(native, arguments)} for input "
@@ -696,30 +722,92 @@ def unbuild(module: nn.Module) -> None:
 
 
 def _classified(
-    layer_class: type[Layer], layer: nn.Module, inputs: tuple[Any, ...], error: Exception
+    layer_class: type[LeafLayer],
+    layer: nn.Module,
+    call: tuple[tuple[Any, ...], Mapping[str, Any]],
+    inputs: tuple[Any, ...],
+    error: Exception,
 ) -> Exception:
-    """The error to raise for ``error`` raised while a layer built and ran for ``inputs``."""
-    if isinstance(error, LayerError) or not is_shape_problem(error):
+    """The error to raise for ``error``, raised by the first call of ``layer``
+    (``call``: its inputs and keyword inputs; ``inputs``: the positional ones):
+    a DtypeError or ShapeError when the input's dtype is not the weights' and
+    torch says a dtype is wrong, or when inputs of their shapes and dtypes
+    make it fail on the meta device too (so they are the problem); else
+    ``error`` itself, with a note naming the layer."""
+    if isinstance(error, LayerError):
         return error
     label = layer_class.__name__
-    message = torch_message(error)
-    if _is_dtype_problem(message):
+    if is_shape_problem(error):
+        message = torch_message(error)
         weights = next((p.dtype for p in layer.parameters() if p.is_floating_point()), None)
-        return DtypeError(
-            label,
-            f"input {describe_inputs(inputs)} of dtype "
-            f"{', '.join(str(v.dtype) for v in inputs if isinstance(v, torch.Tensor))}: {message}",
-            fix=f"convert the input to its weights' dtype: x.to({weights})"
-            if weights is not None
-            else "convert the input to a dtype the layer takes (e.g. x.float())",
-            source=layer,
+        differs = _dtype_differs(layer_class, inputs, weights)
+        about_dtype = _is_dtype_problem(message)
+        if (about_dtype and differs) or _fails_on_meta(layer, *call):
+            if not about_dtype:
+                return ShapeError(
+                    label,
+                    f"input {describe_inputs(inputs)} does not fit: {message}",
+                    fix=f"give it input shaped {layer_class.input_layout}",
+                    source=layer,
+                )
+            fix = None  # the dtype fails whatever the weights' (torch's message says which it takes)
+            if differs:
+                fix = "convert the input to a dtype the layer takes (e.g. x.float())"
+                if weights is not None:
+                    fix = f"convert the input to its weights' dtype: x.to({weights})"
+            return DtypeError(
+                label,
+                f"input {describe_inputs(inputs)} of dtype "
+                f"{', '.join(str(v.dtype) for v in inputs if isinstance(v, torch.Tensor))}: {message}",
+                fix=fix,
+                source=layer,
+            )
+    add_note(error, f"raised in {label}'s first call, on input {describe_inputs(inputs)}")
+    return error
+
+
+def _dtype_differs(
+    layer_class: type[LeafLayer], inputs: tuple[Any, ...], weights: torch.dtype | None
+) -> bool:
+    """Whether an input tensor's dtype is not the floating ``weights``' (token
+    ids into a layer that takes them aside), or, for a layer without floating
+    weights, is not floating-point."""
+    tensors = [value for value in inputs if isinstance(value, torch.Tensor)]
+    if weights is None:
+        return any(not tensor.is_floating_point() for tensor in tensors)
+    return any(t.dtype != weights for t in tensors if t.is_floating_point() or not layer_class.integer_input)
+
+
+def _fails_on_meta(layer: nn.Module, inputs: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
+    """Whether the built ``layer`` fails for meta tensors of the shapes and
+    dtypes of ``inputs``, outside autocast's devices and function transforms.
+    An op with no meta kernel leaves it unknown: False."""
+    with outside_transforms():
+        metas = tree_map(
+            lambda value: (
+                torch.empty(value.shape, dtype=value.dtype, device="meta")
+                if isinstance(value, torch.Tensor)
+                else value
+            ),
+            (inputs, dict(kwargs)),
         )
-    return ShapeError(
-        label,
-        f"input {describe_inputs(inputs)} does not fit: {message}",
-        fix=f"give it input shaped {layer_class.input_layout}",
-        source=layer,
-    )
+        try:
+            with warnings.catch_warnings(), meta_copy(layer, hooks=False) as copied, torch.no_grad():
+                warnings.simplefilter("ignore")
+                copied.forward(*metas[0], **metas[1])
+        except Exception as error:  # noqa: BLE001 - any failure is the answer
+            return not lacks_meta_kernel(error)
+    return False
+
+
+def _refused_on_meta(native: type[nn.Module], arguments: Mapping[str, Any]) -> bool:
+    """Whether ``native(**arguments)`` fails on the meta device too (the
+    arguments are the problem, not the device or the moment)."""
+    try:
+        measure_layout(native, arguments, takes_factory_kwargs(native))
+    except Exception:  # noqa: BLE001 - any failure is the answer
+        return True
+    return False
 
 
 _DTYPE_WORDS = ("dtype", "scalar type", "not implemented for '", "type (", "expected m1 and m2")
