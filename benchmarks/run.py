@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import torch
 from _timing import Result
+from bench_compile import bench_compile
 from bench_device import bench_device
 from bench_examples import bench_examples
 from bench_functional import bench_functional
@@ -43,6 +44,7 @@ BENCHMARKS: dict[str, Callable[[bool], list[Result]]] = {
     "examples": bench_examples,
     "keras": bench_keras,
     "specs": bench_specs,
+    "compile": bench_compile,
 }
 
 

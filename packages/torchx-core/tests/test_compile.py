@@ -82,6 +82,18 @@ def test_compile_in_place_builds_on_the_first_call() -> None:
     assert counter.frame_count == 1
 
 
+def test_a_layer_added_unbuilt_after_the_first_compiled_call_is_refused_cleanly() -> None:
+    model = mlp()
+    compiled = torch.compile(model, backend=CompileCounter())
+    compiled(X)  # builds it
+    compiled(X)  # finds it built: from then on, it is taken to stay built (a cheap check per call)
+    model.add_module("3", Dense(2))
+    with pytest.raises(Exception, match=r"Dense is not built.*call torchx\.build"):
+        compiled(X)
+    torchx.build(model, X)
+    assert compiled(X).shape == (8, 2)
+
+
 def test_a_built_model_compiles_after_unbuilt_ones_compiled_or_refused() -> None:
     built = torchx.build(mlp(), X)
     torch.compile(mlp(), backend=CompileCounter())(X)

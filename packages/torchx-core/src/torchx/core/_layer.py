@@ -133,8 +133,13 @@ class Layer(nn.Module):
 
     @property
     def _initialize_hook(self) -> None:
-        """Present while the layer has something to build."""
-        if self.is_built:
+        """Present while the layer has something to build. Once found built, a
+        layer is taken to stay built: asked before every compiled call, this
+        then costs a lookup, not a walk of the model (a layer added unbuilt
+        later makes the compiled call say to build it)."""
+        state = self.__dict__
+        if state.get("_torchx_found_built") or self.is_built:
+            state["_torchx_found_built"] = True
             raise AttributeError("_initialize_hook")
 
     def _infer_parameters(
