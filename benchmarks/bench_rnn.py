@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import torch
 from _timing import Result, interleaved_medians
@@ -64,17 +66,41 @@ def bench_rnn(quick: bool) -> list[Result]:
         Result("  reference: Python loop over time steps vs the fold", *loop_timed, None),
     ]
     sequence = torch.randn(16, 50, 32)
-    lstm, native = LSTM(64, num_layers=2), nn.LSTM(32, 64, num_layers=2, batch_first=True)
-    torchx.build(lstm, sequence)
-    lstm.load_state_dict(native.state_dict())
 
-    def step(module: nn.Module) -> None:
+    def step(module: nn.Module, pick: Callable[[Any], torch.Tensor]) -> None:
         module.zero_grad(set_to_none=True)
-        output = module(sequence)
-        (output[0] if isinstance(output, tuple) else output).sum().backward()
+        pick(module(sequence)).sum().backward()
 
-    timed = interleaved_medians(
-        partial(step, lstm), partial(step, native), rounds=rounds, per_round=max(2, per_round // 4)
-    )
-    results.append(Result("rnn: LSTM(64, 2 layers) forward+backward vs nn.LSTM", *timed, 1.02))
+    native = nn.LSTM(32, 64, num_layers=2, batch_first=True)
+    cases = [
+        ("rnn: LSTM(64, 2 layers) forward+backward vs nn.LSTM", LSTM(64, num_layers=2), _output),
+        ("rnn: LSTM, return_sequences=False, fwd+bwd vs nn.LSTM", LSTM(64, num_layers=2,
+         return_sequences=False), _last_step),
+    ]  # fmt: skip
+    for name, lstm, native_pick in cases:
+        torchx.build(lstm, sequence)
+        assert type(lstm) is nn.LSTM  # built, the layer is torch's class: what is timed is the call
+        lstm.load_state_dict(native.state_dict())
+        assert torch.equal(lstm(sequence), native_pick(native(sequence)))
+        timed = interleaved_medians(
+            partial(step, lstm, _itself),
+            partial(step, native, native_pick),
+            rounds=rounds,
+            per_round=max(2, per_round // 4),
+        )
+        results.append(Result(name, *timed, 1.02))
     return results
+
+
+def _itself(output: torch.Tensor) -> torch.Tensor:
+    return output
+
+
+def _output(pair: tuple[torch.Tensor, Any]) -> torch.Tensor:
+    """What an ``L.LSTM`` returns by default, from ``nn.LSTM``'s ``(output, state)``."""
+    return pair[0]
+
+
+def _last_step(pair: tuple[torch.Tensor, Any]) -> torch.Tensor:
+    """What ``return_sequences=False`` returns for one direction: the last layer's final hidden state."""
+    return pair[1][0][-1]

@@ -122,3 +122,14 @@ def test_recurrent_layers_take_lengths_in_graphs() -> None:
     expected_output, (expected_h, _) = lstm(X, lengths=LENGTHS)
     assert torch.equal(got_output, expected_output) and torch.equal(got_h, expected_h)
     assert torch.equal(got_output[1, 2:], torch.zeros(3, 4))
+
+
+def test_graphs_holding_recurrent_layers_trace_and_script() -> None:
+    functional = pytest.importorskip("torchx.functional", reason="torchx-functional is not installed")
+    x = functional.Placeholder((None, 5, 3))
+    lstm = L.LSTM(4, return_sequences=False, bidirectional=True)
+    model = functional.Functional(inputs=x, outputs=L.Linear(2)(lstm(x)))
+    traced = torch.fx.symbolic_trace(model)
+    assert [node.op for node in traced.graph.nodes if node.target == "lstm"] == ["call_module"]
+    assert torch.equal(traced(X), model(X))
+    assert torch.equal(torch.jit.script(model)(X), model(X))
