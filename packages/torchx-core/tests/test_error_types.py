@@ -81,7 +81,7 @@ def test_an_index_out_of_range_keeps_torchs_index_error() -> None:
     assert notes(error) == ["raised in Lookup's first call, on input (2,)"]
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
 def test_an_lstm_under_cpu_autocast_fails_or_works_as_torchs_own(dtype: torch.dtype) -> None:
     """Whether oneDNN runs an LSTM in ``dtype`` depends on the CPU: TorchX does what torch does."""
     x = torch.randn(4, 7, 5)
