@@ -111,6 +111,12 @@ def test_your_hooks_see_the_call_as_the_layer_takes_it() -> None:
     assert seen == [(4, 4), (4, 4)]
 
 
+def test_lengths_beside_a_packed_sequence_are_ignored_as_before() -> None:
+    layer = LSTM(4, return_sequences=False)
+    packed = nn.utils.rnn.pack_padded_sequence(X, LENGTHS, batch_first=True, enforce_sorted=False)
+    assert torch.equal(layer(packed, lengths=LENGTHS), layer(packed))
+
+
 def test_recurrent_layers_take_lengths_in_graphs() -> None:
     functional = pytest.importorskip("torchx.functional", reason="torchx-functional is not installed")
     x = functional.Placeholder((None, 5, 3))

@@ -23,6 +23,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from torchx.core import ShapeError
+from torchx.core._symbolic import is_symbolic
 
 __all__ = [
     "GRUBuilder",
@@ -60,12 +61,12 @@ class PackLengths:
         if not kwargs or "lengths" not in kwargs:
             return None  # (no kwargs at all: registered without them, as quantization's swap does)
         input = args[0] if args else kwargs.get("input")
-        if not isinstance(input, torch.Tensor):
+        if is_symbolic(input):
             return None  # a placeholder: the graph keeps lengths for its real calls
         kwargs = dict(kwargs)
         lengths = kwargs.pop("lengths")
-        if lengths is None or input.is_meta:
-            return args, kwargs
+        if lengths is None or not isinstance(input, torch.Tensor) or input.is_meta:
+            return args, kwargs  # packed already, or a build on meta (the same shapes)
         time_dim = 1 if self.batch_first else 0
         on_cpu = checked_lengths(self.label, lengths, input.shape[1 - time_dim], input.shape[time_dim])
         packed = pack_padded_sequence(input, on_cpu, batch_first=self.batch_first, enforce_sorted=False)
@@ -192,7 +193,7 @@ class _ScriptAs:
         plain = native.__new__(native)
         plain.__dict__.update(module.__dict__)
         for key in ("_torchx", "__prepare_scriptable__"):
-            del plain.__dict__[key]
+            plain.__dict__.pop(key, None)
         plain._compiled_call_impl = None
         plain._forward_pre_hooks = _without_selection(module._forward_pre_hooks)
         plain._forward_hooks = _without_selection(module._forward_hooks)
