@@ -13,7 +13,8 @@ from torch import nn
 
 import torchx
 import torchx.layers as L
-from torchx.core import ShapeError
+from torchx.core import ShapeError, TypedShape
+from torchx.plugin import build_need
 from torchx.rnn import GRU, LSTM, RNN
 
 X = torch.randn(4, 5, 3)
@@ -139,3 +140,12 @@ def test_graphs_holding_recurrent_layers_trace_and_script() -> None:
     assert [node.op for node in traced.graph.nodes if node.target == "lstm"] == ["call_module"]
     assert torch.equal(traced(X), model(X))
     assert torch.equal(torch.jit.script(model)(X), model(X))
+
+
+def test_meta_copies_without_observers_keep_the_output_selection() -> None:
+    # Meta copies made without hooks (build rehearsals, memory checks) used to drop the selection too, so
+    # the Linear after an LSTM(return_sequences=False) met (output, state) and the rehearsal failed.
+    model = L.Sequential(L.LSTM(8, return_sequences=False), L.Linear(3))
+    need = build_need(model, TypedShape((None, 5, 4), torch.float32))
+    built = torchx.build(L.Sequential(L.LSTM(8, return_sequences=False), L.Linear(3)), (None, 5, 4))
+    assert need.total == sum(p.numel() * p.element_size() for p in built.parameters())

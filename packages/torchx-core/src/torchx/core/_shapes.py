@@ -212,7 +212,8 @@ def meta_copy(module: _M, *, hooks: bool = True) -> Iterator[_M]:
     between modules stay shared. A :class:`LayerError` raised in the block is
     attributed to the module's own layers, not to their copies. ``hooks=False``
     drops the modules' call hooks from the copy, for a run that no observer
-    (a profiler, torchinfo) should see.
+    (a profiler, torchinfo) should see; a hook that is part of what its layer
+    computes says so with a true ``torchx_part_of_layer`` attribute, and stays.
     """
     memo: dict[int, Any] = {}
     modules = submodules(module)
@@ -225,10 +226,7 @@ def meta_copy(module: _M, *, hooks: bool = True) -> Iterator[_M]:
     copied = copy.deepcopy(module, memo)
     if not hooks:
         for sub in modules:
-            state = memo[id(sub)].__dict__
-            for name in _CALL_HOOKS:
-                if name in state:
-                    state[name] = type(state[name])()
+            _drop_observers(memo[id(sub)].__dict__)
     token = _inferring.set(True)
     try:
         yield copied
@@ -239,6 +237,20 @@ def meta_copy(module: _M, *, hooks: bool = True) -> Iterator[_M]:
         raise
     finally:
         _inferring.reset(token)
+
+
+def _drop_observers(state: dict[str, Any]) -> None:
+    """Empty a module's call hooks, but keep those that are part of what the layer computes (a hook
+    whose ``torchx_part_of_layer`` is true: the recurrent layers' output selection)."""
+    kept = {
+        key
+        for name in ("_forward_hooks", "_forward_pre_hooks")
+        for key, hook in state.get(name, {}).items()
+        if getattr(hook, "torchx_part_of_layer", False)
+    }
+    for name in _CALL_HOOKS:
+        if name in state:
+            state[name] = type(state[name])((key, value) for key, value in state[name].items() if key in kept)
 
 
 def _meta_stand_in(tensor: torch.Tensor) -> torch.Tensor:

@@ -51,6 +51,8 @@ class PackLengths:
     they are; placeholders too (a graph records the call with its lengths)."""
 
     __slots__ = ("batch_first", "label")
+    torchx_part_of_layer = True
+    """Kept in the meta copies that drop observers' hooks (see torchx.core's meta_copy)."""
 
     def __init__(self, label: str, batch_first: bool) -> None:
         self.label, self.batch_first = label, batch_first
@@ -84,6 +86,8 @@ class SelectOutput:
     back to the input's steps after :class:`PackLengths`."""
 
     __slots__ = ("batch_first", "directions", "return_sequences", "return_state")
+    torchx_part_of_layer = True
+    """Kept in the meta copies that drop observers' hooks (see torchx.core's meta_copy)."""
 
     def __init__(
         self, return_sequences: bool, return_state: bool, batch_first: bool, directions: int
