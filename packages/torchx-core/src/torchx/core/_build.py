@@ -10,7 +10,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from torchx.core._errors import ShapeError, format_shape, torch_message
-from torchx.core._leaf import all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
+from torchx.core._leaf import LeafLayer, all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
 from torchx.core._memory import BuildNeed, Rehearsal, weight_bytes
 from torchx.core._record import layer_name
 from torchx.core._scope import current_scope, scope_device
@@ -25,6 +25,7 @@ from torchx.core._shapes import (
     meta_copy,
     meta_state,
 )
+from torchx.core._tree import submodules
 
 __all__ = ["build", "build_need", "infer_shapes"]
 
@@ -77,7 +78,9 @@ def build(
     given moves the whole model there, as ``model.to(...)`` would (to
     ``"meta"`` too, which drops the values of its built weights).
     """
-    if not unbuilt_layers(model):
+    modules = submodules(model)
+    unbuilt = [module for module in modules if isinstance(module, LeafLayer)]
+    if not unbuilt:
         _check_built(model, inputs)
         return _placed(model, device, dtype)
     target = _target_device(inputs, device)
@@ -88,13 +91,18 @@ def build(
     probes = Probes.for_inputs(inputs)
     metas = probes.meta_inputs(inputs, dtype)
     rehearsal = Rehearsal(type(model).__name__, lambda: build_need(model, *inputs, dtype=dtype))
-    with all_or_nothing(model, rehearsal) as pending:
+    with all_or_nothing(model, rehearsal, unbuilt) as pending:
         if not pending:
             return model  # another thread built it meanwhile
+        # Built parts compute on meta stand-ins: the unbuilt layers hold only pending tensors.
+        built = [module for module in modules if not isinstance(module, LeafLayer)]
 
         def build_on(probe: int) -> None:
             with build_target(target, dtype) as building, torch.no_grad():
-                building.swap.add(model)
+                if len(pending) == len(unbuilt):
+                    building.swap.add_own(built)
+                else:  # another thread built some meanwhile
+                    building.swap.add(model)
                 model(*metas[probe])
 
         # The first probe builds; the second checks that no built size follows a dynamic dim.

@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import torch
 from torch import nn
@@ -432,20 +432,25 @@ class LeafLayer(Layer):
         native = type(self).native_class
         assert native is not None
         inferred = self.infer_arguments(*inputs)
-        self._check_given(inferred, inputs)
+        if inferred:
+            self._check_given(inferred, inputs)
         arguments = self._native_arguments(inferred)
         if target is not None:
             device = None if target.device_is_default else target.device
             dtype = target.dtype
         else:
             device, dtype = (tensors[0].device if tensors else None), None
-        floating = next((t.dtype for t in tensors if t.is_floating_point()), None)
-        if floating is not None and _autocasting(tensors[0].device.type):
+        floating = None
+        for tensor in tensors:
+            if tensor.is_floating_point():
+                floating = tensor.dtype
+                break
+        if floating is not None and _autocasting(tensors[0]):
             floating = None  # the input is in the autocast dtype; parameters stay in the true one
         layout = self._torchx.layout
         if layout is not None and layout.slots and floating is None:
             self._check_input_dtype(inputs)
-        request = request_of(self)
+        request = self.__dict__.get("_torchx_request")
         if request is not None:
             device, dtype = request.device or device, request.dtype or dtype
         factory = takes_factory_kwargs(native)
@@ -478,13 +483,14 @@ class LeafLayer(Layer):
         """The class's native arguments, the given ones (without inferable ones
         left unset) and ``inferred``."""
         cls = type(self)
-        arguments = dict(cls.native_arguments)
-        arguments.update(
-            (name, value)
-            for name, value in self._torchx.arguments.items()
-            if value is not None or name not in cls.inferable_arguments
-        )
-        arguments.update(inferred)
+        inferable = cls.inferable_arguments
+        given = self._torchx.arguments
+        arguments = {
+            **cls.native_arguments,
+            **{name: value for name, value in given.items() if value is not None or name not in inferable},
+        }
+        if inferred:
+            arguments.update(inferred)
         return arguments
 
     def _check_given(self, inferred: Mapping[str, Any], inputs: tuple[Any, ...]) -> None:
@@ -524,19 +530,19 @@ class LeafLayer(Layer):
         """Become ``native(**arguments)``, in place; other threads calling this
         layer meanwhile wait for the build (``forward`` is looked up on the instance first)."""
         state = self.__dict__
-        record = self._torchx
-        request = request_of(self)
+        record = state["_torchx"]
+        request = state.get("_torchx_request")
         state["forward"] = _wait_for_build(self)
         try:
             orphans = become_native(self, native, arguments)
         finally:
             state.pop("forward", None)
-        missing = [key for key, tensor in orphans.items() if tensor() is not None]
         record.inferred = inferred
         if request is not None and request.memory_format is not None:
             self.to(memory_format=request.memory_format)  # type: ignore[call-overload]
         if request is not None and request.shared:
             self.share_memory()
+        missing = [key for key, tensor in orphans.items() if tensor() is not None] if orphans else None
         if missing:
             warnings.warn(
                 f"{record.layer_class.__name__}: for this input its parameters are "
@@ -552,10 +558,14 @@ class LeafLayer(Layer):
         """The native module's parameters and buffers for these arguments (cached)."""
         native = type(self).native_class
         assert native is not None
+        key: Any = (type(self), *self.arguments.items())
         try:
-            key: Any = (type(self), *((name, _frozen(value)) for name, value in self.arguments.items()))
-        except TypeError:
-            key = None  # an unhashable argument: measured each time
+            hash(key)
+        except TypeError:  # a list argument: frozen into tuples, or measured each time if unhashable
+            try:
+                key = (type(self), *((name, _frozen(value)) for name, value in self.arguments.items()))
+            except TypeError:
+                key = None
         layout = _LAYOUTS.get(key) if key is not None else None
         if layout is None:
             arguments = self._native_arguments(self.stand_in_arguments())
@@ -819,11 +829,12 @@ def _is_dtype_problem(message: str) -> bool:
     return any(word in lowered for word in _DTYPE_WORDS) and "shape" not in lowered
 
 
-def _autocasting(device_type: str) -> bool:
+def _autocasting(tensor: torch.Tensor) -> bool:
+    """Whether autocast is on for ``tensor``'s device."""
     if not torch._C._is_any_autocast_enabled():  # one cheap call in the common case
         return False
     try:
-        return bool(torch.is_autocast_enabled(device_type))
+        return bool(torch.is_autocast_enabled(tensor.device.type))
     except (TypeError, RuntimeError):  # a device type autocast does not know
         return False
 
@@ -847,12 +858,15 @@ def closed_form_output(
         return None
     if layer_class.same_shape:
         return inputs[0]  # a meta tensor: only its shape and dtype are read
-    view = layer_view(module)
+    view = module if isinstance(module, layer_class) else layer_view(module)
     assert isinstance(view, LeafLayer)
-    shape = view.infer_output_shape(*(tuple(value.shape) for value in inputs))
-    sizes = [dim for dim in shape or () if dim is not None and dim >= 0]
-    if shape is None or len(sizes) != len(shape):
-        return None  # no formula, or an input it does not fit: the meta run says why
+    shapes = (tuple(inputs[0].shape),) if len(inputs) == 1 else tuple(tuple(value.shape) for value in inputs)
+    shape = view.infer_output_shape(*shapes)
+    if shape is None or None in shape:
+        return None  # no formula: the meta run says
+    sizes = cast(tuple[int, ...], shape)
+    if sizes and min(sizes) < 0:
+        return None  # an input it does not fit: the meta run says why
     return make_meta(sizes, inputs[0].dtype)
 
 
@@ -930,7 +944,9 @@ def load_building(module: nn.Module, state_dict: Mapping[str, Any], *, strict: b
 
 
 @contextmanager
-def all_or_nothing(module: nn.Module, rehearsal: Rehearsal | None = None) -> Iterator[list[LeafLayer]]:
+def all_or_nothing(
+    module: nn.Module, rehearsal: Rehearsal | None = None, unbuilt: list[LeafLayer] | None = None
+) -> Iterator[list[LeafLayer]]:
     """A build transaction: layers of ``module`` may build inside the block,
     and if it raises, every layer built inside it returns to its unbuilt
     state, so nothing stays half-built. The block holds the build lock: one
@@ -939,9 +955,13 @@ def all_or_nothing(module: nn.Module, rehearsal: Rehearsal | None = None) -> Ite
     it began (none: another thread built them meanwhile). What they allocate
     is checked against the memory as one sum (see
     :func:`~torchx.core._memory.allocation_budget`); ``rehearsal`` measures the
-    whole build first, for models too large to build blindly."""
+    whole build first, for models too large to build blindly. ``unbuilt``: the
+    model's unbuilt layers, found by the caller (no second walk of the model)."""
     with _BUILD_LOCK, allocation_budget(rehearsal):
-        pending = unbuilt_layers(module)
+        if unbuilt is None:
+            pending = unbuilt_layers(module)
+        else:  # those another thread built meanwhile are their native modules now
+            pending = [layer for layer in unbuilt if isinstance(layer, LeafLayer)]
         try:
             yield pending
         except BaseException:

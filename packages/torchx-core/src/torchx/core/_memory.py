@@ -184,12 +184,10 @@ def _available_host_memory() -> int | None:
     """MemAvailable of /proc/meminfo, capped by a cgroup (v2 or v1) memory limit."""
     available: int | None = None
     try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    available = int(line.split()[1]) * 1024
-                    break
-    except OSError:
+        meminfo = _read_text("/proc/meminfo")
+        start = meminfo.index("MemAvailable:") + len("MemAvailable:")
+        available = int(meminfo[start : meminfo.index("kB", start)]) * 1024
+    except (OSError, ValueError):
         try:
             available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (ValueError, OSError, AttributeError):
@@ -200,8 +198,22 @@ def _available_host_memory() -> int | None:
     return available
 
 
+def _read_text(path: str | Path) -> str:
+    """A small file's text, read in one system call (a few microseconds, where
+    ``Path.read_text`` takes tens: a layer built alone reads the memory files)."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(handle, 1 << 16).decode("ascii")
+    finally:
+        os.close(handle)
+
+
 _NO_LIMIT = 1 << 60
 """cgroup v1 writes "no limit" as a huge page-aligned number."""
+
+_CGROUP_FILES: dict[tuple[Path, Path], tuple[Path, Path] | None] = {}
+"""The memory limit and usage files of this process's cgroup, by (mount, membership
+file), found once (None: none): the search reads up to nine files."""
 
 
 def _cgroup_headroom(
@@ -209,9 +221,29 @@ def _cgroup_headroom(
 ) -> int | None:
     """What this process's memory cgroup (v2, or v1) still allows, or None
     where no limit is set or none can be read."""
+    key = (root, membership)
+    for search in (key not in _CGROUP_FILES, True):
+        if search:
+            _CGROUP_FILES[key] = _cgroup_files(root, membership)
+        files = _CGROUP_FILES[key]
+        if files is None:
+            return None
+        try:
+            limit = _read_text(files[0]).strip()
+            if limit == "max" or int(limit) >= _NO_LIMIT:
+                return None
+            return max(int(limit) - int(_read_text(files[1]).strip()), 0)
+        except (OSError, ValueError):
+            continue  # moved to another cgroup, or it is gone: search again
+    return None
+
+
+def _cgroup_files(root: Path, membership: Path) -> tuple[Path, Path] | None:
+    """The limit and usage files of the first place (v2, then v1, each as
+    seen from the host and from inside a container) that has a readable limit."""
     v2, v1 = "/", "/"
     try:
-        for line in membership.read_text(encoding="ascii").splitlines():
+        for line in _read_text(membership).splitlines():
             hierarchy, controllers, path = line.split(":", 2)
             if hierarchy == "0" and controllers == "":
                 v2 = path
@@ -227,13 +259,12 @@ def _cgroup_headroom(
     ]
     for folder, limit_name, usage_name in places:
         try:
-            limit = (folder / limit_name).read_text(encoding="ascii").strip()
-            if limit == "max" or int(limit) >= _NO_LIMIT:
-                return None
-            usage = int((folder / usage_name).read_text(encoding="ascii").strip())
+            limit = _read_text(folder / limit_name).strip()
+            if limit != "max":
+                int(limit)
         except (OSError, ValueError):
             continue
-        return max(int(limit) - usage, 0)
+        return folder / limit_name, folder / usage_name
     return None
 
 
@@ -249,7 +280,8 @@ class _Budget:
     """Bytes of the layers measured: exactly, on meta before their build or by their tensors after it."""
     bounded: int = 0
     """Bytes promised by the bounds of the layers not measured (an overestimate)."""
-    unmeasured: list[nn.Module] = field(default_factory=list)
+    unmeasured: list[tuple[nn.Module, Any]] = field(default_factory=list)
+    """The layers bounded, each with its key in :data:`_NEEDS`."""
     rehearsed: bool = False
     cleared: bool = False
     """Whether a rehearsal found that the whole build fits: no more checks."""
@@ -264,9 +296,42 @@ class _Budget:
         return self.measured + self.bounded
 
     def tighten(self) -> None:
-        """Replace the bounds of the layers built so far by what they hold (each is measured once)."""
-        self.measured += sum(weight_bytes(layer) for layer in self.unmeasured)
+        """Replace the bounds of the layers built so far by what they hold (each
+        is measured once, and kept in :data:`_NEEDS` for its arguments)."""
+        for layer, key in self.unmeasured:
+            need = weight_bytes(layer)
+            self.measured += need
+            if key is not None and need:  # 0: it did not build
+                if len(_NEEDS) >= _NEEDS_LIMIT:
+                    _NEEDS.clear()
+                _NEEDS[key] = need
         self.bounded, self.unmeasured = 0, []
+
+    def add(self, layer: nn.Module, need: int, exact: bool, key: Any) -> None:
+        """Count ``layer``'s build: ``need`` bytes, ``exact`` or a bound (then
+        measured later, and kept under ``key``)."""
+        if exact:
+            self.measured += need
+        else:
+            self.bounded += need
+            self.unmeasured.append((layer, key))
+
+
+_NEEDS: dict[Any, int] = {}
+"""The bytes each native constructor allocated, by its class, arguments and
+torch's default dtype, measured after a build: a layer built again with the
+same arguments (the blocks of a ResNet) counts exactly, not by its loose bound."""
+_NEEDS_LIMIT = 4096
+
+
+def _need_key(native: type[nn.Module], arguments: Mapping[str, Any]) -> Any:
+    """The key of ``native(**arguments)`` in :data:`_NEEDS`, or None for unhashable arguments."""
+    key = (native, torch.get_default_dtype(), *arguments.items())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 @dataclass(frozen=True)
@@ -319,9 +384,12 @@ def allocation_budget(rehearsal: Rehearsal | None = None) -> Iterator[None]:
     if _transaction.get() is not None:
         yield
         return
-    token = _transaction.set(_Transaction(rehearsal))
+    transaction = _Transaction(rehearsal)
+    token = _transaction.set(transaction)
     try:
         yield
+        for budget in transaction.budgets.values():
+            budget.tighten()  # what the layers built hold: the next build of their arguments counts it
     except _TooLarge as found:
         assert rehearsal is not None
         need = found.need
@@ -347,13 +415,21 @@ def check_allocation(
     """Raise AllocationError if building ``native(**arguments)`` on ``device``
     (None: wherever its constructor allocates by default), on top of what the
     build transaction allocated before it, needs more memory than the device
-    has. Cheap for ordinary layers: a few multiplications and additions."""
-    dtype = arguments.get("dtype") or torch.get_default_dtype()
-    bound = allocation_bound(native, arguments, max(dtype.itemsize, 4))  # half models keep float buffers
+    has. Cheap for ordinary layers: a few multiplications and additions, or
+    one look-up for arguments built before."""
+    key = _need_key(native, arguments)
+    known = None if key is None else _NEEDS.get(key)
+    exact = known is not None
+    if known is not None:
+        need = known
+    else:
+        dtype = arguments.get("dtype") or torch.get_default_dtype()
+        need = allocation_bound(native, arguments, max(dtype.itemsize, 4))  # half models keep float buffers
     transaction = _transaction.get()
     if transaction is None:  # a layer built on its own
-        if bound >= UNCHECKED_BYTES:
-            _check(layer, native, arguments, _construction_device(device), takes_device, bound, _Budget())
+        if need >= UNCHECKED_BYTES:
+            where = _construction_device(device)
+            _check(layer, native, arguments, where, takes_device, need, exact, key, _Budget())
         return
     where = _construction_device(device)
     if where.type == "meta":
@@ -362,18 +438,19 @@ def check_allocation(
     if budget is None:
         budget = transaction.budgets[where] = _Budget()
     if budget.cleared:
+        if not exact:
+            budget.unmeasured.append((layer, key))  # measured at the end, for the next build
         return
-    if budget.promised() + bound >= UNCHECKED_BYTES:
+    if budget.promised() + need >= UNCHECKED_BYTES:
         budget.tighten()  # bounds are loose: first see what the layers built so far hold
-    if budget.promised() + bound < UNCHECKED_BYTES:
-        budget.bounded += bound
-        budget.unmeasured.append(layer)
+    if budget.promised() + need < UNCHECKED_BYTES:
+        budget.add(layer, need, exact, key)
         return
     if transaction.rehearsal is not None and not budget.rehearsed:
         _rehearse(layer, transaction.rehearsal, where, budget)
         if budget.cleared:
             return
-    _check(layer, native, arguments, where, takes_device, bound, budget)
+    _check(layer, native, arguments, where, takes_device, need, exact, key, budget)
 
 
 def _rehearse(layer: Layer, rehearsal: Rehearsal, device: torch.device, budget: _Budget) -> None:
@@ -401,25 +478,29 @@ def _check(
     device: torch.device,
     takes_device: bool,
     bound: int,
+    exact: bool,
+    key: Any,
     budget: _Budget,
 ) -> None:
-    """Check one layer's build against the device's memory less what ``budget``
-    holds already; on success the layer joins the budget."""
+    """Check one layer's build (``bound`` bytes, or ``exact``ly that) against
+    the device's memory less what ``budget`` holds already; on success the
+    layer joins the budget."""
     available = budget.available_on(device)
     if available is None or budget.promised() + bound <= available:
-        budget.bounded += bound
-        budget.unmeasured.append(layer)
+        budget.add(layer, bound, exact, key)
         return
     budget.tighten()
     need: int | None
     try:
-        need = measured_need(native, arguments, takes_device)
+        need = bound if exact else measured_need(native, arguments, takes_device)
     except RuntimeError as error:
         if "overflow" not in str(error).lower():
             raise
         need = None  # torch cannot even describe tensors that large
     if need is not None and budget.measured + need <= available:
-        budget.measured += need
+        budget.add(layer, need, True, key)
+        if key is not None and not exact:
+            _NEEDS[key] = need
         return
     before = budget.measured
     earlier = f", on top of the {format_bytes(before)} this build allocated before it," if before else ""

@@ -24,6 +24,7 @@ import warnings
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, ClassVar
 
 import torch
@@ -189,6 +190,11 @@ class Layout:
         """Every slot's state-dict key, relative to the module."""
         return [slot.key for slot in self.slots]
 
+    @cached_property
+    def nested(self) -> bool:
+        """Whether a slot sits in a submodule (a MultiheadAttention's ``out_proj``)."""
+        return any(slot.path for slot in self.slots)
+
 
 _META = torch.device("meta")
 
@@ -276,9 +282,9 @@ class PendingStore(dict):  # type: ignore[type-arg]
 
     __slots__ = ("_owner", "filled")
 
-    def __init__(self, owner: nn.Module) -> None:
+    def __init__(self, owner: weakref.ref[nn.Module]) -> None:
         super().__init__()
-        self._owner = weakref.ref(owner)
+        self._owner = owner
         self.filled = False
 
     def fill(self) -> None:
@@ -360,11 +366,11 @@ def pending_stores(module: nn.Module, layout: Layout) -> None:
     """Give ``module`` (an unbuilt layer) stores that make its pending tensors
     when first read (see :class:`PendingStore`); a layout whose tensors sit in
     submodules gets them at once (their stand-in children are modules)."""
-    if any(slot.path for slot in layout.slots):
+    if layout.nested:
         add_requested_pending(module, layout)
     elif layout.slots:
-        state = module.__dict__
-        state["_parameters"], state["_buffers"] = PendingStore(module), PendingStore(module)
+        state, owner = module.__dict__, weakref.ref(module)
+        state["_parameters"], state["_buffers"] = PendingStore(owner), PendingStore(owner)
 
 
 def add_requested_pending(module: nn.Module, layout: Layout) -> None:
@@ -492,8 +498,9 @@ def become_native(
     """
     state = module.__dict__
     before = dict(state)
-    pending = {} if unfilled(module) else dict(pending_tensors(module))
-    hooks = {key: state[key] for key in _HOOK_STORES if state[key]}
+    holds = dict.__len__(state["_parameters"]) or dict.__len__(state["_buffers"]) or state["_modules"]
+    pending = dict(pending_tensors(module)) if holds and not unfilled(module) else None
+    hooks = [key for key in _HOOK_STORES if state[key]]
     training = state["training"]
     layer_class = type(module)
     object.__setattr__(module, "__class__", native)
@@ -504,15 +511,17 @@ def become_native(
         state.clear()
         state.update(before)
         raise
-    for key, kept in hooks.items():  # the native's own hooks first, then the user's, in the user's dicts
+    for key in hooks:  # the native's own hooks first, then the user's, in the user's dicts
+        kept = before[key]
         merged = {**state[key], **kept}
         kept.clear()
         kept.update(merged)
         state[key] = kept
     orphans: dict[str, weakref.ref[torch.Tensor]] = {}
-    with torch._C.DisableTorchFunctionSubclass():  # plain tensor calls: no pending-tensor checks
-        for key, tensor in pending.items():
-            _transplant(module, key, tensor, orphans)
+    if pending:
+        with torch._C.DisableTorchFunctionSubclass():  # plain tensor calls: no pending-tensor checks
+            for key, tensor in pending.items():
+                _transplant(module, key, tensor, orphans)
     if not training:
         module.train(False)
     return orphans

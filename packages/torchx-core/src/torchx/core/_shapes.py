@@ -127,7 +127,12 @@ class MetaSwap:
         """Swap every non-meta parameter and buffer of ``module`` (recursively)."""
         if not (module._modules or dict.__len__(module._parameters) or dict.__len__(module._buffers)):
             return
-        for sub in submodules(module) if module._modules else (module,):
+        self.add_own(submodules(module) if module._modules else (module,))
+
+    def add_own(self, modules: Iterable[nn.Module]) -> None:
+        """Swap the non-meta parameters and buffers of each of ``modules``
+        themselves (not their children's: the caller walked the tree)."""
+        for sub in modules:
             stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
             if type(stores[0]) is not dict and unfilled(sub):
                 continue  # an unbuilt layer: pending tensors are never swapped
