@@ -71,7 +71,7 @@ from torchx.core._pending import (
     save_pending_state,
     stand_in_size,
 )
-from torchx.core._record import MODULE_STATE, init_module_state, layer_view, record_of
+from torchx.core._record import MODULE_STATE, LayerRecord, init_module_state, layer_view, record_of
 from torchx.core._shapes import Shape, current_build_target, lacks_meta_kernel, meta_copy, run_on_meta
 from torchx.core._symbolic import find_symbolic
 from torchx.core._torch_style import positional_error
@@ -194,15 +194,15 @@ class FromInput:
                 f"expects a tensor as positional input {self.input}, got {describe_inputs(inputs)}",
                 fix=f"call it as {layer.layer_label()}(x) with x shaped {layer.input_layout}",
             )
-        shape = tuple(inputs[self.input].shape)
+        shape = inputs[self.input].shape  # a torch.Size: a tuple
         fits = -len(shape) <= self.dim < len(shape)
         if self.ranks is not None:
             fits = fits and len(shape) in self.ranks
         if not fits:
             raise layer.shape_error(
                 f"expected input of shape {layer.input_layout} "
-                f"({self._ranks_text()}), got {format_shape(shape)} ({len(shape)}-d)",
-                fix=self._rank_fix(shape),
+                f"({self._ranks_text()}), got {format_shape(tuple(shape))} ({len(shape)}-d)",
+                fix=self._rank_fix(tuple(shape)),
             )
         return int(shape[self.dim])
 
@@ -435,25 +435,27 @@ class LeafLayer(Layer):
         if inferred:
             self._check_given(inferred, inputs)
         arguments = self._native_arguments(inferred)
-        if target is not None:
-            device = None if target.device_is_default else target.device
-            dtype = target.dtype
-        else:
-            device, dtype = (tensors[0].device if tensors else None), None
-        floating = None
-        for tensor in tensors:
-            if tensor.is_floating_point():
-                floating = tensor.dtype
-                break
-        if floating is not None and _autocasting(tensors[0]):
-            floating = None  # the input is in the autocast dtype; parameters stay in the true one
         layout = self._torchx.layout
-        if layout is not None and layout.slots and floating is None:
-            self._check_input_dtype(inputs)
-        request = self.__dict__.get("_torchx_request")
-        if request is not None:
-            device, dtype = request.device or device, request.dtype or dtype
+        slots = layout is not None and bool(layout.slots)  # a layer with no tensors allocates nothing
         factory = takes_factory_kwargs(native)
+        device = dtype = floating = None
+        if slots or factory:
+            if target is not None:
+                device = None if target.device_is_default else target.device
+                dtype = target.dtype
+            elif tensors:
+                device = tensors[0].device
+            for tensor in tensors:
+                if tensor.is_floating_point():
+                    floating = tensor.dtype
+                    break
+            if floating is not None and _autocasting(tensors[0]):
+                floating = None  # the input is in the autocast dtype; parameters stay in the true one
+            if slots and floating is None:
+                self._check_input_dtype(inputs)
+            request = self.__dict__.get("_torchx_request")
+            if request is not None:
+                device, dtype = request.device or device, request.dtype or dtype
         if factory:
             if device is not None:
                 arguments["device"] = device
@@ -464,7 +466,7 @@ class LeafLayer(Layer):
             ):
                 arguments["dtype"] = dtype
         try:
-            if layout is not None and layout.slots:  # a layer with no tensors allocates nothing
+            if slots:
                 check_allocation(self, native, arguments, device, factory)
             self._become(native, arguments, inferred)
         except Exception as error:
@@ -847,10 +849,15 @@ def closed_form_output(
     """The meta output of ``module``, a TorchX leaf layer built or not, for meta
     ``inputs``, from its layer's formula (its input, for ``same_shape``
     layers; else ``make_meta(shape, dtype)``), or None when there is none."""
-    if not inputs or not all(isinstance(value, torch.Tensor) for value in inputs):
+    single = len(inputs) == 1
+    if not inputs or not (
+        isinstance(inputs[0], torch.Tensor)
+        if single
+        else all(isinstance(value, torch.Tensor) for value in inputs)
+    ):
         return None
-    record = record_of(module)
-    layer_class = None if record is None else record.layer_class
+    record = module.__dict__.get("_torchx")
+    layer_class = record.layer_class if isinstance(record, LayerRecord) else None
     if (
         not (isinstance(layer_class, type) and issubclass(layer_class, LeafLayer))
         or layer_class.native_class is None
@@ -860,7 +867,7 @@ def closed_form_output(
         return inputs[0]  # a meta tensor: only its shape and dtype are read
     view = module if isinstance(module, layer_class) else layer_view(module)
     assert isinstance(view, LeafLayer)
-    shapes = (tuple(inputs[0].shape),) if len(inputs) == 1 else tuple(tuple(value.shape) for value in inputs)
+    shapes = (tuple(inputs[0].shape),) if single else tuple(tuple(value.shape) for value in inputs)
     shape = view.infer_output_shape(*shapes)
     if shape is None or None in shape:
         return None  # no formula: the meta run says

@@ -282,8 +282,7 @@ class PendingStore(dict):  # type: ignore[type-arg]
 
     __slots__ = ("_owner", "filled")
 
-    def __init__(self, owner: weakref.ref[nn.Module]) -> None:
-        super().__init__()
+    def __init__(self, owner: weakref.ref[nn.Module]) -> None:  # empty already: no dict.__init__
         self._owner = owner
         self.filled = False
 
