@@ -82,3 +82,42 @@ def test_a_build_skips_the_layers_another_thread_built_meanwhile() -> None:
     torchx.build(model.get_submodule("0"), (2, 4))  # built after the walk
     with all_or_nothing(model, None, unbuilt) as pending:
         assert pending == [model.get_submodule("1")]
+
+
+class _Tagged:
+    """A cooperative mixin after nn.Module: ``call_super_init`` passes the call on to it."""
+
+    def __init__(self) -> None:
+        self.tagged = True
+
+
+class _CooperativeLinear(nn.Linear, _Tagged):
+    call_super_init = True
+
+
+class _PicksItsClass(nn.Linear):
+    """A native whose constructor leaves an instance of another class (as the recurrent builders do)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        object.__setattr__(self, "__class__", nn.Linear)
+
+
+@pytest.mark.parametrize(
+    ("native", "built"), [(_CooperativeLinear, _CooperativeLinear), (_PicksItsClass, nn.Linear)]
+)
+def test_the_native_constructor_runs_as_torch_runs_it(
+    native: type[nn.Module], built: type[nn.Module]
+) -> None:
+    class Layer(Dense):
+        native_class = native
+
+    layer = Layer(3)
+    handle = layer.register_forward_hook(lambda module, args, output: output * 0)
+    torchx.build(layer, (2, 4))
+    assert type(layer) is built
+    assert getattr(layer, "tagged", None) is (True if native is _CooperativeLinear else None)
+    assert layer._parameters.keys() == {"weight", "bias"}
+    assert torch.equal(layer(torch.ones(2, 4)), torch.zeros(2, 3))  # the hook kept
+    handle.remove()
+    assert not torch.equal(layer(torch.ones(2, 4)), torch.zeros(2, 3))

@@ -324,14 +324,17 @@ same arguments (the blocks of a ResNet) counts exactly, not by its loose bound."
 _NEEDS_LIMIT = 4096
 
 
-def _need_key(native: type[nn.Module], arguments: Mapping[str, Any]) -> Any:
-    """The key of ``native(**arguments)`` in :data:`_NEEDS`, or None for unhashable arguments."""
-    key = (native, torch.get_default_dtype(), *arguments.items())
+def _need_key(native: type[nn.Module], arguments: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The key of ``native(**arguments)`` in :data:`_NEEDS` (unhashable for some arguments)."""
+    return (native, torch.get_default_dtype(), *arguments.items())
+
+
+def _known_need(key: tuple[Any, ...]) -> tuple[int | None, tuple[Any, ...] | None]:
+    """The exact need kept under ``key``, and ``key``, or None for an unhashable one."""
     try:
-        hash(key)
+        return _NEEDS.get(key), key
     except TypeError:
-        return None
-    return key
+        return None, None
 
 
 @dataclass(frozen=True)
@@ -417,8 +420,7 @@ def check_allocation(
     build transaction allocated before it, needs more memory than the device
     has. Cheap for ordinary layers: a few multiplications and additions, or
     one look-up for arguments built before."""
-    key = _need_key(native, arguments)
-    known = None if key is None else _NEEDS.get(key)
+    known, key = _known_need(_need_key(native, arguments))
     exact = known is not None
     if known is not None:
         need = known
@@ -426,17 +428,19 @@ def check_allocation(
         dtype = arguments.get("dtype") or torch.get_default_dtype()
         need = allocation_bound(native, arguments, max(dtype.itemsize, 4))  # half models keep float buffers
     transaction = _transaction.get()
+    where = device if type(device) is torch.device else _construction_device(device)
     if transaction is None:  # a layer built on its own
         if need >= UNCHECKED_BYTES:
-            where = _construction_device(device)
             _check(layer, native, arguments, where, takes_device, need, exact, key, _Budget())
         return
-    where = _construction_device(device)
     if where.type == "meta":
         return  # allocates nothing (a rehearsal's own build, among others)
     budget = transaction.budgets.get(where)
     if budget is None:
         budget = transaction.budgets[where] = _Budget()
+    if exact and not budget.cleared and budget.measured + budget.bounded + need < UNCHECKED_BYTES:
+        budget.measured += need  # the common case, inline
+        return
     if budget.cleared:
         if not exact:
             budget.unmeasured.append((layer, key))  # measured at the end, for the next build

@@ -32,6 +32,7 @@ from torch import nn
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
 from torchx.core._errors import NotBuiltError
+from torchx.core._record import init_module_state
 
 __all__ = [
     "Layout",
@@ -482,6 +483,42 @@ _HOOK_STORES = tuple(
 """The hook dicts of an ``nn.Module`` (forward, backward, state-dict hooks...)."""
 
 
+class _FreshState(nn.Module):
+    """``nn.Module.__init__`` for a native constructor running on a layer: the
+    same fresh state, copied from a prototype (:func:`init_module_state`) in
+    half the time of its seventeen ``super().__setattr__`` calls, which every
+    layer of a model pays at its build."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs or self.call_super_init:  # nn.Module's own errors and cooperative calls
+            nn.Module.__init__(self, *args, **kwargs)
+            return
+        torch._C._log_api_usage_once("python.nn_module")
+        init_module_state(self)
+
+
+_CONSTRUCTING: dict[type[nn.Module], type[nn.Module]] = {}
+
+
+def _constructing_class(native: type[nn.Module]) -> type[nn.Module]:
+    """The class a layer takes while ``native``'s constructor runs on it: a
+    subclass of ``native`` whose ``nn.Module.__init__`` is :class:`_FreshState`'s
+    (``native`` itself where that cannot be arranged); the layer takes
+    ``native`` itself right after (cached)."""
+    found = _CONSTRUCTING.get(native)
+    if found is None:
+        found = native
+        try:
+            made = type(native.__name__, (native, _FreshState), {"__module__": native.__module__})
+        except Exception:  # noqa: BLE001 - a metaclass or __init_subclass__ that refuses: run it as it is
+            made = None
+        if made is not None and made.__mro__.index(_FreshState) + 1 == made.__mro__.index(nn.Module):
+            made.__qualname__ = native.__qualname__
+            found = made
+        _CONSTRUCTING[native] = found
+    return found
+
+
 def become_native(
     module: nn.Module, native: type[nn.Module], arguments: Mapping[str, Any]
 ) -> dict[str, weakref.ref[torch.Tensor]]:
@@ -499,12 +536,14 @@ def become_native(
     before = dict(state)
     holds = dict.__len__(state["_parameters"]) or dict.__len__(state["_buffers"]) or state["_modules"]
     pending = dict(pending_tensors(module)) if holds and not unfilled(module) else None
-    hooks = [key for key in _HOOK_STORES if state[key]]
+    hooks = list(filter(state.__getitem__, _HOOK_STORES))  # the stores holding hooks
     training = state["training"]
-    layer_class = type(module)
-    object.__setattr__(module, "__class__", native)
+    layer_class, constructing = type(module), _constructing_class(native)
+    object.__setattr__(module, "__class__", constructing)
     try:
         native.__init__(module, **arguments)
+        if type(module) is constructing:  # (a constructor may choose its class itself)
+            object.__setattr__(module, "__class__", native)
     except BaseException:
         object.__setattr__(module, "__class__", layer_class)
         state.clear()

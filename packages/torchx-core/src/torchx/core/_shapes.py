@@ -145,13 +145,14 @@ class MetaSwap:
     def add_built(self, module: nn.Module) -> None:
         """:meth:`add` for a leaf module just built on a real device (its own
         tensors only, all real: nothing to check)."""
-        swapped = self._swapped
+        swapped, stand_ins = self._swapped, self._stand_ins
         stores: tuple[dict[str, Any], ...] = (module._parameters, module._buffers)
         for store in stores:
             for name, tensor in store.items():
                 if tensor is not None:
                     swapped.append((store, name, tensor))
-                    store[name] = self.meta(tensor.shape, tensor.dtype)
+                    stand_in = stand_ins.get((tensor.shape, tensor.dtype))
+                    store[name] = self.meta(tensor.shape, tensor.dtype) if stand_in is None else stand_in
 
     def meta(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
         """A meta tensor of ``shape`` and ``dtype``, one per shape and dtype: the
