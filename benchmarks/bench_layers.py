@@ -8,14 +8,20 @@ import statistics
 import subprocess
 import sys
 import time
-from functools import partial
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from functools import partial, wraps
 from pathlib import Path
+from typing import Any
 
 import torch
 from _timing import Result, interleaved_medians, train_step
 from torch import nn
 
 import torchx
+import torchx.core._leaf as leaf_internals
+import torchx.core._memory as memory_internals
+import torchx.core._shapes as shape_internals
 import torchx.layers as L
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
@@ -95,6 +101,8 @@ def bench_build(quick: bool) -> list[Result]:
         timed = interleaved_medians(partial(torchx_build, depth), native, rounds=rounds, per_round=1)
         times[depth], natives[depth] = timed
         results.append(Result(f"build {depth} x (Linear(128)+ReLU) vs native construct", *timed, 1.5))
+    split = build_split(partial(torchx_build, 500), {nn.Linear, nn.ReLU}, rounds)
+    print_split("build 500", split, natives[500])
     native = partial(native_mlp, 500, 128, 128)
     lazy = interleaved_medians(partial(torch_lazy_build, 500), native, rounds=rounds, per_round=1)
     results.append(Result("  reference: torch Lazy* modules, 500 layers", *lazy, None))
@@ -103,6 +111,99 @@ def bench_build(quick: bool) -> list[Result]:
         Result("build growth 1000/500 layers: torchx's vs native's", growth, native_growth, 1.05, unit="x")
     )
     return results
+
+
+# -- where a build's time goes ------------------------------------------------------
+
+TIMED: dict[str, list[tuple[object, str]]] = {
+    "construct": [(leaf_internals.LeafLayer, "__init__")],
+    "forward": [(leaf_internals.LeafLayer, "forward")],
+    "layouts": [(leaf_internals.LeafLayer, "_layout")],
+    "build": [(leaf_internals.LeafLayer, "_build")],
+    "memory": [(leaf_internals, "check_allocation")],
+    "rehearsals": [(memory_internals, "_rehearse")],
+    "switch": [(leaf_internals, "become_native")],
+    "formulas": [(leaf_internals, "closed_form_output")],
+    "stand-ins": [(shape_internals.MetaSwap, "add_built"), (shape_internals.MetaSwap, "restore")],
+}
+"""The TorchX functions :func:`build_split` times (inclusive), by what they do."""
+
+
+@contextmanager
+def _timed(owner: object, name: str, into: dict[str, float], part: str) -> Iterator[None]:
+    """Inside the block, ``owner.name`` adds its time to ``into[part]`` (its outermost calls)."""
+    original = getattr(owner, name)
+    depth = [0]
+
+    @wraps(original)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        depth[0] += 1
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+            if not depth[0]:
+                into[part] = into.get(part, 0.0) + time.perf_counter() - start
+
+    setattr(owner, name, timed)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def build_split(
+    make: Callable[[], object],
+    natives: set[type[nn.Module]],
+    rounds: int,
+    timed: dict[str, list[tuple[object, str]]] | None = None,
+) -> dict[str, float]:
+    """Where ``make()`` (define and build a model) spends its time: median ms
+    of the native constructors (``natives``, apart from the class switch that
+    runs them) and of each TorchX step of :data:`TIMED` (and ``timed``),
+    exclusive of the steps inside it; "leaf calls" is the rest of an unbuilt
+    layer's call, "the rest" what no step covers (containers, the model's own
+    code, garbage collection). Timers add a few hundred nanoseconds a call."""
+    runs: list[dict[str, float]] = []
+    for _ in range(rounds + 1):  # the first run warms up
+        times: dict[str, float] = {}
+        with ExitStack() as stack:
+            for part, places in {**TIMED, **(timed or {})}.items():
+                for owner, name in places:
+                    stack.enter_context(_timed(owner, name, times, part))
+            for native in natives:
+                stack.enter_context(_timed(native, "__init__", times, "natives"))
+            gc.collect()
+            start = time.perf_counter()
+            make()
+            times["total"] = time.perf_counter() - start
+        runs.append(times)
+    ms = {key: statistics.median(run.get(key, 0.0) for run in runs[1:]) * 1e3 for key in runs[-1]}
+    get = ms.get
+    split = {
+        "native constructors": get("natives", 0.0),
+        "layer construction": get("construct", 0.0) - get("layouts", 0.0),
+        "pending layouts": get("layouts", 0.0),
+        "arguments": get("build", 0.0) - get("switch", 0.0) - get("memory", 0.0),
+        "memory check": get("memory", 0.0),
+        "rehearsals (in it)": get("rehearsals", 0.0),
+        "class switch": get("switch", 0.0) - get("natives", 0.0),
+        "shape formulas": get("formulas", 0.0),
+        "meta stand-ins": get("stand-ins", 0.0),
+        "leaf calls": get("forward", 0.0) - get("build", 0.0) - get("formulas", 0.0) - get("stand-ins", 0.0),
+        **{part: get(part, 0.0) for part in timed or {}},
+    }
+    covered = get("construct", 0.0) + get("forward", 0.0) + sum(get(part, 0.0) for part in timed or {})
+    split["the rest"] = ms["total"] - covered
+    split["total"] = ms["total"]
+    return split
+
+
+def print_split(label: str, split: dict[str, float], native: float) -> None:
+    """One line: the split of a build (see :func:`build_split`) and native's time, in ms."""
+    parts = ", ".join(f"{key} {value:.1f}" for key, value in split.items())
+    print(f"  where {label} goes (ms, timed): {parts}; native {native * 1e3:.1f}")
 
 
 def construct_unbuilt(count: int) -> list[nn.Module]:

@@ -20,12 +20,25 @@ from pathlib import Path
 import torch
 from _memory import peak_bytes
 from _timing import Result, interleaved_medians
+from bench_layers import build_split, print_split
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 MODELS = ("resnet50", "densenet121", "mobilenet_v2")
 BATCH = 8
+
+try:
+    from torchx.functional import _functional as functional_internals
+    from torchx.functional import _placeholder as placeholder_internals
+except ImportError:  # torchx-functional is not installed: bench_vision says so and skips
+    GRAPH_STEPS: dict[str, list[tuple[object, str]]] = {}
+else:
+    GRAPH_STEPS = {
+        "graph compile": [(functional_internals.Functional, "__init__")],
+        "op recording": [(placeholder_internals, "record")],
+    }
+    """The functional API's own steps in a model's definition, for :func:`build_split`."""
 
 
 def _sgd_step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor) -> None:
@@ -91,4 +104,7 @@ def bench_vision(quick: bool) -> list[Result]:
         results.append(
             Result(f"vision: {name} define+build, None batch vs batch {BATCH}", dynamic, fixed, 1.2)
         )
+        natives = {type(module) for module in native().modules() if not any(module.children())}
+        split = build_split(make, natives, rounds, timed=GRAPH_STEPS)
+        print_split(f"{name} define+build", split, by_hand)
     return results
