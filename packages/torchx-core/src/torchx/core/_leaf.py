@@ -377,7 +377,9 @@ class LeafLayer(Layer):
         positional = _positional_inputs(native, inputs, kwargs) if kwargs else inputs
         tensors = _tensors_in(positional)
         target = current_build_target()
-        abstract = target is not None and all(t.is_meta for t in tensors)
+        abstract = target is not None and (
+            tensors[0].is_meta if len(tensors) == 1 else all(t.is_meta for t in tensors)
+        )
         shape = None
         # Two threads calling one unbuilt layer: one builds it and makes the first
         # call; if that fails it unbuilds the layer before any other thread can use it.
@@ -487,10 +489,15 @@ class LeafLayer(Layer):
         cls = type(self)
         inferable = cls.inferable_arguments
         given = self._torchx.arguments
-        arguments = {
-            **cls.native_arguments,
-            **{name: value for name, value in given.items() if value is not None or name not in inferable},
-        }
+        if not inferable:  # nothing left unset to leave out
+            arguments = {**cls.native_arguments, **given}
+        else:
+            arguments = {
+                **cls.native_arguments,
+                **{
+                    name: value for name, value in given.items() if value is not None or name not in inferable
+                },
+            }
         if inferred:
             arguments.update(inferred)
         return arguments
@@ -980,6 +987,8 @@ def all_or_nothing(
 
 def _tensors_in(inputs: tuple[Any, ...]) -> list[torch.Tensor]:
     """The tensors among ``inputs``, looking inside lists, tuples and dicts."""
+    if len(inputs) == 1 and isinstance(inputs[0], torch.Tensor):  # the common case
+        return [inputs[0]]
     if all(isinstance(value, torch.Tensor) for value in inputs):
         return list(inputs)
     return [leaf for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)]

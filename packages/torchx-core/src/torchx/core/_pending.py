@@ -538,7 +538,7 @@ def become_native(
     pending = dict(pending_tensors(module)) if holds and not unfilled(module) else None
     hooks = list(filter(state.__getitem__, _HOOK_STORES))  # the stores holding hooks
     training = state["training"]
-    layer_class, constructing = type(module), _constructing_class(native)
+    layer_class, constructing = type(module), _CONSTRUCTING.get(native) or _constructing_class(native)
     object.__setattr__(module, "__class__", constructing)
     try:
         native.__init__(module, **arguments)
