@@ -6,6 +6,8 @@ import json
 import os
 import pickle
 import signal
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -170,8 +172,14 @@ def test_a_real_interrupt_signal_mid_build_leaves_nothing_half_built(report: Rep
             return x
 
     model = L.Sequential(L.Linear(8), _Signals(), L.Linear(4))
-    with pytest.raises(KeyboardInterrupt):
-        model(torch.randn(2, 3))
+    # A process started in the background (`&`, nohup, some CI runners) inherits SIGINT as ignored:
+    # the test installs the handler it relies on, Python's own, and puts the inherited one back.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            model(torch.randn(2, 3))
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     assert not torchx.is_built(model[0]) and not torchx.is_built(model[2])
     model[1] = L.ReLU()
     assert model(torch.randn(2, 3)).shape == (2, 4)
@@ -207,3 +215,17 @@ def test_a_zip_bomb_is_refused_from_its_directory_before_anything_unpacks(
         model.load(path)
     assert unchanged(model, before)
     report.count("fault", "zip bombs (64 MiB from a 64 KiB file) refused before unpacking")
+
+
+def test_the_interrupt_test_passes_in_a_process_that_ignores_sigint() -> None:
+    """Started detached, as a background job is: SIGINT ignored from the start."""
+    test = f"{__file__}::test_a_real_interrupt_signal_mid_build_leaves_nothing_half_built"
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
