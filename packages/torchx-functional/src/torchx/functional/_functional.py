@@ -278,6 +278,12 @@ class Functional(Container, OwnMetaOutput):
         with as_spec_error(reader.where):
             return cls(inputs, outputs)
 
+    @classmethod
+    def reserved_names(cls) -> set[str]:
+        """The names a Functional's submodules cannot take: its own attributes (``summary``,
+        ``training``, ``forward``...), which a layer's ``name=`` must keep clear of."""
+        return set(dir(cls)) | set(vars(nn.Module())) | {"_torchx", "_torchx_code", "_torchx_program"}
+
     def io_names(self) -> tuple[list[str] | None, list[str] | None]:
         """The inputs' names, and the outputs' dict keys (``aux.loss`` when
         nested; None for outputs in a list or tuple)."""

@@ -244,7 +244,7 @@ def _module_attributes() -> set[str]:
     """Names a Functional's submodules must not take (its own attributes)."""
     from torchx.functional._functional import Functional
 
-    return set(dir(Functional)) | set(nn.Module().__dict__) | {"_torchx", "_torchx_code", "_torchx_program"}
+    return Functional.reserved_names()
 
 
 def _leaves(structure: Any, kind: type) -> list[Any]:

@@ -261,7 +261,7 @@ def unsupported(where: str, class_name: str, name: str) -> SpecError:
     )
 
 
-_ATTRIBUTES = frozenset(dir(Functional)) | frozenset(vars(nn.Module()))
+_ATTRIBUTES = frozenset(Functional.reserved_names())
 """What a converted model's submodules cannot be named: its own attributes (``summary``, ``eval``, ``training``)."""
 
 
