@@ -19,6 +19,15 @@ Two mismatches that users meet with pretrained models can be adapted on request:
 - ``"head"``: the last linear layer has another number of outputs (another
   set of classes). It keeps its fresh initialisation, and the report says so.
 
+One layout difference is adapted without asking: Hugging Face's ``Conv1D``
+(GPT-2's projections) stores its weight as ``(in, out)``, the transpose of
+``nn.Linear``'s. Loaded from such a module, its weights are transposed into
+the model's linear layers, and the report says so. A file or state dict does
+not say which weights are stored that way: where some of its weights fit a
+linear layer only transposed, every square weight of a linear layer (which
+fits either way) is reported mismatched instead of loaded, since nothing can
+tell its layout; load from the module instead.
+
 Nothing is ever loaded silently wrong: with ``strict=True`` (the default) the
 load raises before changing anything unless every entry was loaded or
 adapted as asked; with ``strict=False`` what fits is loaded, and the report
@@ -202,14 +211,14 @@ def load_weights(
     unknown = sorted(set(adapt) - set(get_args(Adapter)))
     if unknown:
         raise ValueError(f"load_weights: adapt takes 'stem' and 'head', got {', '.join(map(repr, unknown))}")
-    described, state, in_order = _source_state(source)
+    described, state, in_order, transposed = _source_state(source)
     targets = model.state_dict(keep_vars=True)
     if adapt and any(is_pending(tensor) for tensor in targets.values()):
         raise CheckpointError(
             f"load_weights into {type(model).__name__} with adapt={tuple(adapt)}: the model is not built, "
             "and its input decides what to adapt; build it first: torchx.build(model, input_shape)"
         )
-    roles = _roles(model, adapt)
+    roles = _roles(model, adapt, transposed)
     names = _Names.of(targets, state)
     chosen: Literal["name", "position"] = "name"
     report_entries, tensors = _pair(targets, state, _by_name(names), roles)
@@ -233,11 +242,17 @@ def load_weights(
 
 def _source_state(
     source: Mapping[str, torch.Tensor] | nn.Module | str | os.PathLike[str],
-) -> tuple[str, dict[str, torch.Tensor], bool]:
-    """A description of ``source`` for messages, its state dict, and whether that
-    lists the tensors in the order their model registered them."""
+) -> tuple[str, dict[str, torch.Tensor], bool, frozenset[str] | None]:
+    """A description of ``source`` for messages, its state dict, whether that lists
+    the tensors in the order their model registered them, and the keys of the
+    weights it stores as ``(in, out)`` (None where the source cannot tell)."""
     if isinstance(source, nn.Module):
-        return f"a {type(source).__name__}", source.state_dict(), True
+        stored_in_out = frozenset(
+            _key(name, "weight")
+            for name, module in source.named_modules(remove_duplicate=False)
+            if _is_hugging_face_conv1d(module)
+        )
+        return f"a {type(source).__name__}", source.state_dict(), True, stored_in_out
     if isinstance(source, Mapping):
         bad = [
             key
@@ -248,9 +263,15 @@ def _source_state(
             raise CheckpointError(
                 f"load_weights: the source's entry {bad[0]!r} is not a tensor named by a string"
             )
-        return "a state dict", dict(source), True
+        return "a state dict", dict(source), True, None
     checkpoint = read_weights(source, map_location="cpu")
-    return os.fspath(source), checkpoint.state_dict, checkpoint.in_order
+    return os.fspath(source), checkpoint.state_dict, checkpoint.in_order, None
+
+
+def _is_hugging_face_conv1d(module: nn.Module) -> bool:
+    """Whether ``module`` is Hugging Face's ``Conv1D``, told by its class (transformers is not imported)."""
+    kind = type(module)
+    return kind.__name__ == "Conv1D" and kind.__module__.partition(".")[0] == "transformers"
 
 
 _Pairs = Sequence[tuple[str | None, str | None]]
@@ -340,24 +361,34 @@ def _names_disagree(entries: list[WeightEntry]) -> bool:
 
 @dataclass(frozen=True)
 class _Roles:
-    """The model's keys that a requested adapter may change."""
+    """The model's keys that a requested adapter may change, and what the layouts say."""
 
     stem: str | None
     head: frozenset[str]
+    linear_weights: frozenset[str]
+    """The weights of the model's ``nn.Linear`` layers, stored ``(out, in)``."""
+    stored_in_out: frozenset[str] | None
+    """The source's keys of weights stored ``(in, out)``; None where the source cannot tell."""
 
 
-def _roles(model: nn.Module, adapt: Collection[Adapter]) -> _Roles:
+def _roles(model: nn.Module, adapt: Collection[Adapter], stored_in_out: frozenset[str] | None) -> _Roles:
     convolutions = [
         name for name, module in model.named_modules() if isinstance(module, nn.modules.conv._ConvNd)
     ]
-    linears = [name for name, module in model.named_modules() if isinstance(module, nn.Linear)]
+    linears = [name for name, module in model.named_modules(remove_duplicate=False) if _is_linear(module)]
     stem = _key(convolutions[0], "weight") if "stem" in adapt and convolutions else None
     head = (
         frozenset({_key(linears[-1], "weight"), _key(linears[-1], "bias")})
         if "head" in adapt and linears
         else frozenset()
     )
-    return _Roles(stem, head)
+    return _Roles(stem, head, frozenset(_key(name, "weight") for name in linears), stored_in_out)
+
+
+def _is_linear(module: nn.Module) -> bool:
+    """Whether ``module`` is an ``nn.Linear``, or a layer that builds one."""
+    native = getattr(type(module), "native_class", None)
+    return isinstance(module, nn.Linear) or (isinstance(native, type) and issubclass(native, nn.Linear))
 
 
 def _key(module: str, tensor: str) -> str:
@@ -390,17 +421,48 @@ def _pair(
                 WeightEntry("mismatched", target, source, target_shape, source_shape, contradiction)
             )
             continue
-        value, status, note = _fitted(target, targets[target], state[source], roles)
+        value, status, note = _fitted(target, targets[target], source, state[source], roles)
         entries.append(WeightEntry(status, target, source, target_shape, source_shape, note))
         if value is not None:
             tensors[target] = value
+    if roles.stored_in_out is None and any(_fits_only_transposed(entry, roles) for entry in entries):
+        entries = [_layout_unknown(entry, roles, tensors) for entry in entries]
     return entries, tensors
 
 
+def _fits_only_transposed(entry: WeightEntry, roles: _Roles) -> bool:
+    """Whether ``entry`` pairs a linear layer's weight with a non-square tensor of the transposed shape."""
+    return (
+        entry.status == "mismatched"
+        and entry.target in roles.linear_weights
+        and entry.target_shape is not None
+        and entry.source_shape == entry.target_shape[::-1]
+    )
+
+
+def _layout_unknown(entry: WeightEntry, roles: _Roles, tensors: dict[str, torch.Tensor]) -> WeightEntry:
+    """``entry``, mismatched if it loads a square linear weight from a source that stores
+    others transposed (its layout cannot be told); removes it from ``tensors`` then."""
+    shape = entry.target_shape
+    if entry.status != "loaded" or entry.target not in roles.linear_weights or shape is None:
+        return entry
+    if shape != shape[::-1]:
+        return entry
+    del tensors[entry.target]
+    return replace(
+        entry,
+        status="mismatched",
+        note="square, and the source stores other linear weights transposed (Hugging Face's Conv1D keeps "
+        "(in, out)): its layout cannot be told; load from the module, which says which are Conv1D",
+    )
+
+
 def _fitted(
-    key: str, tensor: torch.Tensor, given: torch.Tensor, roles: _Roles
+    key: str, tensor: torch.Tensor, source: str, given: torch.Tensor, roles: _Roles
 ) -> tuple[torch.Tensor | None, Status, str]:
-    """What to load into the model's ``tensor`` from ``given``, its status and a note."""
+    """What to load into the model's ``tensor`` from the source's ``given``, its status and a note."""
+    if roles.stored_in_out is not None and source in roles.stored_in_out and key in roles.linear_weights:
+        return _fitted_transposed(tensor, given)
     if is_pending(tensor):
         return given, "loaded", "builds from this shape"
     note = "" if given.dtype == tensor.dtype else f"{_dtype(given)} cast to {_dtype(tensor)}"
@@ -415,6 +477,19 @@ def _fitted(
             f"head: {given.shape[0]} outputs in the source, {tensor.shape[0]} here; left at its initialisation",
         )
     return None, "mismatched", note
+
+
+def _fitted_transposed(tensor: torch.Tensor, given: torch.Tensor) -> tuple[torch.Tensor | None, Status, str]:
+    """A Conv1D weight, stored ``(in, out)``, for a linear layer's ``tensor``."""
+    value = given.t().contiguous()
+    if is_pending(tensor):
+        return value, "adapted", "Conv1D's (in, out) weight transposed; builds from this shape"
+    if value.shape != tensor.shape:
+        return None, "mismatched", "Conv1D's (in, out) weight does not fit even transposed"
+    note = "Conv1D's (in, out) weight transposed"
+    if given.dtype != tensor.dtype:
+        note += f"; {_dtype(given)} cast to {_dtype(tensor)}"
+    return value.to(tensor.dtype), "adapted", note
 
 
 def _dtype(tensor: torch.Tensor) -> str:
