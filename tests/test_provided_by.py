@@ -78,3 +78,9 @@ def test_the_facade_types_every_name_it_finds_at_run_time() -> None:
     assert set(typed) == set(PROVIDED_BY) | (own_aliases - set(torchx.layers.__all__))
     for name, obj in typed.items():
         assert getattr(torchx.layers, name) is obj, name
+
+
+def test_the_registry_names_the_provider_of_each_facade_name_as_spelled() -> None:
+    registry = LayerRegistry()
+    assert {name: registry.provider(name) for name in PROVIDED_BY} == PROVIDED_BY
+    assert registry.provider("lstm") is None and registry.provider("Linear") is None

@@ -968,7 +968,7 @@ def all_or_nothing(
     unbuilds what another one built. It gives the layers still unbuilt when
     it began (none: another thread built them meanwhile). What they allocate
     is checked against the memory as one sum (see
-    :func:`~torchx.core._memory.allocation_budget`); ``rehearsal`` measures the
+    :func:`~torchx.plugin.allocation_budget`); ``rehearsal`` measures the
     whole build first, for models too large to build blindly. ``unbuilt``: the
     model's unbuilt layers, found by the caller (no second walk of the model)."""
     with _BUILD_LOCK, allocation_budget(rehearsal):

@@ -172,6 +172,12 @@ class LayerRegistry:
         """The façade object registered as ``name``, if any."""
         return self._exports.get(name)
 
+    def provider(self, name: str) -> str | None:
+        """The TorchX distribution that registers the façade name ``name``, spelled
+        exactly (``"LSTM"``: ``"torchx-rnn"``), for a message saying what to install
+        when it is missing; None for any other name."""
+        return PROVIDED_BY.get(name)
+
     def names(self) -> list[str]:
         """Every canonical type name, sorted."""
         return sorted(set(self._canonical.values()))
