@@ -1,11 +1,13 @@
-"""Write the API sections of docs/*.md from the code: typed signatures and first docstring lines.
+"""Write the tables of docs/*.md that no docstring holds: every layer of torchx.layers, and the Keras layers torchx-keras converts.
 
-    python tools/api_docs.py           # rewrite the sections between the markers
-    python tools/api_docs.py --check   # exit 1 if a page is out of date (the tests do this)
+    python tools/api_docs.py           # rewrite the tables between the markers
+    python tools/api_docs.py --check   # exit 1 if a table is out of date (tests/test_docs.py does this)
 
-Each page keeps its own prose; only the text between ``<!-- api: MODULE -->``
-and ``<!-- api: end -->`` is generated, so signatures in the docs cannot drift
-from the code.
+A table sits between ``<!-- api: TABLE -->`` and ``<!-- api: end -->``; the
+rest of the API reference is rendered from the docstrings by mkdocstrings
+(``::: torchx.core`` in a page; see mkdocs.yml). Pipes inside a cell's code
+are escaped (``\\|``), as GitHub's tables need; tools/docs_site.py unescapes
+them for the site.
 """
 
 from __future__ import annotations
@@ -15,83 +17,34 @@ import importlib
 import inspect
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-_SECTION = re.compile(r"(<!-- api: (?P<module>[\w.]+) -->\n)(?P<body>.*?)(<!-- api: end -->)", re.DOTALL)
+_SECTION = re.compile(r"(<!-- api: (?P<table>[\w.]+) -->\n)(?P<body>.*?)(<!-- api: end -->)", re.DOTALL)
 
 
-def first_line(obj: Any) -> str:
-    doc = inspect.getdoc(obj) or ""
-    return doc.split("\n\n")[0].replace("\n", " ").strip()
+class _Written(str):
+    """An annotation as written in the source (``inspect`` would quote a string)."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
-def signature(obj: Any, *, skip_self: bool = False) -> str:
-    try:
-        sig = inspect.signature(obj)
-    except (TypeError, ValueError):
-        return "(...)"
-    parts = []
-    for index, parameter in enumerate(sig.parameters.values()):
-        if skip_self and index == 0 and parameter.name in ("self", "cls"):
-            continue
-        text = parameter.name
-        if parameter.kind is parameter.VAR_POSITIONAL:
-            text = f"*{text}"
-        elif parameter.kind is parameter.VAR_KEYWORD:
-            text = f"**{text}"
-        if parameter.annotation is not parameter.empty:
-            text += f": {_annotation(parameter.annotation)}"
-        if parameter.default is not parameter.empty:
-            text += (
-                f" = {parameter.default!r}"
-                if parameter.annotation is not parameter.empty
-                else f"={parameter.default!r}"
-            )
-        parts.append(text)
-    keyword_only = [p for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY]
-    if keyword_only and not any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values()):
-        names = [p.name for p in sig.parameters.values() if not (skip_self and p.name in ("self", "cls"))]
-        parts.insert(names.index(keyword_only[0].name), "*")
-    returns = sig.return_annotation
-    arrow = f" -> {_annotation(returns)}" if returns not in (sig.empty, None, "None") else ""
-    return f"({', '.join(parts)}){arrow}"
+def signature(cls: type) -> str:
+    """The constructor's parameters of ``cls`` as written, without ``self``; pipes escaped for a table."""
+    parameters = [
+        p.replace(annotation=_Written(p.annotation)) if isinstance(p.annotation, str) else p
+        for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+    ]
+    return str(inspect.Signature(parameters)).replace("|", "\\|")
 
 
-def _annotation(annotation: Any) -> str:
-    return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
-
-
-def _own_methods(cls: type) -> list[tuple[str, Any]]:
-    found = []
-    for name, value in cls.__dict__.items():
-        if name.startswith("_") or not (
-            inspect.isfunction(value) or isinstance(value, (classmethod, property))
-        ):
-            continue
-        found.append((name, value))
-    return found
-
-
-def render_class(name: str, cls: type) -> list[str]:
-    if "__init__" in cls.__dict__:
-        header = f"{name}{signature(cls.__init__, skip_self=True)}"
-    else:  # no constructor of its own: say what it derives from
-        header = f"class {name}({', '.join(base.__name__ for base in cls.__bases__)})"
-    lines = [f"### `{header}`", "", first_line(cls), ""]
-    for method_name, method in _own_methods(cls):
-        if isinstance(method, property):
-            lines.append(f"- `{method_name}` (property): {first_line(method)}")
-        else:
-            function = method.__func__ if isinstance(method, classmethod) else method
-            lines.append(f"- `{method_name}{signature(function, skip_self=True)}`: {first_line(function)}")
-    return [*lines, ""] if lines[-1] != "" else lines
-
-
-def render_layer_table(module: Any) -> list[str]:
+def layer_table() -> list[str]:
+    """Every layer class of torchx.layers: its arguments, what it infers, what it builds."""
     from torchx.core import Layer, LeafLayer
 
+    module = importlib.import_module("torchx.layers")
     rows = ["| layer | arguments | inferred from the input | builds |", "|---|---|---|---|"]
     for name in module.__all__:
         cls = getattr(module, name)
@@ -104,11 +57,11 @@ def render_layer_table(module: Any) -> list[str]:
             if leaf and cls.native_class
             else "—"
         )
-        rows.append(f"| `{name}` | `{signature(cls.__init__, skip_self=True)}` | {inferred} | {native} |")
-    return [*rows, ""]
+        rows.append(f"| `{name}` | `{signature(cls)}` | {inferred} | {native} |")
+    return rows
 
 
-def render_keras_table() -> list[str]:
+def keras_table() -> list[str]:
     """The Keras layers torchx-keras converts, grouped by what they become."""
     from torchx.keras import supported_layers
 
@@ -116,36 +69,23 @@ def render_keras_table() -> list[str]:
     for name, becomes in supported_layers().items():
         groups.setdefault(becomes, []).append(f"`{name}`")
     rows = sorted(f"| {', '.join(names)} | {becomes} |" for becomes, names in groups.items())
-    return ["| Keras layer | becomes |", "|---|---|", *rows, ""]
+    return ["| Keras layer | becomes |", "|---|---|", *rows]
 
 
-def render(module_name: str) -> str:
-    if module_name == "torchx.keras.layers":  # a table, not a module
-        return "\n".join(render_keras_table())
-    module = importlib.import_module(module_name)
-    if module_name == "torchx.layers":
-        return "\n".join(render_layer_table(module))
-    lines: list[str] = []
-    for name in sorted(getattr(module, "__all__", [])):
-        if name.startswith("__"):
-            continue
-        obj = getattr(module, name)
-        if inspect.isclass(obj):
-            lines += render_class(name, obj)
-        elif callable(obj):
-            lines += [f"### `{name}{signature(obj)}`", "", first_line(obj), ""]
-        else:
-            lines += [
-                f"### `{name}`",
-                "",
-                f"`{obj!r}`" if isinstance(obj, (int, str)) else type(obj).__name__,
-                "",
-            ]
-    return "\n".join(lines)
+TABLES: dict[str, Callable[[], list[str]]] = {
+    "torchx.layers": layer_table,
+    "torchx.keras.layers": keras_table,
+}
 
 
-def updated(text: str) -> str:
-    return _SECTION.sub(lambda m: f"{m.group(1)}\n{render(m.group('module'))}\n{m.group(4)}", text)
+def updated(text: str, page: str) -> str:
+    def table(match: re.Match[str]) -> str:
+        name = match.group("table")
+        if name not in TABLES:
+            raise SystemExit(f"{page}: no table {name!r}; the tables are {', '.join(TABLES)}")
+        return f"{match.group(1)}\n" + "\n".join(TABLES[name]()) + f"\n\n{match.group(4)}"
+
+    return _SECTION.sub(table, text)
 
 
 def main() -> int:
@@ -159,7 +99,7 @@ def main() -> int:
     stale = []
     for page in sorted(DOCS.glob("*.md")):
         text = page.read_text(encoding="utf-8")
-        new = updated(text)
+        new = updated(text, page.name)
         if new != text:
             stale.append(page.name)
             if not options.check:
