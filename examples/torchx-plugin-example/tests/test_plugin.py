@@ -90,7 +90,7 @@ def test_the_flops_command_counts_a_forward(capsys: pytest.CaptureFixture[str], 
 
 
 def test_the_residual_block_draws_its_skip_connection(spec_file: Path) -> None:
-    pytest.importorskip("graphviz")
+    pytest.importorskip("graphviz", reason="needs graphviz: pip install graphviz (in the test extra)")
     from torchx.core import model_graph
 
     graph = model_graph(torchx.load_spec(spec_file), (None, 3, 8, 8))

@@ -346,7 +346,7 @@ def test_closing_a_scope_that_is_not_open_here_says_so(backend: FakeBackend) -> 
 
 
 def test_arrays_and_tensors_keep_their_dtype_in_a_dtype_scope(backend: FakeBackend) -> None:
-    numpy = pytest.importorskip("numpy")
+    numpy = pytest.importorskip("numpy", reason="needs numpy: pip install numpy (in the test extra)")
     array = numpy.ones(3, dtype=numpy.float32)
     with torchx.device_scope("here", dtype=torch.float64):
         assert torch.as_tensor(array).dtype == torch.float32

@@ -304,7 +304,9 @@ def test_submodules_replaced_through_modules_are_used() -> None:
 
 
 def test_summary_numbers_match_torchinfo() -> None:
-    torchinfo = pytest.importorskip("torchinfo")
+    torchinfo = pytest.importorskip(
+        "torchinfo", reason="needs torchinfo: pip install torchinfo (in the test extra)"
+    )
     image, meta = Placeholder((None, 3, 8, 8)), Placeholder((None, 5))
     shared = L.Linear(6)
     joined = torch.cat([L.Flatten()(L.ReLU()(L.Conv2d(4, 3)(image))), shared(meta), shared(meta)], dim=1)
@@ -334,7 +336,9 @@ def test_a_functional_is_an_nnx_module_placed_by_its_scope(fresh_plugins: Plugin
 
 
 def test_torchx_summarize_of_a_dict_input_graph_agrees_with_torchinfo() -> None:
-    torchinfo = pytest.importorskip("torchinfo")
+    torchinfo = pytest.importorskip(
+        "torchinfo", reason="needs torchinfo: pip install torchinfo (in the test extra)"
+    )
     image, meta = Placeholder((None, 3, 8, 8)), Placeholder((None, 5))
     joined = torch.cat([L.Flatten()(L.Conv2d(4, 3)(image)), L.Linear(6)(meta)], dim=1)
     model = Functional(inputs={"image": image, "meta": meta}, outputs=L.Linear(3)(joined))
@@ -350,7 +354,7 @@ def test_torchx_summarize_of_a_dict_input_graph_agrees_with_torchinfo() -> None:
 
 
 def test_the_diamond_graph_has_its_branches_and_merge() -> None:
-    pytest.importorskip("graphviz")
+    pytest.importorskip("graphviz", reason="needs graphviz: pip install graphviz (in the test extra)")
     from torchx.core._graph import model_graph
 
     x = Placeholder((8, 3, 32, 32))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-keras = pytest.importorskip("keras")
+keras = pytest.importorskip("keras", reason="needs Keras 3: pip install keras (in the test extra)")
 layers = keras.layers
 TOLERANCE = 1e-5
 

@@ -190,7 +190,7 @@ def test_a_member_without_its_local_header_is_refused(tmp_path: Path) -> None:
 
 
 def test_bfloat16_weights_are_read_exactly(tmp_path: Path) -> None:
-    keras = pytest.importorskip("keras")
+    keras = pytest.importorskip("keras", reason="needs Keras 3: pip install keras (in the test extra)")
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, dtype="bfloat16", name="half")])
     model.save(tmp_path / "bf16.keras")
     dense = model.get_layer("half")

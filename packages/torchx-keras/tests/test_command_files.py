@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-keras = pytest.importorskip("keras")
+keras = pytest.importorskip("keras", reason="needs Keras 3: pip install keras (in the test extra)")
 
 from torchx.cli import main  # noqa: E402 - after the skip
 

@@ -14,7 +14,7 @@ import torchx.layers as L
 from torchx.core import MissingPackageError
 from torchx.core._graph import model_graph
 
-graphviz = pytest.importorskip("graphviz")
+graphviz = pytest.importorskip("graphviz", reason="needs graphviz: pip install graphviz (in the test extra)")
 
 
 def labels(graph: object) -> list[tuple[str, str]]:

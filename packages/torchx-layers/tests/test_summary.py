@@ -12,7 +12,9 @@ from torch import nn
 import torchx
 import torchx.layers as L
 
-torchinfo = pytest.importorskip("torchinfo")
+torchinfo = pytest.importorskip(
+    "torchinfo", reason="needs torchinfo: pip install torchinfo (in the test extra)"
+)
 
 
 PYTHON_OBJECT_BYTES = 64
@@ -125,7 +127,9 @@ def test_every_container_summarises_with_depth_columns_and_mult_adds() -> None:
 
 
 def test_mult_adds_match_torchinfo_for_convolutions_and_products_without_biases() -> None:
-    torchinfo = pytest.importorskip("torchinfo")
+    torchinfo = pytest.importorskip(
+        "torchinfo", reason="needs torchinfo: pip install torchinfo (in the test extra)"
+    )
     model = L.Sequential(  # no biases: torchinfo counts their additions, torch's FLOP formulas do not
         L.Conv2d(8, 3, bias=False), L.ReLU(), L.Conv2d(4, 3, stride=2, bias=False),
         L.Flatten(), L.Linear(10, bias=False),

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torchinfo
 from layers_seed_cnn import native_seed_cnn, seed_cnn
 from torch import nn
 
@@ -81,6 +80,9 @@ def test_torch_jit_script_and_trace_of_the_built_model() -> None:
 
 
 def test_torchinfo_counts_the_parameters_of_an_unbuilt_model_by_building_it() -> None:
+    torchinfo = pytest.importorskip(
+        "torchinfo", reason="needs torchinfo: pip install torchinfo (in the test extra)"
+    )
     summary = torchinfo.summary(seed_cnn(), input_size=(4, 3, 32, 32), verbose=0)
     native = torchinfo.summary(native_seed_cnn(), input_size=(4, 3, 32, 32), verbose=0)
     assert summary.total_params == native.total_params == 199_620

@@ -40,7 +40,9 @@ def test_every_layers_pending_tensors_have_the_native_ranks(case: Case) -> None:
 
 
 def test_torchview_draws_an_unbuilt_model_as_it_draws_the_native_one() -> None:
-    torchview = pytest.importorskip("torchview")
+    torchview = pytest.importorskip(
+        "torchview", reason="needs torchview: pip install torchview (in the test extra)"
+    )
 
     def drawn(model: nn.Module) -> str:
         source: str = torchview.draw_graph(model, input_size=(2, 3, 8, 8)).visual_graph.source

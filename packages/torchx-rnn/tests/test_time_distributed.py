@@ -123,7 +123,7 @@ def test_time_distributed_is_an_nnx_module_placed_by_its_scope(fresh_plugins: Pl
 
 
 def test_time_distributed_draws_its_layers_in_a_box() -> None:
-    pytest.importorskip("graphviz")
+    pytest.importorskip("graphviz", reason="needs graphviz: pip install graphviz (in the test extra)")
     from torchx.core._graph import model_graph
 
     model = L.Sequential(TimeDistributed(L.Linear(8), L.ReLU()), LSTM(4, return_sequences=False))
