@@ -82,12 +82,12 @@ def __getattr__(name: str) -> object:
     if name.startswith("__"):
         raise AttributeError(name)
     from torchx.core import MissingPackageError, current_plugins
-    from torchx.core._registry import PROVIDED_BY
 
-    found = current_plugins().registry.exported(name)
+    registry = current_plugins().registry
+    found = registry.exported(name)
     if found is not None:
         return found
-    package = PROVIDED_BY.get(name)
+    package = registry.provider(name)
     if package is not None:
         raise MissingPackageError(
             f"torchx.layers.{name} is provided by {package}, which is not installed; "

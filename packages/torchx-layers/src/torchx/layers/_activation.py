@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from torchx.core import FromInput, LeafLayer
-from torchx.core._arguments import PositiveInt
+from torchx.plugin import PositiveInt
 
 __all__ = [
     "CELU",

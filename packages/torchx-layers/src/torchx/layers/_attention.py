@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from torchx.core import FromInput, FromState, LeafLayer
-from torchx.core._arguments import DropoutRate, PositiveFloat, PositiveInt
+from torchx.plugin import DropoutRate, PositiveFloat, PositiveInt
 
 __all__ = ["MultiheadAttention", "TransformerDecoderLayer", "TransformerEncoderLayer"]
 

@@ -12,9 +12,8 @@ import torch
 from torch import nn
 
 from torchx.core import FromState, Layer
-from torchx.core._arguments import Padding, PositiveInt, Size
-from torchx.core._shapes import Shape
 from torchx.layers._channels_first import ChannelsFirst
+from torchx.plugin import Padding, PositiveInt, Shape, Size
 
 __all__ = [
     "Conv1d",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.core._arguments import Probability
+from torchx.plugin import Probability
 
 __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout"]
 

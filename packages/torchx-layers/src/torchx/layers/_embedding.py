@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.core._arguments import PositiveFloat, PositiveInt
+from torchx.plugin import PositiveFloat, PositiveInt
 
 __all__ = ["Embedding", "EmbeddingBag"]
 

@@ -8,7 +8,7 @@ from typing import Any
 from torch import nn
 
 from torchx.core import LeafLayer, SpecError
-from torchx.core._specs import SpecWriter
+from torchx.plugin import SpecWriter
 
 __all__ = ["Lambda"]
 

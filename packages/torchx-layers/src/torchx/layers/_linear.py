@@ -8,8 +8,7 @@ import torch
 from torch import nn
 
 from torchx.core import FromInput, FromState, LeafLayer
-from torchx.core._arguments import PositiveInt
-from torchx.core._shapes import Shape
+from torchx.plugin import PositiveInt, Shape
 
 __all__ = ["Bilinear", "Identity", "Linear"]
 

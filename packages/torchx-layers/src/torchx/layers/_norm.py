@@ -9,9 +9,8 @@ import torch
 from torch import nn
 
 from torchx.core import FromInput, FromState, LeafLayer
-from torchx.core._arguments import PositiveFloat, PositiveInt, Probability
-from torchx.core._errors import format_shape
 from torchx.layers._channels_first import ChannelsFirst
+from torchx.plugin import PositiveFloat, PositiveInt, Probability, format_shape
 
 __all__ = [
     "BatchNorm1d",

@@ -9,8 +9,7 @@ import torch
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.core._arguments import PositiveFloat
-from torchx.core._shapes import Shape
+from torchx.plugin import PositiveFloat, Shape
 
 __all__ = ["Parameter"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.core._arguments import Padding, PositiveFloat, Size
+from torchx.plugin import Padding, PositiveFloat, Size
 
 __all__ = [
     "AdaptiveAvgPool1d",

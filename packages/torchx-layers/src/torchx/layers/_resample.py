@@ -11,7 +11,7 @@ from typing import Literal
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.core._arguments import PositiveInt
+from torchx.plugin import PositiveInt
 
 __all__ = ["ChannelShuffle", "Fold", "PixelShuffle", "PixelUnshuffle", "Unfold", "Upsample"]
 

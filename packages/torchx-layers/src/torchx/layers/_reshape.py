@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from torchx.core import ArgumentError, LeafLayer
-from torchx.core._shapes import Shape
+from torchx.plugin import Shape
 
 __all__ = ["Flatten", "Permute", "Reshape", "Unflatten", "View"]
 

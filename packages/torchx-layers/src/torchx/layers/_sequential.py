@@ -11,15 +11,20 @@ import torch
 from torch import nn
 
 from torchx.core import ArgumentError, Container, Layer, LayerError, SpecError
-from torchx.core._build import build_need
-from torchx.core._errors import add_note
-from torchx.core._layer import cannot_build_while_compiling
-from torchx.core._leaf import all_or_nothing, explain_failure
-from torchx.core._memory import Rehearsal
-from torchx.core._record import given_name
-from torchx.core._shapes import TypedShape, current_build_target
-from torchx.core._specs import SpecReader, SpecWriter
-from torchx.core._symbolic import is_symbolic
+from torchx.plugin import (
+    Rehearsal,
+    SpecReader,
+    SpecWriter,
+    TypedShape,
+    add_note,
+    all_or_nothing,
+    build_need,
+    cannot_build_while_compiling,
+    current_build_target,
+    explain_failure,
+    given_name,
+    is_symbolic,
+)
 
 __all__ = ["Sequential"]
 
