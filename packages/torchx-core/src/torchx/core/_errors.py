@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import re
 import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -58,8 +59,10 @@ class dynamic_dims_shown_as_none:  # a context manager named as it reads, like c
     def __enter__(self) -> None:
         self._token = _PROBE_SIZE.set(self._probe)
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
         _PROBE_SIZE.reset(self._token)
+        if error is not None and self._probe is not None:  # for a message read after the block
+            vars(error).setdefault("_torchx_probe", self._probe)
 
 
 def is_probe_size(dim: int | None) -> bool:
@@ -118,8 +121,51 @@ def add_note(error: BaseException, note: str) -> None:
 
 
 def torch_message(error: BaseException) -> str:
-    """``error``'s message without the C++ backtrace torch appends to some errors."""
-    return str(error).split("\nException raised from ", 1)[0].strip()
+    """``error``'s message without the C++ backtrace torch appends to some
+    errors; for an error raised (or read) inside :class:`dynamic_dims_shown_as_none`,
+    with the sizes torch prints for a dynamic dim shown as ``None``
+    (:func:`probe_sizes_shown_as_none`)."""
+    message = str(error).split("\nException raised from ", 1)[0].strip()
+    probe = vars(error).get("_torchx_probe", _PROBE_SIZE.get())
+    return message if probe is None else probe_sizes_shown_as_none(message, probe)
+
+
+# Where torch's messages print one dim's size: in a shape list ("[61, 5, 5]",
+# "torch.Size([61, 4])"), a pair of matrices ("(61x12 and 5x5)"), or a dim
+# named in words ("existing size (61)", "Expected 61 in dimension 0",
+# "got 61 for tensor", "Expected size 61 but got size 5").
+_SHAPE_LIST = re.compile(r"\[(-?\d+(?:, *-?\d+)*)\]")
+_MATRICES = re.compile(r"\((\d+)x(\d+) and (\d+)x(\d+)\)")
+_ONE_DIM = re.compile(
+    r"(?<=size \()\d+(?=\))|(?<=Expected )\d+(?= in dimension)|(?<=got )\d+(?= for tensor)"
+    r"|(?<=Expected size )\d+(?= but got)|(?<=but got size )\d+"
+)
+# An element count: the product of the dims ("invalid for input of size 732").
+_ELEMENTS = re.compile(r"(?<=input of size )\d+")
+
+
+def probe_sizes_shown_as_none(message: str, probe: int) -> str:
+    """``message`` with each dim of size ``probe`` shown as ``None``, and each
+    element count that has ``probe`` as a factor shown as that product
+    (``732`` for probe 61: ``None*12``). Only sizes in the places torch prints
+    dims change, so another number that happens to equal the probe stays."""
+
+    def shown(size: str) -> str:
+        return "None" if int(size) == probe else size
+
+    def elements(match: re.Match[str]) -> str:
+        count, factors = int(match.group()), []
+        while count and count % probe == 0:
+            count //= probe
+            factors.append("None")
+        return "*".join([*factors, str(count)] if count != 1 or not factors else factors)
+
+    message = _SHAPE_LIST.sub(
+        lambda match: "[" + ", ".join(shown(size) for size in re.split(r", *", match.group(1))) + "]", message
+    )
+    message = _MATRICES.sub(lambda match: "({}x{} and {}x{})".format(*map(shown, match.groups())), message)
+    message = _ONE_DIM.sub(lambda match: shown(match.group()), message)
+    return _ELEMENTS.sub(elements, message)
 
 
 class TorchXError(Exception):
