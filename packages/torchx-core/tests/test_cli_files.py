@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from toy_layers import Chain, Dense
 
+import torchx
 import torchx.cli._plugin
 from torchx.cli import UsageError, main, write_together
 from torchx.core import SpecError, current_plugins, hookimpl
@@ -103,3 +106,44 @@ def test_write_together_names_the_output_that_failed(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=f"^{second}: cannot be written: Permission denied$"):
         write_together({first: lambda path: path.write_text("new"), second: fails})
     assert first.read_text() == "old" and sorted(path.name for path in tmp_path.iterdir()) == ["a.yaml"]
+
+
+@pytest.fixture(params=[0o022, 0o077], ids=["umask022", "umask077"])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    """The process's umask set to the parameter for the test (and restored)."""
+    old = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_every_file_torchx_writes_gets_the_mode_the_umask_gives(
+    reader: ToyReader, umask: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with open(tmp_path / "plain", "w"):
+        pass
+    model = torchx.build(Chain(Dense(3)), (None, 4))
+    torchx.save_spec(model, tmp_path / "spec.yaml")
+    torchx.save_spec(model, tmp_path / "spec.json")
+    model.save(tmp_path / "weights.pt")
+    model.save(tmp_path / "weights.safetensors")
+    write_together(
+        {
+            tmp_path / "pair.yaml": lambda path: torchx.save_spec(model, path),
+            tmp_path / "pair.safetensors": model.save,
+        }
+    )
+    source = toy(tmp_path / "a.toy", 3)
+    for command, output in (("export", "model.pt2"), ("plot", "model.dot"), ("convert", "converted.yaml")):
+        inputs = [] if command == "convert" else ["--input", "None,4"]
+        assert main([command, str(source), *inputs, "-o", str(tmp_path / output)]) == 0, (
+            capsys.readouterr().err
+        )
+    written = {path.name: mode(path) for path in tmp_path.iterdir() if path.suffix != ".toy"}
+    assert written["plain"] == 0o666 & ~umask
+    assert written == dict.fromkeys(written, written["plain"])

@@ -46,17 +46,17 @@ def _replace(path: str | os.PathLike[str], write: Callable[[Any], object], *, by
             write(file)
         return
     temporary = _temporary(target)
-    # Mode 0o666 less the umask, as for any new file; an existing file's mode is kept.
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    descriptor, mode = _create(temporary)
     try:
         with os.fdopen(descriptor, "wb") as file:
-            if by_path:
-                write(str(temporary))
-            else:
+            if not by_path:
                 write(file)
                 file.flush()
-            os.fsync(file.fileno())  # the same file, whoever wrote it
-        _rename(temporary, target)
+                os.fsync(file.fileno())
+        if by_path:  # the writer may put a file of its own there (safetensors renames one in)
+            write(str(temporary))
+            _fsync(temporary)
+        _rename(temporary, target, mode)
     except BaseException as error:
         temporary.unlink(missing_ok=True)
         if isinstance(error, OSError) or not isinstance(error, Exception):
@@ -83,14 +83,18 @@ def replacing(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]]:
     """
     targets = [_target(path) for path in paths]
     temporaries = [_temporary(target, target.suffix) for target in targets]
+    modes: list[int] = []
     try:
+        for temporary in temporaries:
+            descriptor, mode = _create(temporary)
+            os.close(descriptor)
+            modes.append(mode)
         yield temporaries
         for temporary in temporaries:
-            with temporary.open("rb") as file:
-                os.fsync(file.fileno())
-        for temporary, target in zip(temporaries, targets, strict=True):
+            _fsync(temporary)
+        for temporary, target, mode in zip(temporaries, targets, modes, strict=True):
             try:
-                _rename(temporary, target)
+                _rename(temporary, target, mode)
             except OSError as error:
                 raise OSError(error.errno, error.strerror, str(target)) from error
     finally:
@@ -111,10 +115,24 @@ def _temporary(target: Path, suffix: str = "") -> Path:
     return target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp{suffix}")
 
 
-def _rename(temporary: Path, target: Path) -> None:
-    """Rename ``temporary`` over ``target``, with the mode of the file it replaces."""
-    if target.exists():
-        os.chmod(temporary, target.stat().st_mode & 0o7777)
+def _create(path: Path) -> tuple[int, int]:
+    """Create the new file ``path``: its descriptor, and the mode it got (0o666 less
+    the umask, as ``open(path, "w")`` gives a new file)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    return descriptor, os.fstat(descriptor).st_mode & 0o7777
+
+
+def _fsync(path: Path) -> None:
+    """Flush the file at ``path`` to disk, whoever wrote it."""
+    with path.open("rb") as file:
+        os.fsync(file.fileno())
+
+
+def _rename(temporary: Path, target: Path, mode: int) -> None:
+    """Rename ``temporary`` over ``target``, with the mode of the file it replaces, else
+    ``mode``: a writer that made a file of its own at the temporary name (safetensors
+    writes one with mode 0o600) does not decide the permissions."""
+    os.chmod(temporary, target.stat().st_mode & 0o7777 if target.exists() else mode)
     os.replace(temporary, target)
 
 
