@@ -343,7 +343,7 @@ def test_a_program_not_named_from_the_code_namespace_is_refused() -> None:
     from torchx.functional._program import Namespace, trace
 
     x = Placeholder((None, 3), name="torch")
-    program = trace(x, x + 1, Namespace())
+    program = trace(x, x + 1, Namespace(), Functional.reserved_names())
     with pytest.raises(TorchXError, match=r"not named from code_namespace\(\) \(self, error, "):
         generate_scriptable(program)
 

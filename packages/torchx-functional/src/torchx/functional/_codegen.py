@@ -28,11 +28,10 @@ import torch
 import torch.nn.functional as F
 
 from torchx.core import TorchXError
-from torchx.core._spec_values import ValueFold
-from torchx.core._symbolic import find_symbolic, is_symbolic
 from torchx.functional._liveness import IN_PLACE_METHODS, liveness
 from torchx.functional._ops import INFIX, name_of_function
 from torchx.functional._program import BatchOf, Input, Namespace, Parameter, Program, Step, Var, normal_form
+from torchx.plugin import ValueFold, find_symbolic, is_symbolic
 
 __all__ = [
     "CODE_GLOBALS",

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from torch.utils._pytree import tree_leaves
 
-from torchx.core._record import layer_caption
 from torchx.functional._program import Step, Var
+from torchx.plugin import layer_caption
 
 if TYPE_CHECKING:
-    from torchx.core._graph import Graph
     from torchx.functional._functional import Functional
+    from torchx.plugin import Graph
 
 __all__ = ["draw_program"]
 

@@ -11,15 +11,6 @@ import torch
 from torch import nn
 
 from torchx.core import Container, Layer, ShapeError
-from torchx.core._errors import add_note, format_shape
-from torchx.core._graph import Graph
-from torchx.core._layer import is_fx_tracing
-from torchx.core._leaf import explain_failure
-from torchx.core._memory import allocation_budget
-from torchx.core._record import layer_name
-from torchx.core._shapes import InputLike, TypedShape
-from torchx.core._specs import SpecReader, SpecWriter
-from torchx.core._summary import Summary
 from torchx.functional._answers import Answer, KnownOutputs, MetaAnswers, state_below
 from torchx.functional._codegen import (
     MISSING,
@@ -39,6 +30,20 @@ from torchx.functional._placeholder import (
     shares_input,
 )
 from torchx.functional._program import BatchOf, Input, Program, Step, Var, normal_form, trace
+from torchx.plugin import (
+    Graph,
+    InputLike,
+    SpecReader,
+    SpecWriter,
+    Summary,
+    TypedShape,
+    add_note,
+    allocation_budget,
+    explain_failure,
+    format_shape,
+    is_fx_tracing,
+    layer_name,
+)
 
 __all__ = ["Functional"]
 
@@ -86,7 +91,7 @@ class Functional(Container, OwnMetaOutput):
 
     def __init__(self, inputs: Any, outputs: Any, *, name: str | None = None) -> None:
         super().__init__(name=name)
-        program = trace(inputs, outputs, code_namespace())
+        program = trace(inputs, outputs, code_namespace(), Functional.reserved_names())
         self._mirror_modules(program.modules, program.tensors)
         program.modules, program.tensors = {}, {}
         self.__dict__["_torchx_program"] = program

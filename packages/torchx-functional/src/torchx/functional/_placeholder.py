@@ -6,7 +6,7 @@ arguments (other nodes, or constants) and its output on the meta device,
 computed when the node is recorded — so a shape error surfaces at definition
 time, naming the operation. A ``None`` dim is dynamic: nodes downstream of one
 also keep a second meta output, from the second probe (see
-:class:`~torchx.core._shapes.Probes`), and report the dims that differ as ``None``.
+:class:`~torchx.plugin.Probes`), and report the dims that differ as ``None``.
 """
 
 from __future__ import annotations
@@ -23,16 +23,23 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from torchx.core import Layer, ShapeError, TorchXError
-from torchx.core._errors import format_shape, torch_message
-from torchx.core._leaf import all_or_nothing, closed_form_output, unbuilt_layers
-from torchx.core._record import layer_name
-from torchx.core._scope import current_scope, scope_device
-from torchx.core._shapes import Probes, build_target, run_on_meta
-from torchx.core._spec_values import ValueFold
-from torchx.core._symbolic import find_symbolic
+from torchx.core import Layer, ShapeError, TorchXError, current_scope
 from torchx.functional._ops import UNINITIALISED_METHODS, ZERO_FILLED_FUNCTIONS, ZERO_FILLED_METHODS
 from torchx.functional._tree import leaves_of, map_leaves
+from torchx.plugin import (
+    Probes,
+    ValueFold,
+    all_or_nothing,
+    build_target,
+    closed_form_output,
+    find_symbolic,
+    format_shape,
+    layer_name,
+    run_on_meta,
+    scope_device,
+    torch_message,
+    unbuilt_layers,
+)
 
 __all__ = [
     "BatchSize",
@@ -86,7 +93,7 @@ class Node:
         self.kwargs = kwargs
         self.metas = metas
         """The output on the meta device under each probe: two where an input
-        has a dynamic dim, else one (see :class:`~torchx.core._shapes.Probes`)."""
+        has a dynamic dim, else one (see :class:`~torchx.plugin.Probes`)."""
         self.name = name
         self.fresh = fresh
         """Whether the output is new memory: not an input, nor a view of one

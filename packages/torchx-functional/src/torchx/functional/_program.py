@@ -32,13 +32,11 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_map
 
+import torchx.layers as L
 from torchx.core import BuildWarning, TorchXError
-from torchx.core._errors import format_shape, short_repr
-from torchx.core._layer import Layer
-from torchx.core._record import given_name, layer_name, layer_view, record_of
 from torchx.functional._placeholder import BatchSize, Node, Placeholder
 from torchx.functional._tree import map_leaves
-from torchx.layers._parameter import ParameterModule
+from torchx.plugin import Layer, format_shape, given_name, layer_name, layer_view, record_of, short_repr
 
 __all__ = [
     "IdentifierForms",
@@ -240,13 +238,6 @@ class Namespace:
         return name
 
 
-def _module_attributes() -> set[str]:
-    """Names a Functional's submodules must not take (its own attributes)."""
-    from torchx.functional._functional import Functional
-
-    return Functional.reserved_names()
-
-
 def _leaves(structure: Any, kind: type) -> list[Any]:
     found: list[Any] = []
     tree_map(lambda leaf: found.append(leaf) if isinstance(leaf, kind) else None, structure)
@@ -345,13 +336,13 @@ def _check_distinct(names: list[str]) -> None:
         )
 
 
-def trace(inputs: Any, outputs: Any, namespace: Namespace) -> Program:
+def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[str]) -> Program:
     """The program computing ``outputs`` from ``inputs`` (placeholder structures),
     its variables claimed from ``namespace`` (the code generator's: see
-    :func:`~torchx.functional._codegen.code_namespace`), which it keeps."""
+    :func:`~torchx.functional._codegen.code_namespace`), which it keeps;
+    its submodules' names keep clear of ``own_attributes`` (the model's)."""
     _check_structure(inputs, "inputs")
     _check_structure(outputs, "outputs")
-    own_attributes = _module_attributes()
     attributes = Namespace(own_attributes)
     input_names, entries = _input_names(inputs, namespace)
     needed = _reachable(outputs, input_names)
@@ -433,7 +424,7 @@ def is_parameter_layer(module: nn.Module) -> bool:
     holds as its own parameter at the layer's path (``class_token``, not
     ``class_token.value``: torchvision's key), read by the generated forward
     as a hand-written one reads it (``self.class_token.expand(n, -1, -1)``)."""
-    return type(module) is ParameterModule and record_of(module) is not None
+    return type(module) is L.Parameter.native_class and record_of(module) is not None
 
 
 _PLAIN_MODULES = (

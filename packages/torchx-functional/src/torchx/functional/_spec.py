@@ -17,13 +17,18 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from torchx.core import SpecError
-from torchx.core._dtypes import dtype_name, dtype_named
-from torchx.core._errors import short_repr
-from torchx.core._spec_values import TaggedReader, TaggedValues
-from torchx.core._specs import SpecReader, SpecWriter
 from torchx.functional._ops import METHODS, function_named, name_of_function
 from torchx.functional._placeholder import BatchSize, Placeholder
 from torchx.functional._program import BatchOf, IdentifierForms, Input, Var, normal_form
+from torchx.plugin import (
+    SpecReader,
+    SpecWriter,
+    TaggedReader,
+    TaggedValues,
+    dtype_name,
+    dtype_named,
+    short_repr,
+)
 
 if TYPE_CHECKING:
     from torchx.functional._functional import Functional

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from torchx.core._errors import format_shape
-from torchx.core._record import layer_name
-from torchx.core._summary import format_table
+from torchx.plugin import format_shape, format_table, layer_name
 
 if TYPE_CHECKING:
     from torchx.functional._functional import Functional
