@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
 import torchx
 import torchx.layers as L
-from torchx.core import ShapeError
+from torchx.core import ShapeError, TypedShape
 
 
 @pytest.mark.parametrize(
@@ -49,3 +51,22 @@ def test_a_dynamic_dim_shows_as_none_in_a_merge_of_placeholders() -> None:
     for concat in (lambda: torch.cat([a, c], 1), lambda: L.Concat()(a, c)):
         with pytest.raises(ShapeError, match=r"Expected None in dimension 0 but got 5"):
             concat()
+
+
+@pytest.mark.parametrize(
+    ("shape", "shown"),
+    [
+        ((None, 8.7), "dim 1 is 8.7 (float)"),
+        ((None, 8.0), "dim 1 is 8.0 (float)"),
+        ((True, 8), "dim 0 is True (bool)"),
+    ],
+    ids=["float", "whole-float", "bool"],
+)
+def test_a_dim_that_is_not_an_int_is_refused_not_truncated(shape: tuple[object, ...], shown: str) -> None:
+    model = L.Sequential(L.Linear(3))
+    with pytest.raises(ShapeError, match=rf"^input: shape .*: {re.escape(shown)}, not an int") as info:
+        torchx.build(model, shape)  # type: ignore[arg-type]
+    assert "fix: give dim" in str(info.value)
+    assert not model.is_built
+    with pytest.raises(ShapeError, match=re.escape(shown)):
+        TypedShape(shape, torch.int64)  # type: ignore[arg-type]

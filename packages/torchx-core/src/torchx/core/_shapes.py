@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import math
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map
 
 from torchx.core._arguments import INT64_MAX
-from torchx.core._errors import LayerError, ShapeError, dynamic_dims_shown_as_none, format_shape
+from torchx.core._errors import LayerError, ShapeError, dynamic_dims_shown_as_none, format_shape, short_repr
 from torchx.core._pending import unfilled
 from torchx.core._plugins import current_plugins
 from torchx.core._scope import current_scope, default_device
@@ -73,6 +74,10 @@ class TypedShape:
     shape: tuple[int | None, ...]
     dtype: torch.dtype
 
+    def __post_init__(self) -> None:
+        """Refuse a dim that is not an int or None (see :func:`input_shape`)."""
+        object.__setattr__(self, "shape", input_shape(self.shape))
+
 
 InputLike: TypeAlias = "torch.Tensor | TypedShape | Sequence[int | None] | torch.Size"
 """What build and inference accept for one input: a tensor (only its shape and
@@ -85,7 +90,19 @@ def input_shape(value: InputLike) -> Shape:
         return tuple(value.shape)
     if isinstance(value, TypedShape):
         return value.shape
-    return tuple(None if dim is None else int(dim) for dim in value)
+    return tuple(None if dim is None else _dim(value, index, dim) for index, dim in enumerate(value))
+
+
+def _dim(shape: Sequence[Any], index: int, dim: Any) -> int:
+    """``dim``, dim ``index`` of ``shape``, as an int; a float (which ``int()``
+    would truncate), a bool or any other non-integer is a ShapeError naming it."""
+    if isinstance(dim, bool) or not hasattr(type(dim), "__index__"):
+        raise ShapeError(
+            "input",
+            f"shape {short_repr(tuple(shape))}: dim {index} is {short_repr(dim)} ({type(dim).__name__}), not an int",
+            fix=f"give dim {index} as an int (or None for a dynamic dim)",
+        )
+    return operator.index(dim)
 
 
 def input_dtype(value: InputLike, default: torch.dtype | None = None) -> torch.dtype:
