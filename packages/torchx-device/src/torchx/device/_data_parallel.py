@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from torchx.core import DeviceWarning, build
-from torchx.core._leaf import unbuilt_layers
+from torchx.plugin import unbuilt_layers
 
 __all__ = ["DataParallel", "wrap_in_data_parallel"]
 

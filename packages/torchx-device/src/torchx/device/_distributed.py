@@ -12,10 +12,9 @@ import torch.distributed as dist
 from torch import nn
 
 from torchx.core import DeviceError, DeviceUnavailableError, Placement, TorchXError, build
-from torchx.core._leaf import unbuilt_layers
-from torchx.core._shapes import InputLike
 from torchx.device import _inventory as inventory
 from torchx.nn import release_parallel_wrappers
+from torchx.plugin import InputLike, unbuilt_layers
 
 __all__ = [
     "DistributedDataParallel",

@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from torchx.core import ShapeError
-from torchx.core._symbolic import is_symbolic
+from torchx.plugin import is_symbolic
 
 __all__ = [
     "GRUBuilder",

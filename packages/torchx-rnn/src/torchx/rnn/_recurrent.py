@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
 from torchx.core import FromInput, FromState, LeafLayer
-from torchx.core._arguments import DropoutRate, NonNegativeInt, PositiveInt
+from torchx.plugin import DropoutRate, NonNegativeInt, PositiveInt
 from torchx.rnn._modules import (
     GetRNNOutputModule,
     GetRNNStateModule,

@@ -9,10 +9,8 @@ import torch
 from torch import nn
 
 from torchx.core import Container, LayerError
-from torchx.core._errors import format_shape
-from torchx.core._layer import is_fx_tracing
-from torchx.core._symbolic import is_symbolic
 from torchx.layers import Sequential
+from torchx.plugin import format_shape, is_fx_tracing, is_symbolic
 from torchx.rnn._modules import checked_lengths
 
 __all__ = ["TimeDistributed"]
