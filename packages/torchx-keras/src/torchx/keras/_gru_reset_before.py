@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from torchx.core import FromInput, FromState, LeafLayer
-from torchx.core._arguments import PositiveInt
+from torchx.plugin import PositiveInt
 
 __all__ = ["GRUResetBefore", "GRUResetBeforeModule"]
 
