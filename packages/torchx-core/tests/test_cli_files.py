@@ -79,6 +79,29 @@ def test_a_file_the_plugin_refuses_is_refused_alike_by_every_command(
         assert f"{bad}: not a toy model" in err and err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize("missing", ["missing.toy", "folder.toy"])
+def test_a_missing_model_file_is_a_usage_error_in_every_command(
+    reader: ToyReader, tmp_path: Path, capsys: pytest.CaptureFixture[str], missing: str
+) -> None:
+    (tmp_path / "folder.toy").mkdir()
+    source = str(tmp_path / missing)
+    message = (
+        f"{source}: no such file" if missing == "missing.toy" else f"{source}: is a directory, not a file"
+    )
+    for argv in (
+        ["summary", source, "--input", "None,4"],
+        ["validate", source],
+        ["plot", source, "--input", "None,4", "-o", str(tmp_path / "model.dot")],
+        ["convert", source, "-o", str(tmp_path / "model.yaml")],
+        ["export", source, "--input", "None,4", "-o", str(tmp_path / "model.pt2")],
+        ["diff", source, source],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err == f"torchx {argv[0]}: error: {message}\n", err
+    assert reader.read == []
+
+
 def test_replacing_renames_every_file_or_none(tmp_path: Path) -> None:
     spec, weights = tmp_path / "m.yaml", tmp_path / "m.safetensors"
     spec.write_text("old spec")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,37 @@ def test_from_keras_replaces_both_files_and_leaves_nothing_else(
         "new.keras",
         "old.keras",
     ]
+
+
+@pytest.mark.parametrize("missing", ["missing.keras", "folder.keras"])
+def test_a_missing_keras_file_is_a_usage_error_in_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], missing: str
+) -> None:
+    (tmp_path / "folder.keras").mkdir()
+    source = str(tmp_path / missing)
+    message = (
+        f"{source}: no such file" if missing == "missing.keras" else f"{source}: is a directory, not a file"
+    )
+    for argv in (
+        ["from-keras", source, "-o", str(tmp_path / "model.yaml")],
+        ["summary", source],
+        ["validate", source],
+    ):
+        assert run(capsys, *argv) == (2, "", f"torchx {argv[0]}: error: {message}\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["folder.keras"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077], ids=["umask022", "umask077"])
+def test_from_keras_writes_files_with_the_mode_the_umask_gives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], umask: int
+) -> None:
+    source = saved(tmp_path / "m.keras")
+    old = os.umask(umask)
+    try:
+        with open(tmp_path / "plain", "w"):
+            pass
+        spec, weights = tmp_path / "model.yaml", tmp_path / "model.safetensors"
+        assert run(capsys, "from-keras", str(source), "-o", str(spec), "--weights", str(weights))[0] == 0
+    finally:
+        os.umask(old)
+    assert {path.stat().st_mode & 0o777 for path in (spec, weights)} == {0o666 & ~umask}

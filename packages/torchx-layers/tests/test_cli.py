@@ -186,7 +186,7 @@ def test_bad_files_are_one_line_errors_with_status_2(
     (tmp_path / "latin1.yaml").write_bytes("type: Caf\N{LATIN SMALL LETTER E WITH ACUTE}\n".encode("latin-1"))
     cases = {
         tmp_path / "missing.yaml": "missing.yaml: no such file",
-        tmp_path: "is a directory, not a spec file",
+        tmp_path: "is a directory, not a file",
         tmp_path / "empty.yaml": "empty.yaml: is empty",
         tmp_path / "broken.yaml": "invalid or unsafe YAML",
         tmp_path / "model.txt": "spec files end in .json, .yaml or .yml",

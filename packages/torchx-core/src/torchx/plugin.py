@@ -21,7 +21,8 @@ nothing of core but this namespace and ``torchx``, ``torchx.core`` and
   :class:`CommandRegistry`) or return a :class:`Placement`;
 - a command reads its arguments with :func:`add_spec_argument`,
   :func:`add_input_arguments`, :func:`load_model` and :func:`inputs_of`,
-  checks its output files with :func:`output_path`, writes them inside
+  checks its input files with :func:`input_path` and its output files with
+  :func:`output_path`, writes them inside
   :func:`writing` (several that belong together with :func:`write_together`),
   and refuses bad arguments with :class:`UsageError`.
 
@@ -56,6 +57,7 @@ torchx-functional's, also uses:
 from torchx.cli import UsageError as UsageError
 from torchx.cli import add_input_arguments as add_input_arguments
 from torchx.cli import add_spec_argument as add_spec_argument
+from torchx.cli import input_path as input_path
 from torchx.cli import inputs_of as inputs_of
 from torchx.cli import load_model as load_model
 from torchx.cli import output_path as output_path
@@ -181,6 +183,7 @@ __all__ = [
     "format_table",
     "given_name",
     "hookimpl",
+    "input_path",
     "inputs_of",
     "is_fx_tracing",
     "is_symbolic",

@@ -8,6 +8,7 @@ with the helpers here, so that every command takes specs and shapes alike.
 from torchx.cli._errors import UsageError as UsageError
 from torchx.cli._inputs import add_input_arguments as add_input_arguments
 from torchx.cli._inputs import add_spec_argument as add_spec_argument
+from torchx.cli._inputs import input_path as input_path
 from torchx.cli._inputs import inputs_of as inputs_of
 from torchx.cli._inputs import load_model as load_model
 from torchx.cli._inputs import read_document as read_document
@@ -20,6 +21,7 @@ __all__ = [
     "UsageError",
     "add_input_arguments",
     "add_spec_argument",
+    "input_path",
     "inputs_of",
     "load_model",
     "main",

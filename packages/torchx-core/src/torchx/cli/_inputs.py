@@ -19,7 +19,14 @@ from torchx.core._plugins import current_plugins
 from torchx.core._shapes import InputLike, TypedShape, input_shape, shape_problem
 from torchx.core._specs import MAX_SPEC_BYTES, from_spec, parse_spec, to_spec
 
-__all__ = ["add_input_arguments", "add_spec_argument", "inputs_of", "load_model", "read_document"]
+__all__ = [
+    "add_input_arguments",
+    "add_spec_argument",
+    "input_path",
+    "inputs_of",
+    "load_model",
+    "read_document",
+]
 
 _DYNAMIC = ("None", "none", "?", "N")
 
@@ -113,13 +120,28 @@ def load_model(source: str) -> Layer:
     return from_spec(_own_document(source)) if model is None else model
 
 
+def input_path(text: str) -> Path:
+    """The input file ``text``, checked before any work: a file that exists (a
+    :class:`UsageError` otherwise, exit status 2, as for every unreadable input)."""
+    path = Path(text)
+    try:
+        folder, found = path.is_dir(), path.exists()
+    except OSError as error:  # no permission to look, a name too long
+        raise UsageError(f"{text}: cannot be read: {error.strerror or error}") from None
+    if folder:
+        raise UsageError(f"{text}: is a directory, not a file")
+    if not found:
+        raise UsageError(f"{text}: no such file")
+    return path
+
+
 def _plugin_model(source: str) -> Layer | None:
     """The model in ``source`` as the installed plugin that reads such files gives it
     (the ``torchx_read_model`` hook); None for TorchX's own files and standard input,
     or when no plugin reads it."""
     if source == "-" or Path(source).suffix.lower() in (*SPEC_SUFFIXES, *CHECKPOINT_SUFFIXES):
         return None
-    model = current_plugins().read_model(source)
+    model = current_plugins().read_model(str(input_path(source)))
     if model is None or isinstance(model, Layer):
         return model
     raise UsageError(
@@ -137,9 +159,7 @@ def _own_document(source: str) -> Any:
         except OSError as error:
             raise UsageError(f"<stdin>: cannot be read: {error.strerror or error}") from None
         return _parsed(text, "yaml", "<stdin>")
-    path = Path(source)
-    if path.is_dir():
-        raise UsageError(f"{source}: is a directory, not a spec file")
+    path = input_path(source)
     suffix = path.suffix.lower()
     if suffix in CHECKPOINT_SUFFIXES:
         return _checkpoint_spec(path)
@@ -154,8 +174,6 @@ def _own_document(source: str) -> Any:
             raise UsageError(f"{source}: is {size:,} bytes; spec files are at most {MAX_SPEC_BYTES:,}")
         with path.open(encoding="utf-8") as file:
             text = file.read(MAX_SPEC_BYTES + 1)  # a device or pipe has no size to measure
-    except FileNotFoundError:
-        raise UsageError(f"{source}: no such file") from None
     except UnicodeDecodeError as error:
         raise UsageError(f"{source}: is not UTF-8 text ({error.reason})") from None
     except OSError as error:
@@ -167,8 +185,6 @@ def _checkpoint_spec(path: Path) -> dict[str, Any]:
     """The spec of the TorchX checkpoint at ``path`` (its tensors are not read)."""
     try:
         return read_checkpoint_spec(path)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
     except CheckpointError as error:
         raise UsageError(" ".join(str(error).split())) from None
     except OSError as error:

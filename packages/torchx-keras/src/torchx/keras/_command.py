@@ -8,7 +8,7 @@ from pathlib import Path
 
 from torchx.core import save_spec
 from torchx.keras._convert import load
-from torchx.plugin import output_path, write_together
+from torchx.plugin import input_path, output_path, write_together
 
 __all__ = ["configure_from_keras", "from_keras"]
 
@@ -31,7 +31,7 @@ def from_keras(options: argparse.Namespace) -> int:
     weights = (
         None if options.weights is None else output_path(options.weights, (".safetensors", ".pt", ".pth"))
     )
-    model = load(options.model)
+    model = load(input_path(options.model))
     # Both files or neither: a new spec never sits beside old weights.
     writes: dict[Path, Callable[[Path], object]] = {output: lambda path: save_spec(model, path)}
     if weights is not None:
