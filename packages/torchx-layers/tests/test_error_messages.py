@@ -70,3 +70,61 @@ def test_a_dim_that_is_not_an_int_is_refused_not_truncated(shape: tuple[object, 
     assert not model.is_built
     with pytest.raises(ShapeError, match=re.escape(shown)):
         TypedShape(shape, torch.int64)  # type: ignore[arg-type]
+
+
+def test_an_embedding_id_out_of_range_says_so_and_keeps_torchs_error() -> None:
+    model = L.Sequential(L.Embedding(5, 3))
+    with pytest.raises(IndexError) as info:
+        model(torch.tensor([[1, 7]]))
+    assert not isinstance(info.value, ShapeError)
+    note = "\n".join(info.value.__notes__)
+    assert "its ids range over 1 to 7, and num_embeddings=5 takes ids 0 to 4" in note
+    assert "fix: check the ids" in note and "num_embeddings >= 8" in note
+    assert "input shaped" not in note and "Sequential[0]" in note
+
+
+def test_an_embedding_fed_floats_asks_for_integer_ids() -> None:
+    with pytest.raises(TypeError) as info:
+        L.Embedding(5, 3)(torch.rand(2, 3))
+    message = str(info.value)
+    assert "it takes integer ids (torch.long or torch.int)" in message
+    assert message.endswith("fix: pass the ids as integers: x.long()")
+    assert "x.to(torch.float32)" not in message
+
+
+@pytest.mark.parametrize(
+    ("model", "inputs", "fix"),
+    [
+        (
+            L.Conv2d(4, 5),
+            ((None, 3, 3, 3),),
+            "fix: give it spatial dims of at least (5, 5) (the kernel spans (5, 5) at dilation (1, 1), "
+            "less padding (0, 0) on each side), or a smaller kernel_size or dilation, or more padding",
+        ),
+        (
+            L.Conv2d(4, 3, dilation=2, padding=1),
+            ((None, 3, 8, 2),),
+            "fix: give it spatial dims of at least (3, 3) (the kernel spans (5, 5) at dilation (2, 2), "
+            "less padding (1, 1) on each side)",
+        ),
+        (
+            L.Reshape((5, 5)),
+            ((None, 12),),
+            "fix: give Reshape a shape of 12 elements, as many as each sample of the input holds",
+        ),
+        (
+            L.Concat(),
+            ((None, 3), (5, 3)),
+            "fix: give the inputs the same number of dims and the same size in every dim but dim 1",
+        ),
+        (L.Add(), ((None, 3), (None, 4)), "fix: give the inputs the same shape (or shapes that broadcast"),
+    ],
+    ids=["kernel-larger-than-image", "dilated-kernel", "reshape", "concat", "add"],
+)
+def test_a_shape_error_has_the_fix_of_its_layer(
+    model: torch.nn.Module, inputs: tuple[tuple[int | None, ...], ...], fix: str
+) -> None:
+    with pytest.raises(ShapeError) as info:
+        torchx.build(L.Sequential(model) if len(inputs) == 1 else model, *inputs)
+    assert fix in str(info.value)
+    assert "give it input shaped" not in str(info.value)

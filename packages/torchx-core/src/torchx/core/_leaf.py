@@ -339,6 +339,21 @@ class LeafLayer(Layer):
         size = stand_in_size(self.arguments)
         return {name: size for name in self.inferable_arguments if self.arguments.get(name) is None}
 
+    @classmethod
+    def shape_fix(cls, module: nn.Module, inputs: tuple[Any, ...]) -> str | None:
+        """The fix line of the ShapeError for ``inputs`` (tensors, or lists of
+        them) that the built ``module`` refuses on the meta device too, or None
+        (the default) where no fix fits every such failure."""
+        return None
+
+    @classmethod
+    def failure_hint(cls, module: nn.Module, inputs: tuple[Any, ...], error: Exception) -> str | None:
+        """What went wrong, and the fix, when the built ``module``'s first call
+        on ``inputs`` raised ``error`` for a reason other than their shapes or
+        dtypes (an id out of range), added to the error's note; None (the
+        default) where the layer cannot tell."""
+        return None
+
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
         """A closed-form output shape, or None to run on meta (read the
         arguments off ``self.arguments``; it runs before the build).
@@ -766,11 +781,16 @@ def _classified(
                 return ShapeError(
                     label,
                     f"input {describe_inputs(inputs)} does not fit: {message}",
-                    fix=f"give it input shaped {layer_class.input_layout}",
+                    fix=layer_class.shape_fix(layer, inputs),
                     source=layer,
                 )
             fix = None  # the dtype fails whatever the weights' (torch's message says which it takes)
-            if differs:
+            if layer_class.integer_input and any(
+                isinstance(value, torch.Tensor) and value.is_floating_point() for value in inputs
+            ):
+                message = f"it takes integer ids (torch.long or torch.int); {message}"
+                fix = "pass the ids as integers: x.long()"
+            elif differs:
                 fix = "convert the input to a dtype the layer takes (e.g. x.float())"
                 if weights is not None:
                     fix = f"convert the input to its weights' dtype: x.to({weights})"
@@ -781,7 +801,11 @@ def _classified(
                 fix=fix,
                 source=layer,
             )
-    add_note(error, f"raised in {label}'s first call, on input {describe_inputs(inputs)}")
+    hint = layer_class.failure_hint(layer, inputs, error)
+    add_note(
+        error,
+        f"raised in {label}'s first call, on input {describe_inputs(inputs)}" + (f": {hint}" if hint else ""),
+    )
     return error
 
 

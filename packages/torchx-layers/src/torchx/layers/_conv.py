@@ -13,7 +13,7 @@ from torch import nn
 
 from torchx.core import FromState, Layer
 from torchx.layers._channels_first import ChannelsFirst
-from torchx.plugin import Padding, PositiveInt, Shape, Size
+from torchx.plugin import Padding, PositiveInt, Shape, Size, format_shape
 
 __all__ = [
     "Conv1d",
@@ -74,6 +74,26 @@ class _ConvNd(ChannelsFirst):
             name=name,
         )
 
+    @classmethod
+    def shape_fix(cls, module: nn.Module, inputs: tuple[Any, ...]) -> str | None:
+        """Where the dilated kernel spans more than the padded input: the
+        smallest input that fits, or a smaller kernel or more padding."""
+        if not isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+            return None
+        kernel, dilation, padding = module.kernel_size, module.dilation, module.padding
+        if isinstance(padding, str):  # "same" never shrinks; "valid" pads nothing
+            padding = (0,) * len(kernel)
+        spans = [d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True)]
+        sizes = tuple(inputs[0].shape[-len(kernel) :])
+        if all(size + 2 * pad >= span for size, pad, span in zip(sizes, padding, spans, strict=True)):
+            return None
+        needed = tuple(max(span - 2 * pad, 1) for span, pad in zip(spans, padding, strict=True))
+        return (
+            f"give it spatial dims of at least {format_shape(needed)} (the kernel spans "
+            f"{format_shape(tuple(spans))} at dilation {dilation}, less padding {padding} on each side), "
+            "or a smaller kernel_size or dilation, or more padding"
+        )
+
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
         batch, _, *spatial = input_shapes[0]
         dims = len(spatial)
@@ -91,6 +111,8 @@ class _ConvNd(ChannelsFirst):
                 None if size is None else (size + 2 * p - d * (k - 1) - 1) // s + 1
                 for size, p, d, k, s in zip(spatial, pads, dilation, kernel, stride, strict=True)
             ]
+            if any(size is not None and size < 1 for size in out):
+                return None  # the kernel spans more than the padded input: the meta run reports it
         return (batch, self.arguments["out_channels"], *out)
 
 

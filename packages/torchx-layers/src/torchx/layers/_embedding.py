@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -44,6 +44,24 @@ class Embedding(LeafLayer):
             device=device,
             dtype=dtype,
             name=name,
+        )
+
+    @classmethod
+    def failure_hint(cls, module: nn.Module, inputs: tuple[Any, ...], error: Exception) -> str | None:
+        ids = inputs[0] if inputs else None
+        if (
+            not isinstance(error, IndexError)
+            or not isinstance(module, nn.Embedding)
+            or not isinstance(ids, torch.Tensor)
+            or ids.is_meta
+            or not ids.numel()
+        ):
+            return None
+        count, low, high = module.num_embeddings, int(ids.min()), int(ids.max())
+        fix = f"or give it num_embeddings >= {high + 1}" if high >= count else "which must not be negative"
+        return (
+            f"its ids range over {low} to {high}, and num_embeddings={count} takes ids 0 to {count - 1}"
+            f"\n  fix: check the ids (a vocabulary or tokenizer that is not the layer's?), {fix}"
         )
 
 

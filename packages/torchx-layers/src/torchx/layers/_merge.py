@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -101,6 +101,12 @@ class _Merge(LeafLayer):
     def __init__(self, *, name: str | None = None) -> None:
         super().__init__(name=name)
 
+    @classmethod
+    def shape_fix(cls, module: nn.Module, inputs: tuple[Any, ...]) -> str | None:
+        return (
+            "give the inputs the same shape (or shapes that broadcast: each dim equal, or 1 in one of them)"
+        )
+
 
 class Add(_Merge):
     """Sums two or more inputs."""
@@ -145,3 +151,9 @@ class Concat(LeafLayer):
 
     def __init__(self, dim: int = 1, *, name: str | None = None) -> None:
         super().__init__(dim=dim, name=name)
+
+    @classmethod
+    def shape_fix(cls, module: nn.Module, inputs: tuple[Any, ...]) -> str | None:
+        if not isinstance(module, ConcatModule):
+            return None
+        return f"give the inputs the same number of dims and the same size in every dim but dim {module.dim}"

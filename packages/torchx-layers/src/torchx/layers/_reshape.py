@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -90,6 +91,14 @@ class Reshape(LeafLayer):
         if sum(dim == -1 for dim in shape) > 1 or any(dim == 0 or dim < -1 for dim in shape):
             raise ArgumentError(f"Reshape: shape must hold positive sizes and at most one -1, got {shape}")
         super().__init__(shape=shape, name=name)
+
+    @classmethod
+    def shape_fix(cls, module: nn.Module, inputs: tuple[Any, ...]) -> str | None:
+        per_sample = math.prod(inputs[0].shape[1:])
+        return (
+            f"give Reshape a shape of {per_sample} elements, as many as each sample of the input holds "
+            f"(for example ({per_sample},), or -1 for one dim), or change the input"
+        )
 
 
 View = Reshape
