@@ -508,3 +508,64 @@ def test_a_checkpoint_without_a_spec_is_a_one_line_usage_error(
         err
         == f"torchx summary: error: {tmp_path / 'plain.pth'}: not a TorchX checkpoint (write one with model.save(path))\n"
     )
+
+
+TWO_INPUTS = """\
+type: Functional
+inputs: {list: [{input: a, shape: [null, 4], dtype: float32}, {input: b, shape: [null, 4], dtype: float32}]}
+modules: {head: {type: Linear, args: {out_features: 3}}}
+nodes:
+  - {name: total, op: operator.add, args: [{node: a}, {node: b}]}
+  - {name: y, module: head, args: [{node: total}]}
+outputs: {node: y}
+"""
+
+INPUT_COMMANDS = {
+    "summary": [],
+    "validate": [],
+    "plot": ["-o", "{out}/model.dot"],
+    "export": ["-o", "{out}/model.pt2"],
+    "diff": ["{spec}"],
+}
+
+
+@pytest.mark.parametrize("command", list(INPUT_COMMANDS))
+def test_inputs_a_model_does_not_take_are_one_line_usage_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    two = tmp_path / "two.yaml"
+    two.write_text(TWO_INPUTS, encoding="utf-8")
+
+    def given(spec: Path, *inputs: str) -> tuple[int, str]:
+        extra = [part.format(out=tmp_path, spec=spec) for part in INPUT_COMMANDS[command]]
+        argv = [command, str(spec), *extra, *(part for shape in inputs for part in ("--input", shape))]
+        status, _, err = status_of(capsys, *argv)
+        assert "Traceback" not in err, err
+        return status, err
+
+    prefix = f"torchx {command}: error: " + (f"{SEED_CNN}: " if command == "diff" else "")
+    once = f"{prefix}--input given 2 times, but Sequential takes 1 input: give one --input per input\n"
+    assert given(SEED_CNN, "8,3,32,32", "8,3,32,32") == (2, once)
+    assert given(two, "None,4", "None,4") == (0, "")
+    prefix = prefix.replace(str(SEED_CNN), str(two))
+    for inputs in (["None,4"], ["None,4"] * 3):
+        counted = "once" if len(inputs) == 1 else "3 times"
+        message = f"--input given {counted}, but Functional takes 2 inputs (a, b): give one --input per input"
+        assert given(two, *inputs) == (2, f"{prefix}{message}\n")
+
+
+@pytest.mark.parametrize("command", list(INPUT_COMMANDS))
+def test_a_dtype_the_models_parameters_cannot_take_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    relu = tmp_path / "relu.yaml"
+    relu.write_text("type: Sequential\nlayers: [{type: ReLU}]\n", encoding="utf-8")
+    for spec, dtype in ((SEED_CNN, "int8"), (SEED_CNN, "bool"), (relu, "int8")):
+        extra = [part.format(out=tmp_path, spec=spec) for part in INPUT_COMMANDS[command]]
+        argv = [command, str(spec), *extra, "--input", "8,3,32,32", "--dtype", dtype]
+        status, _, err = status_of(capsys, *argv)
+        if spec == relu:  # no parameters: a ReLU runs on int8
+            assert (status, err) == (0, ""), err
+            continue
+        assert status == 2 and one_line(err), err
+        assert f"--dtype {dtype}: Sequential has parameters, and parameters take a floating-point" in err

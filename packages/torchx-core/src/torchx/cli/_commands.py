@@ -50,7 +50,8 @@ def summary(options: argparse.Namespace) -> int:
     unknown = [name for name in options.columns or () if name not in COLUMNS]
     if unknown:
         raise UsageError(f"--columns: unknown {', '.join(unknown)}; choose from {', '.join(COLUMNS)}")
-    model, inputs = load_model(options.spec), inputs_of(options)
+    model = load_model(options.spec)
+    inputs = inputs_of(options, model)
     result = summarize(model, *inputs, dtype=options.dtype) if inputs else _own_summary(model, options)
     result = replace(result, depth=options.depth, columns=options.columns or result.columns)
     print(result.to_json() if options.format == "json" else result)
@@ -81,7 +82,8 @@ def configure_plot(parser: argparse.ArgumentParser) -> None:
 def plot(options: argparse.Namespace) -> int:
     """Draw the model's graph: every layer with its output shape, branches, merges and nested models."""
     output = output_path(options.output, (".svg", ".png", ".pdf", ".dot", ".gv"))
-    graph = model_graph(load_model(options.spec), *inputs_of(options), dtype=options.dtype)
+    model = load_model(options.spec)
+    graph = model_graph(model, *inputs_of(options, model), dtype=options.dtype)
     with writing(output):
         graph.render(output)
     print(f"wrote {output}")
@@ -95,7 +97,12 @@ def configure_validate(parser: argparse.ArgumentParser) -> None:
 
 def validate(options: argparse.Namespace) -> int:
     """Check a spec without building weights: every problem, with its place in the spec."""
-    problems = check_spec(read_document(options.spec), *inputs_of(options), dtype=options.dtype)
+    problems = check_spec(
+        read_document(options.spec),
+        *inputs_of(options),
+        dtype=options.dtype,
+        before_build=lambda model: inputs_of(options, model),
+    )
     for problem in problems:
         print(f"{options.spec}: {problem}")
     if problems:
@@ -185,8 +192,9 @@ def configure_export(parser: argparse.ArgumentParser) -> None:
 def export(options: argparse.Namespace) -> int:
     """Build with fresh weights and save a torch.export program (.pt2)."""
     output = output_path(options.output, (".pt2",))
-    inputs = inputs_of(options)
-    model = build(load_model(options.spec), *inputs, dtype=options.dtype).eval()
+    model = load_model(options.spec)
+    inputs = inputs_of(options, model)
+    model = build(model, *inputs, dtype=options.dtype).eval()
     examples = tuple(
         torch.zeros(
             [4 if dim is None else dim for dim in input_shape(value)], dtype=input_dtype(value, options.dtype)

@@ -75,6 +75,11 @@ def diff(options: argparse.Namespace) -> int:
         raise UsageError("only one of the two specs can be read from standard input (-)")
     inputs = inputs_of(options)
     a, b = _Side.read(options.a), _Side.read(options.b)
+    for side in (a, b):
+        try:
+            inputs_of(options, side.model)
+        except UsageError as error:
+            raise UsageError(f"{side.source}: {error}") from None
     spec = diff_specs(a.spec, b.spec, normalize=False)  # both canonical already
     summaries = (a.summary(inputs, options.dtype), b.summary(inputs, options.dtype)) if inputs else None
     layers = diff_summaries(*summaries) if summaries else []

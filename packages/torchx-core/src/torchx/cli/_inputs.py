@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import inspect
+import itertools
 import sys
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from torchx.cli._errors import UsageError
 from torchx.core._arguments import INT64_MAX
 from torchx.core._checkpoint import read_checkpoint_spec
-from torchx.core._dtypes import dtype_named
+from torchx.core._dtypes import dtype_name, dtype_named
 from torchx.core._errors import CheckpointError, short_repr
 from torchx.core._layer import Layer
 from torchx.core._plugins import current_plugins
@@ -90,11 +93,56 @@ def parse_dtype(text: str) -> torch.dtype:
     return dtype
 
 
-def inputs_of(options: argparse.Namespace) -> tuple[InputLike, ...]:
+def inputs_of(options: argparse.Namespace, model: nn.Module | None = None) -> tuple[InputLike, ...]:
+    """The ``--input`` shapes, each one a tensor can have; with ``model``, also checked
+    against what it takes: as many inputs as its forward takes, and a ``--dtype``
+    its parameters can have (a :class:`UsageError` otherwise)."""
     inputs = tuple(options.input or ())
+    dtype = getattr(options, "dtype", None)
     for value in inputs:
-        _check_tensor_size(value, getattr(options, "dtype", None))
+        _check_tensor_size(value, dtype)
+    if model is not None:
+        _check_takes(model, len(inputs), dtype)
     return inputs
+
+
+def _check_takes(model: nn.Module, given: int, dtype: torch.dtype | None) -> None:
+    name = type(model).__name__
+    least, most, names = _input_count(model)
+    if given and (given < least or (most is not None and given > most)):
+        if most is None:
+            count = f"{least} or more inputs"
+        else:
+            count = f"{least} to {most} inputs" if least < most else f"{most} input{'s' * (most != 1)}"
+        listed = f" ({', '.join(names)})" if len(names) > 1 else ""
+        raise UsageError(
+            f"--input given {'once' if given == 1 else f'{given} times'}, but {name} takes {count}{listed}: "
+            "give one --input per input"
+        )
+    if dtype is None or dtype.is_floating_point or dtype.is_complex:
+        return
+    if next(itertools.chain(model.parameters(), model.buffers()), None) is not None:
+        raise UsageError(
+            f"--dtype {dtype_name(dtype)}: {name} has parameters, and parameters take a floating-point "
+            "or complex dtype (float32, float64, float16, bfloat16, complex64...); for an input of "
+            "integers, give its dtype with the shape: --input 8,20:int64"
+        )
+
+
+def _input_count(model: nn.Module) -> tuple[int, int | None, list[str]]:
+    """How many inputs ``model``'s forward takes: at least, at most (None: any number), and
+    their names. Every input of a model that declares its ``inputs`` (a Functional) is needed."""
+    try:
+        parameters = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):  # a forward Python cannot read
+        return 0, None, []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [parameter for parameter in parameters if parameter.kind in kinds]
+    unbounded = any(parameter.kind is inspect.Parameter.VAR_POSITIONAL for parameter in parameters)
+    required = [parameter for parameter in positional if parameter.default is parameter.empty]
+    declared = isinstance(getattr(model, "inputs", None), list)
+    least = len(positional if declared else required)
+    return least, None if unbounded else len(positional), [parameter.name for parameter in positional]
 
 
 def _check_tensor_size(value: InputLike, dtype: torch.dtype | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,11 @@ class _Unreadable(Container):
 
 
 def check_spec(
-    spec: Any, *inputs: InputLike, dtype: torch.dtype | None = None, registry: LayerRegistry | None = None
+    spec: Any,
+    *inputs: InputLike,
+    dtype: torch.dtype | None = None,
+    registry: LayerRegistry | None = None,
+    before_build: Callable[[Layer], object] | None = None,
 ) -> list[SpecProblem]:
     """Every problem of ``spec``, without allocating any weights.
 
@@ -49,7 +54,8 @@ def check_spec(
     the meta device, and a shape error is reported at the failing layer's
     place in the document; so are weights, or a forward's largest tensor,
     larger than the memory available on torch's default device. An empty list
-    means the spec is sound.
+    means the spec is sound. ``before_build`` is called with the model read,
+    before it is built (the command line refuses inputs the model cannot take).
     """
     errors: list[SpecError] = []
     reader = SpecReader(registry or current_plugins().registry, errors=errors, stand_in=_Unreadable)
@@ -62,6 +68,8 @@ def check_spec(
     problems = [SpecProblem(error.where, error.problem) for error in errors]
     if problems or model is None or not inputs:
         return problems
+    if before_build is not None:
+        before_build(model)
     try:
         build(model, *inputs, device="meta", dtype=dtype)
     except LayerError as error:
