@@ -98,39 +98,30 @@ def test_no_distribution_or_example_imports_another_distributions_private_module
     )
 
 
+PRIVATE, PUBLIC = True, False
+
+
 @pytest.mark.parametrize(
-    ("source", "module", "distribution"),
+    ("source", "module", "distribution", "private"),
     [
-        pytest.param("from torchx.core._shapes import Shape", "torchx.layers._conv", "torchx-layers", id="from-core-private"),
-        pytest.param("import torchx.core._leaf", "torchx.rnn._modules", "torchx-rnn", id="import-core-private"),
-        pytest.param("from torchx.core import _errors", "torchx.rnn._modules", "torchx-rnn", id="private-module-as-name"),
-        pytest.param("from torchx.cli._inputs import read", "torchx.keras._command", "torchx-keras", id="cli-private"),
-        pytest.param("from torchx.layers._parameter import P", "torchx.functional._program", "torchx-functional", id="sibling-private"),
-        pytest.param("from ..core._errors import add_note", "torchx.layers._norm", "torchx-layers", id="relative"),
+        pytest.param("from torchx.core._shapes import Shape", "torchx.layers._conv", "torchx-layers", PRIVATE, id="from-core-private"),
+        pytest.param("import torchx.core._leaf", "torchx.rnn._modules", "torchx-rnn", PRIVATE, id="import-core-private"),
+        pytest.param("from torchx.core import _errors", "torchx.rnn._modules", "torchx-rnn", PRIVATE, id="private-module-as-name"),
+        pytest.param("from torchx.cli._inputs import read", "torchx.keras._command", "torchx-keras", PRIVATE, id="cli-private"),
+        pytest.param("from torchx.layers._parameter import P", "torchx.functional._program", "torchx-functional", PRIVATE, id="sibling-private"),
+        pytest.param("from ..core._errors import add_note", "torchx.layers._norm", "torchx-layers", PRIVATE, id="relative"),
         pytest.param(
-            "def f():\n    from torchx.core._record import layer_name", "torchx_plugin_example._layers", None, id="in-a-function"
+            "def f():\n    from torchx.core._record import layer_name", "torchx_plugin_example._layers", None, PRIVATE, id="in-a-function"
         ),
+        pytest.param("from torchx.plugin import Shape", "torchx.layers._conv", "torchx-layers", PUBLIC, id="plugin-namespace"),
+        pytest.param("from torchx.core import __version__", "torchx.layers._version", "torchx-layers", PUBLIC, id="dunder"),
+        pytest.param("from torchx.layers._conv import Conv2d", "torchx.layers.__init__", "torchx-layers", PUBLIC, id="own-private"),
+        pytest.param("from torchx.core._shapes import Shape", "torchx.plugin", "torchx-core", PUBLIC, id="core-inside-core"),
+        pytest.param("from torchx.layers import Parameter", "torchx.functional._program", "torchx-functional", PUBLIC, id="sibling-public"),
     ],
 )  # fmt: skip
-def test_a_private_import_from_another_distribution_is_found(
-    source: str, module: str, distribution: str | None
+def test_private_imports_of_another_distribution_are_told_from_the_rest(
+    source: str, module: str, distribution: str | None, private: bool
 ) -> None:
     (imported,) = imported_modules(source, module)
-    assert private_import(imported[0], distribution)
-
-
-@pytest.mark.parametrize(
-    ("source", "module", "distribution"),
-    [
-        pytest.param("from torchx.plugin import Shape", "torchx.layers._conv", "torchx-layers", id="plugin-namespace"),
-        pytest.param("from torchx.core import __version__", "torchx.layers._version", "torchx-layers", id="dunder"),
-        pytest.param("from torchx.layers._conv import Conv2d", "torchx.layers.__init__", "torchx-layers", id="own-private"),
-        pytest.param("from torchx.core._shapes import Shape", "torchx.plugin", "torchx-core", id="core-inside-core"),
-        pytest.param("from torchx.layers import Parameter", "torchx.functional._program", "torchx-functional", id="sibling-public"),
-    ],
-)  # fmt: skip
-def test_public_names_and_a_distributions_own_modules_pass(
-    source: str, module: str, distribution: str | None
-) -> None:
-    (imported,) = imported_modules(source, module)
-    assert not private_import(imported[0], distribution)
+    assert private_import(imported[0], distribution) is private
