@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 import torch
 
 import torchx
 import torchx.layers as L
-from torchx.core import ShapeError, TypedShape
+from torchx.core import NotBuiltError, ShapeError, TypedShape
 
 
 @pytest.mark.parametrize(
@@ -128,3 +129,13 @@ def test_a_shape_error_has_the_fix_of_its_layer(
         torchx.build(L.Sequential(model) if len(inputs) == 1 else model, *inputs)
     assert fix in str(info.value)
     assert "give it input shaped" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "init",
+    [torch.nn.init.xavier_uniform_, torch.nn.init.xavier_normal_, torch.nn.init.kaiming_normal_],
+    ids=["xavier-uniform", "xavier-normal", "kaiming-normal"],
+)
+def test_nn_init_on_an_unbuilt_layer_says_to_build_it(init: Callable[[torch.Tensor], object]) -> None:
+    with pytest.raises(NotBuiltError, match=r"not built yet: call torchx\.build\(model, input_shape\) first"):
+        init(L.Linear(5).weight)

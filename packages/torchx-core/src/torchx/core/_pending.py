@@ -60,6 +60,12 @@ __all__ = [
 _ALSO_ALLOWED = [torch.Tensor.requires_grad_, torch.Tensor.dim, torch.Tensor.is_shared]
 
 
+def _allowed(torch_allowed: list[Any]) -> list[Any]:
+    """What torch's uninitialized tensors allow, less ``size()`` (whose empty
+    answer makes ``nn.init.xavier_uniform_`` divide by zero), plus ``_ALSO_ALLOWED``."""
+    return [method for method in torch_allowed if method is not torch.Tensor.size] + _ALSO_ALLOWED
+
+
 class _Pending:
     """What pending parameters and buffers share: the rank the built tensor will
     have (``ndim``, ``dim()``: their empty data has it), and an error that says
@@ -107,14 +113,14 @@ class PendingParameter(_Pending, UninitializedParameter):  # type: ignore[overri
     object, at the build."""
 
     cls_to_become = nn.Parameter
-    _allowed_methods: ClassVar[list[Any]] = [*UninitializedParameter._allowed_methods, *_ALSO_ALLOWED]  # type: ignore[attr-defined]
+    _allowed_methods: ClassVar[list[Any]] = _allowed(UninitializedParameter._allowed_methods)  # type: ignore[attr-defined]
 
 
 class PendingBuffer(_Pending, UninitializedBuffer):  # type: ignore[override]  # shape raises
     """A buffer of an unbuilt layer; it becomes a plain tensor at the build."""
 
     cls_to_become = torch.Tensor
-    _allowed_methods: ClassVar[list[Any]] = [*UninitializedBuffer._allowed_methods, *_ALSO_ALLOWED]  # type: ignore[attr-defined]
+    _allowed_methods: ClassVar[list[Any]] = _allowed(UninitializedBuffer._allowed_methods)  # type: ignore[attr-defined]
 
 
 def make_pending(
