@@ -35,7 +35,7 @@ def signature(cls: type) -> str:
     """The constructor's parameters of ``cls`` as written, without ``self``; pipes escaped for a table."""
     parameters = [
         p.replace(annotation=_Written(p.annotation)) if isinstance(p.annotation, str) else p
-        for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+        for p in inspect.signature(cls).parameters.values()
     ]
     return str(inspect.Signature(parameters)).replace("|", "\\|")
 
@@ -50,13 +50,11 @@ def layer_table() -> list[str]:
         cls = getattr(module, name)
         if not (isinstance(cls, type) and issubclass(cls, Layer)) or cls is Layer or cls.__name__ != name:
             continue
-        leaf = issubclass(cls, LeafLayer)
-        inferred = (", ".join(cls.inferred_arguments) if leaf else "") or "—"
-        native = (
-            f"`{cls.native_class.__module__.split('.')[0]}.{cls.native_class.__qualname__}`"
-            if leaf and cls.native_class
-            else "—"
-        )
+        inferred, native = "—", "—"
+        if issubclass(cls, LeafLayer):
+            inferred = ", ".join(cls.inferred_arguments) or "—"
+            if cls.native_class:
+                native = f"`{cls.native_class.__module__.split('.')[0]}.{cls.native_class.__qualname__}`"
         rows.append(f"| `{name}` | `{signature(cls)}` | {inferred} | {native} |")
     return rows
 
