@@ -139,3 +139,16 @@ def test_a_shape_error_has_the_fix_of_its_layer(
 def test_nn_init_on_an_unbuilt_layer_says_to_build_it(init: Callable[[torch.Tensor], object]) -> None:
     with pytest.raises(NotBuiltError, match=r"not built yet: call torchx\.build\(model, input_shape\) first"):
         init(L.Linear(5).weight)
+
+
+def test_a_built_model_fed_a_too_small_image_names_the_layer_and_keeps_torchs_error() -> None:
+    model = torchx.build(
+        L.Sequential(L.Conv2d(4, 3), L.Sequential(L.ReLU(), L.Conv2d(4, 5))), (None, 3, 8, 8)
+    )
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater than actual input size") as info:
+        model(torch.rand(1, 3, 3, 3))
+    assert not isinstance(info.value, ShapeError)
+    assert info.value.__notes__ == ["raised in Sequential[1] Sequential[1] Conv2d"]
+    with pytest.raises(RuntimeError) as info:
+        model(torch.rand(1, 3, 2, 2))
+    assert info.value.__notes__ == ["raised in Sequential[0] Conv2d"]

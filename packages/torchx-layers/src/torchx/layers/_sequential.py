@@ -154,7 +154,7 @@ class Sequential(Container, nn.Sequential):
         changed); else ``error`` itself, with a note naming the child."""
         explained = explain_failure(module, (input,), error) if module is not None else None
         if explained is None:
-            add_note(error, f"raised in {self._place(module)}")
+            _locate(error, self._place(module), module)
             return error
         return explained.within(self._place(module), self)
 
@@ -210,3 +210,16 @@ class Sequential(Container, nn.Sequential):
     def __prepare_scriptable__(self) -> nn.Module:
         """``torch.jit.script`` compiles a plain ``nn.Sequential`` of the same modules."""
         return nn.Sequential(OrderedDict(self._modules))
+
+
+def _locate(error: Exception, place: str, child: nn.Module | None) -> None:
+    """Name where ``error`` was raised in one note that each Sequential it
+    passes through prefixes: ``raised in Sequential[1] Sequential[2] Conv2d``."""
+    notes = getattr(error, "__notes__", None)
+    index = vars(error).get("_torchx_note")
+    if notes is not None and index is not None and index < len(notes):
+        notes[index] = notes[index].replace("raised in ", f"raised in {place} ", 1)
+        return
+    inner = "" if child is None or isinstance(child, Sequential) else f" {type(child).__name__}"
+    add_note(error, f"raised in {place}{inner}")
+    vars(error)["_torchx_note"] = len(getattr(error, "__notes__", ())) - 1
