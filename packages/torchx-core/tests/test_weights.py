@@ -343,3 +343,13 @@ def test_a_pair_by_position_never_contradicts_the_names() -> None:
     with pytest.raises(WeightMismatchError, match="only 2 of 4 pairs differ in shape or name"):
         torchx.load_weights(model, other)
     assert same_state(model, before)
+
+
+def test_position_reports_the_entries_past_the_shorter_side() -> None:
+    torch.manual_seed(0)
+    model, source = nn.Sequential(nn.Linear(1, 1), nn.Linear(1, 1)), nn.Sequential(nn.Linear(1, 1))
+    report = torchx.load_weights(model, source.state_dict(), match="position", strict=False)
+    assert [entry.target for entry in report.missing] == ["1.weight", "1.bias"]
+    assert torch.equal(model[0].weight, source[0].weight)
+    report = torchx.load_weights(source, model.state_dict(), match="position", strict=False)
+    assert [entry.source for entry in report.unexpected] == ["1.weight", "1.bias"]

@@ -36,6 +36,7 @@ lists the rest.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -224,7 +225,7 @@ def load_weights(
     report_entries, tensors = _pair(targets, state, _by_name(names), roles)
     by_position = None
     if match == "position" or (_names_disagree(report_entries) and len(targets) == len(state)):
-        pairs = list(zip(targets, state, strict=False))
+        pairs = list(itertools.zip_longest(targets, state))
         by_position = _pair(targets, state, pairs, roles, names)
         agrees = in_order and not any(entry.status == "mismatched" for entry in by_position[0])
         if match == "position" or (match == "auto" and agrees):
@@ -436,6 +437,7 @@ def _fits_only_transposed(entry: WeightEntry, roles: _Roles) -> bool:
         entry.status == "mismatched"
         and entry.target in roles.linear_weights
         and entry.target_shape is not None
+        and entry.source_shape != entry.target_shape
         and entry.source_shape == entry.target_shape[::-1]
     )
 
