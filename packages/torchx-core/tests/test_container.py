@@ -87,7 +87,11 @@ def test_a_container_spec_holds_its_arguments_and_its_layers(repeat_registry: La
     ("fields", "where", "message"),
     [
         ({"layers": {"a": {"type": "Norm"}}}, "$.layers", "expected a list of layers"),
-        ({"layer": []}, "$.layer", "unknown key; a Repeat spec has only 'type', 'name', 'args' and 'layers'"),
+        (
+            {"layer": []},
+            "$.layer",
+            "unknown key (did you mean 'layers'?); a Repeat spec has only 'type', 'name', 'args' and 'layers'",
+        ),
         ({"args": {"times": "two"}}, "$.args.times", "expected an int"),
         ({"layers": [{"type": "Nope"}]}, "$.layers[0].type", "unknown layer type 'Nope'"),
     ],

@@ -96,7 +96,21 @@ def test_unknown_type_lists_close_names(registry: LayerRegistry) -> None:
             "expected a positive int",
             id="size-zero",
         ),
-        pytest.param({"args": {}}, r"\$\.type", "expected a layer type name", id="no-type"),
+        pytest.param(
+            {"args": {}}, r"\$\.type", "missing: a layer entry names its class in 'type'", id="no-type"
+        ),
+        pytest.param(
+            {"type": "Chain", "children": [{"type": "Dense", "args": {"out_features": 2}}, {"typ": "Norm"}]},
+            r"\$\.children\[1\]\.typ",
+            "unknown key \\(did you mean 'type'\\?\\); a layer entry names its class in 'type'",
+            id="misspelled-type",
+        ),
+        pytest.param(
+            {"type": "Dense", "arg": {"out_features": 2}},
+            r"\$\.arg",
+            "unknown key \\(did you mean 'args'\\?\\); a Dense spec has only 'type', 'name', 'version' and 'args'",
+            id="misspelled-args",
+        ),
         pytest.param(
             {"type": "Chain", "children": [{"type": "Dense", "args": {"out_features": -1}}]},
             r"\$\.children\[0\]\.args\.out_features",
@@ -411,3 +425,89 @@ def test_a_container_without_parameters_of_its_own_cannot_be_frozen(registry: La
             {"type": "Chain", "frozen": True, "children": [{"type": "Dense", "args": {"out_features": 2}}]},
             registry=registry,
         )
+
+
+DUPLICATES = {
+    "json-top": ('{"type": "Dense", "type": "Norm"}', "json", "$.type", "'type'"),
+    "json-args": (
+        '{"type": "Chain", "children": [{"type": "Dense", "args": {"out_features": 10, "out_features": 20}}]}',
+        "json",
+        "$.children[0].args.out_features",
+        "'out_features'",
+    ),
+    "json-deep": ('{"a": [[{"b": {"c": 1, "c": 2}}]]}', "json", "$.a[0][0].b.c", "'c'"),
+    "yaml-block": (
+        "type: Chain\nchildren:\n  - type: Dense\n    args:\n      out_features: 10\n      out_features: 20\n",
+        "yaml",
+        "$.children[0].args.out_features",
+        "'out_features' is given twice (lines 5 and 6)",
+    ),
+    "yaml-flow-quoted": ("a: [{b: {c: 1, 'c': 2}}]\n", "yaml", "$.a[0].b.c", "'c'"),
+    "yaml-int-keys": ("a: {1: x, 0x1: y}\n", "yaml", "$.a[1]", "the key 1 is given twice"),
+    "yaml-top": ("type: Dense\nargs: {}\ntype: Norm\n", "yaml", "$.type", "lines 1 and 3"),
+    "yaml-in-an-anchor": ("a: &a {x: 1, x: 2}\nb: [*a, *a]\n", "yaml", "$.a.x", "'x'"),
+    "yaml-beside-a-merge": ("a: &a {x: 1}\nb: {<<: *a, x: 2, x: 3}\n", "yaml", "$.b.x", "lines 2 and 2"),
+    "yaml-merge-key-twice": (
+        "a: &a {x: 1}\nb: &b {y: 1}\nc:\n  <<: *a\n  <<: *b\n",
+        "yaml",
+        "$.c.<<",
+        "'<<' is given twice (lines 4 and 5); merge several mappings in one: <<: [*a, *b]",
+    ),
+}
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["c-loader", "pure-loader"])
+@pytest.mark.parametrize(("text", "kind", "place", "problem"), DUPLICATES.values(), ids=DUPLICATES)
+def test_a_key_given_twice_is_refused_naming_the_key_and_its_place(
+    monkeypatch: pytest.MonkeyPatch, text: str, kind: str, place: str, problem: str, pure: bool
+) -> None:
+    from torchx.core import _specs as specs
+
+    if pure:
+        monkeypatch.setattr(specs, "_yaml_loader", specs._pure_yaml_loader)
+    with pytest.raises(SpecError) as caught:
+        specs.parse_spec(text, kind, where="m.spec")
+    assert caught.value.where == f"m.spec, {place}"
+    assert problem in caught.value.problem and "given twice" in caught.value.problem
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["c-loader", "pure-loader"])
+def test_yaml_merges_read_as_yaml_says_own_keys_first_then_earlier_merges(
+    monkeypatch: pytest.MonkeyPatch, pure: bool
+) -> None:
+    from torchx.core import _specs as specs
+
+    if pure:
+        monkeypatch.setattr(specs, "_yaml_loader", specs._pure_yaml_loader)
+    text = (
+        "a: &a {x: 1, y: 1}\n"
+        "b: &b {<<: *a, x: 2}\n"  # its own x over the one it merges
+        "c: {<<: *b, z: 3}\n"  # b's own x, not the a's x that b overrode (PyYAML gives 1)
+        "d: {<<: [*a, *b]}\n"  # the earlier mapping in the list first
+        "e: {<<: [*b, *a], y: 5}\n"
+    )
+    assert specs.parse_spec(text) == {
+        "a": {"x": 1, "y": 1},
+        "b": {"x": 2, "y": 1},
+        "c": {"x": 2, "y": 1, "z": 3},
+        "d": {"x": 1, "y": 1},
+        "e": {"x": 2, "y": 5},
+    }
+
+
+def test_validate_refuses_a_spec_file_with_a_key_given_twice(
+    toy_layers: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torchx.cli._plugin
+    from torchx.cli import main
+    from torchx.core import current_plugins
+
+    current_plugins().register(torchx.cli._plugin, "torchx-core")
+    spec = tmp_path / "m.json"
+    spec.write_text('{"type": "Dense", "args": {"out_features": 10, "out_features": 20}}', encoding="utf-8")
+    assert main(["validate", str(spec)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"torchx validate: error: {spec}, $.args.out_features: the key 'out_features' is given twice"
+    )
+    with pytest.raises(SpecError, match=r"\$\.args\.out_features: the key 'out_features' is given twice"):
+        load_spec(spec)

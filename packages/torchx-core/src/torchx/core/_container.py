@@ -82,12 +82,9 @@ class Container(Layer, Module):
     @classmethod
     def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
         """``cls(*layers, **args)`` from the ``"layers"`` and ``"args"`` entries."""
-        extra = sorted(set(fields) - {"args", "layers"}, key=str)
-        if extra:
-            raise SpecError(
-                f"{reader.where}.{extra[0]}",
-                f"unknown key; a {cls.__name__} spec has only 'type', 'name', 'args' and 'layers'",
-            )
+        reader.check_keys(
+            fields, ("args", "layers"), f"a {cls.__name__} spec has only 'type', 'name', 'args' and 'layers'"
+        )
         data = fields.get("layers", [])
         if not isinstance(data, list):
             raise SpecError(f"{reader.where}.layers", "expected a list of layers")

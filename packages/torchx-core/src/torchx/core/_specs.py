@@ -20,10 +20,11 @@ anything is built, in time linear in the document as stored.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -102,6 +103,9 @@ _L = TypeVar("_L", bound="Layer")
 
 _PLACEMENT = ("device", "dtype")
 """Constructor arguments that place a layer rather than describe it."""
+
+_ENTRY_KEYS = ("type", "name", "version", "frozen")
+"""The keys every layer entry may have; its class reads the others (``args``, ``layers``...)."""
 
 _JSON_VALUES = JsonValues()
 
@@ -196,7 +200,12 @@ class SpecReader:
         odd_keys = [key for key in data if not isinstance(key, str)]
         if odd_keys:
             raise SpecError(place, f"keys of a layer object are strings, got {_kind(odd_keys[0])}")
-        type_name = data.get("type")
+        if "type" not in data:
+            typo = next((key for key in data if _closest(key, ("type",)) is not None), None)
+            if typo is not None:
+                raise _unknown_key(place, typo, (), "a layer entry names its class in 'type'")
+            raise SpecError(f"{place}.type", "missing: a layer entry names its class in 'type'")
+        type_name = data["type"]
         if not isinstance(type_name, str):
             raise SpecError(f"{place}.type", f"expected a layer type name, got {_kind(type_name)}")
         cls = self.registry.resolve(type_name, where=f"{place}.type")
@@ -236,14 +245,19 @@ class SpecReader:
         self.migrated.append(f"{place} ({type_name}: version {version} to {cls.spec_version})")
         return fields
 
+    def check_keys(self, fields: Iterable[Any], known: Sequence[str], has: str) -> None:
+        """Refuse a key of an entry's ``fields`` that its class does not read (not one
+        of ``known``, nor a key every entry may have), at its place; a misspelled key is
+        named with the one meant. ``has`` says what the entry holds."""
+        extra = sorted(set(fields) - {*known, *_ENTRY_KEYS}, key=str)
+        if extra:
+            raise _unknown_key(self.where, extra[0], known, has)
+
     def arguments(self, cls: type[Layer], fields: Mapping[str, Any]) -> dict[str, Any]:
         """Check ``fields`` holds only ``args``, and the args against ``cls.__init__``."""
-        extra = sorted(set(fields) - {"args"}, key=str)
-        if extra:
-            raise SpecError(
-                f"{self.where}.{extra[0]}",
-                f"unknown key; a {cls.__name__} spec has only 'type', 'name', 'version' and 'args'",
-            )
+        self.check_keys(
+            fields, ("args",), f"a {cls.__name__} spec has only 'type', 'name', 'version' and 'args'"
+        )
         raw = fields.get("args", {})
         if not isinstance(raw, Mapping):
             raise SpecError(f"{self.where}.args", f"expected an object of arguments, got {_kind(raw)}")
@@ -303,6 +317,20 @@ class SpecReader:
             raise SpecError(place, message) from error
 
 
+def _closest(key: Any, known: Sequence[str]) -> str | None:
+    """The one of ``known`` that ``key`` is a misspelling of (``typ``, ``arg``), if any."""
+    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.7)
+    return close[0] if close and close[0] != key else None
+
+
+def _unknown_key(where: str, key: Any, known: Sequence[str], has: str) -> SpecError:
+    """The error for ``key`` of the entry at ``where``, which its class does not read."""
+    meant = _closest(key, (*_ENTRY_KEYS, *known))
+    return SpecError(
+        f"{where}.{key}", "unknown key" + (f" (did you mean {meant!r}?)" if meant else "") + f"; {has}"
+    )
+
+
 def _frozen_entry(layer: nn.Module) -> dict[str, Any]:
     """A layer's ``"frozen"`` entry: ``true`` when none of its own parameters train, the names of those
     that do not when some do; nothing when all train (child layers say it for themselves)."""
@@ -348,22 +376,47 @@ def _kind(value: Any) -> str:
 
 
 _CONTAINERS = (Mapping, list, tuple, set, frozenset)
+
+
+def _is_mapping(value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
-def _path(entry: tuple[Any, ...]) -> str:
+def _path(entry: tuple[Any, ...], is_mapping: Callable[[Any], bool] = _is_mapping) -> str:
     """The place in the document of a walk entry ``(value, parent entry, key)``:
-    ``$.layers[3].args``, with keys that are not short strings shown bounded."""
+    ``$.layers[3].args``, with keys that are not short strings shown bounded.
+    ``is_mapping`` tells a parent whose children have keys from one whose have indices."""
     parts: list[str] = []
     while entry[1] is not None:
         key, entry = entry[2], entry[1]
-        if not isinstance(entry[0], Mapping):
+        if not is_mapping(entry[0]):
             parts.append(f"[{key}]")  # an index
         elif isinstance(key, str) and len(key) <= 60:
             parts.append(f".{key}")
         else:
             parts.append(f"[{short_repr(key)}]")
     return "$" + "".join(reversed(parts))
+
+
+def _entry_of(
+    root: Any, target: Any, children: Callable[[Any], Iterable[tuple[Any, Any]]]
+) -> tuple[Any, ...]:
+    """The walk entry ``(value, parent entry, key)`` of ``target`` in the tree under ``root``
+    (whose ``children(value)`` are ``(key, child)`` pairs): each value visited once, without
+    recursion, so that a document of shared parts (YAML aliases) is walked as stored."""
+    stack: list[tuple[Any, ...]] = [(root, None, None)]
+    seen: set[int] = set()
+    while stack:
+        entry = stack.pop()
+        if entry[0] is target:
+            return entry
+        if id(entry[0]) not in seen:
+            seen.add(id(entry[0]))
+            stack.extend((child, entry, key) for key, child in reversed(list(children(entry[0]))))
+    return (target, None, None)  # not under root: the root's place
 
 
 def _check_int(value: Any, where: tuple[Any, ...]) -> None:
@@ -523,12 +576,28 @@ def parse_spec(text: str, kind: str = "yaml", *, where: str = "<spec>") -> Any:
             where, f"the document is {len(text):,} characters; spec documents are at most {MAX_SPEC_BYTES:,}"
         )
     if kind == "json":
+        repeated: list[tuple[dict[str, Any], str]] = []  # the first object with a key given twice
+
+        def json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+            data = dict(pairs)
+            if len(data) < len(pairs) and not repeated:
+                keys = [key for key, _ in pairs]
+                repeated.append((data, next(key for key in keys if keys.count(key) > 1)))
+            return data
+
         try:
-            return json.loads(text, parse_int=lambda digits: _json_int(digits, where))
+            document = json.loads(
+                text, parse_int=lambda digits: _json_int(digits, where), object_pairs_hook=json_object
+            )
         except json.JSONDecodeError as error:
             raise SpecError(where, f"invalid JSON: {error}") from None
         except RecursionError:
             raise SpecError(where, _TOO_DEEP) from None
+        if repeated:
+            data, key = repeated[0]
+            place = _path((key, _entry_of(document, data, _data_children), key))
+            raise SpecError(f"{where}, {place}", f"the key {key!r} is given twice; {_ONCE}")
+        return document
     import yaml
 
     try:
@@ -548,6 +617,13 @@ def parse_spec(text: str, kind: str = "yaml", *, where: str = "<spec>") -> Any:
 
 
 _TOO_DEEP = f"the document nests too deeply to read (a spec nests at most {MAX_DEPTH} layers)"
+_ONCE = "an object names each key once (which one was meant?)"
+
+
+def _data_children(value: Any) -> Iterable[tuple[Any, Any]]:
+    if isinstance(value, dict):
+        return value.items()
+    return enumerate(value) if isinstance(value, list) else ()
 
 
 def _json_int(digits: str, where: str) -> int:
@@ -558,7 +634,8 @@ def _json_int(digits: str, where: str) -> int:
 
 
 class _YamlLimit(Exception):
-    """YAML text past a limit, at ``where`` (line and column) where known."""
+    """YAML text refused (past a limit, a key given twice), at ``where`` (line and
+    column, or the place in the document) where known."""
 
     def __init__(self, where: str, problem: str) -> None:
         super().__init__(f"{where}: {problem}")
@@ -596,10 +673,94 @@ def _resolve(loader: Any, kind: Any, value: Any, implicit: Any) -> Any:
     return loader.resolve_tag(kind, value, implicit)
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+_TEXT = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:value")
+"""Tags of keys that are their text (PyYAML reads the ``=`` key as a string)."""
+
+
+def _construct_document(loader: Any, node: Any) -> Any:
+    """PyYAML's document constructor, keeping the root node for :func:`_check_keys`."""
+    loader.spec_root, loader.spec_checked = node, set()
+    return loader.construct_spec_document(node)
+
+
+def _flatten_mapping(loader: Any, node: Any) -> None:
+    """PyYAML's merge of ``<<`` keys into a mapping, once per mapping (a merged mapping is
+    merged again at each use), after its own keys are checked. A key of the mapping's
+    own overrides a merged one: PyYAML keeps the first pair of a key, so a mapping merged
+    in that overrides a key it merged itself (``b: {<<: *a, x: 2}``, ``c: {<<: *b}``)
+    would give ``c`` the ``x`` of ``a``."""
+    if node in loader.spec_checked:
+        return
+    loader.spec_checked.add(node)
+    merges = _check_keys(loader, node)
+    loader.flatten_spec_mapping(node)
+    if merges:
+        node.value = list({_key(loader, pair[0]): pair for pair in node.value}.values())
+
+
+def _key(loader: Any, key_node: Any) -> Any:
+    """What the key ``key_node`` is as a dict key (a node that is not a scalar stands for itself:
+    PyYAML refuses it as a key)."""
+    import yaml
+
+    if not isinstance(key_node, yaml.ScalarNode):
+        return key_node
+    return key_node.value if key_node.tag in _TEXT else loader.construct_object(key_node)
+
+
+def _check_keys(loader: Any, node: Any) -> bool:
+    """Refuse a key given twice in the mapping ``node``, as written (keys merged in
+    with ``<<`` may be overridden: that is what merging is for); whether it merges."""
+    if len({key.value for key, _ in node.value if key.tag in _TEXT}) == len(node.value):
+        return False  # every key a string, none twice (most mappings: checked at C speed)
+    seen: dict[Any, Any] = {}
+    merge = None
+    for key_node, _ in node.value:
+        if key_node.tag == _MERGE:
+            if merge is not None:
+                raise _duplicate(
+                    loader, node, key_node, merge, "<<", "merge several mappings in one: <<: [*a, *b]"
+                )
+            merge = key_node
+            continue
+        key = _key(loader, key_node)
+        first = seen.setdefault(key, key_node)
+        if first is not key_node:
+            raise _duplicate(loader, node, key_node, first, key, _ONCE)
+    return merge is not None
+
+
+def _duplicate(loader: Any, node: Any, key_node: Any, first: Any, key: Any, fix: str) -> _YamlLimit:
+    """The error for ``key`` given twice in the mapping ``node``: at its place in the document."""
+    import yaml
+
+    def children(value: Any) -> Iterable[tuple[Any, Any]]:
+        if isinstance(value, yaml.MappingNode):
+            return ((getattr(k, "value", "?"), v) for k, v in value.value)
+        return enumerate(value.value) if isinstance(value, yaml.SequenceNode) else ()
+
+    entry = _entry_of(loader.spec_root, node, children)
+    place = _path((key_node, entry, key), lambda value: isinstance(value, yaml.MappingNode))
+    lines = f"lines {first.start_mark.line + 1} and {key_node.start_mark.line + 1}"
+    return _YamlLimit(place, f"the key {key!r} is given twice ({lines}); {fix}")
+
+
 def _safe_loader(base: Any) -> Any:
-    """A subclass of PyYAML's safe loader ``base`` whose integers and node count are bounded."""
+    """A subclass of PyYAML's safe loader ``base`` whose integers and node count are
+    bounded, and whose mappings name each key once."""
     loader: Any = type(
-        f"_Spec{base.__name__}", (base,), {"spec_nodes": 0, "resolve": _resolve, "resolve_tag": base.resolve}
+        f"_Spec{base.__name__}",
+        (base,),
+        {
+            "spec_nodes": 0,
+            "resolve": _resolve,
+            "resolve_tag": base.resolve,
+            "construct_document": _construct_document,
+            "construct_spec_document": base.construct_document,
+            "flatten_mapping": _flatten_mapping,
+            "flatten_spec_mapping": base.flatten_mapping,
+        },
     )
     loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
     return loader
