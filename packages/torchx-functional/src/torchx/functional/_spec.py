@@ -163,11 +163,11 @@ class _Replay(TaggedReader):
 def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[Any, Any]:
     """Replay a Functional spec on placeholders; returns (inputs, outputs)."""
     where = reader.where
-    extra = sorted(set(fields) - {"inputs", "modules", "nodes", "outputs"}, key=str)
-    if extra:
-        raise SpecError(
-            f"{where}.{extra[0]}", "unknown key; a Functional spec has inputs, modules, nodes, outputs"
-        )
+    reader.check_keys(
+        fields,
+        ("inputs", "modules", "nodes", "outputs"),
+        "a Functional spec has inputs, modules, nodes, outputs",
+    )
     replay = _Replay(reader)
     inputs = replay.inputs(fields.get("inputs"), f"{where}.inputs")
     raw_modules = fields.get("modules", {})

@@ -183,11 +183,7 @@ class Sequential(Container, nn.Sequential):
 
     @classmethod
     def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
-        extra = sorted(set(fields) - {"layers"}, key=str)
-        if extra:
-            raise SpecError(
-                f"{reader.where}.{extra[0]}", "unknown key; a Sequential spec has only 'type' and 'layers'"
-            )
+        reader.check_keys(fields, ("layers",), "a Sequential spec has only 'type' and 'layers'")
         layers = fields.get("layers")
         if isinstance(layers, list):
             return cls(*(reader.layer(data, f"{reader.where}.layers[{i}]") for i, data in enumerate(layers)))
