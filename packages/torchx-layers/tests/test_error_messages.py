@@ -152,3 +152,9 @@ def test_a_built_model_fed_a_too_small_image_names_the_layer_and_keeps_torchs_er
     with pytest.raises(RuntimeError) as info:
         model(torch.rand(1, 3, 2, 2))
     assert info.value.__notes__ == ["raised in Sequential[0] Conv2d"]
+
+
+def test_an_output_too_large_for_any_tensor_is_a_shape_error_naming_the_layer() -> None:
+    model = L.Sequential(L.Conv2d(1, kernel_size=1, padding=2**29 - 1))
+    with pytest.raises(ShapeError, match=r"Sequential\[0\] Conv2d: .*overflowed"):
+        torchx.build(model, (2, 1, 4, 4), device="meta")

@@ -41,7 +41,8 @@ torchx-functional's, also uses:
 - shapes: inputs given as tensors or shapes (:data:`InputLike`,
   :class:`TypedShape`), their meta stand-ins (:func:`to_meta`, the
   :class:`Probes` of a dynamic dim), meta runs (:func:`run_on_meta`,
-  :func:`closed_form_output`), and the build they belong to
+  :func:`closed_form_output`; a graph's meta copies made while
+  :func:`copying_for_shapes` may answer from their original), and the build they belong to
   (:func:`build_target`, :func:`current_build_target`, :func:`scope_device`);
 - builds: a container builds its children as one transaction
   (:func:`all_or_nothing`, over :func:`unbuilt_layers`), checked against the
@@ -114,6 +115,7 @@ from torchx.core._shapes import Probes as Probes
 from torchx.core._shapes import Shape as Shape
 from torchx.core._shapes import TypedShape as TypedShape
 from torchx.core._shapes import build_target as build_target
+from torchx.core._shapes import copying_for_shapes as copying_for_shapes
 from torchx.core._shapes import current_build_target as current_build_target
 from torchx.core._shapes import run_on_meta as run_on_meta
 from torchx.core._shapes import to_meta as to_meta
@@ -174,6 +176,7 @@ __all__ = [
     "build_target",
     "cannot_build_while_compiling",
     "closed_form_output",
+    "copying_for_shapes",
     "current_build_target",
     "dtype_name",
     "dtype_named",

@@ -41,16 +41,18 @@ def _target_device(inputs: Sequence[InputLike], device: torch.device | str | int
     return scope_device()
 
 
-def _meta_forward(model: nn.Module, metas: tuple[torch.Tensor, ...], *, owned: bool) -> Any:
+def _meta_forward(
+    model: nn.Module, metas: tuple[torch.Tensor, ...], *, owned: bool, shapes_only: bool = False
+) -> Any:
     """``model``'s output for the meta inputs ``metas``; ``owned``: the model is
     in a build that no other code can use meanwhile, so it computes on
     stand-ins swapped in place, else on a private meta copy (see
-    :func:`~torchx.core._shapes.meta_copy`)."""
+    :func:`~torchx.core._shapes.meta_copy`, and for ``shapes_only``)."""
     with torch.no_grad():
         if owned:
             with meta_state(model):
                 return model(*metas)
-        with meta_copy(model) as copied:
+        with meta_copy(model, shapes_only=shapes_only) as copied:
             return copied(*metas)
 
 
@@ -128,7 +130,7 @@ def _check_built(model: nn.Module, inputs: Sequence[InputLike]) -> list[Any] | N
 
     def check(probe: int) -> Any:
         try:
-            return _meta_forward(model, metas[probe], owned=False)
+            return _meta_forward(model, metas[probe], owned=False, shapes_only=True)
         except Exception as error:
             if lacks_meta_kernel(error):
                 return _UNCHECKED

@@ -105,6 +105,9 @@ the others wait, then find the model built."""
 
 
 _FORK_WAIT_SECONDS = 10.0
+_MAX_BYTES = 2**63
+"""No tensor holds this many bytes: its storage size overflows int64."""
+
 _held_for_fork: list[bool] = []
 
 
@@ -905,6 +908,8 @@ def closed_form_output(
     sizes = cast(tuple[int, ...], shape)
     if sizes and min(sizes) < 0:
         return None  # an input it does not fit: the meta run says why
+    if math.prod(sizes) * inputs[0].element_size() >= _MAX_BYTES:
+        return None  # more bytes than a tensor can address: the meta run says why
     return make_meta(sizes, inputs[0].dtype)
 
 

@@ -222,8 +222,20 @@ _CALL_HOOKS = (
 )
 
 
+_copying_for_shapes: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "torchx_copying_for_shapes", default=False
+)
+
+
+def copying_for_shapes() -> bool:
+    """Whether a :func:`meta_copy` made with ``shapes_only=True`` is being made:
+    the modules that work out their own meta outputs may make copies that
+    answer from their original (see :func:`meta_copy`)."""
+    return _copying_for_shapes.get()
+
+
 @contextmanager
-def meta_copy(module: _M, *, hooks: bool = True) -> Iterator[_M]:
+def meta_copy(module: _M, *, hooks: bool = True, shapes_only: bool = False) -> Iterator[_M]:
     """Inside the block, a private copy of ``module`` whose parameters and
     buffers are meta stand-ins: the module's structure, hooks and attributes,
     none of its data.
@@ -237,6 +249,10 @@ def meta_copy(module: _M, *, hooks: bool = True) -> Iterator[_M]:
     drops the modules' call hooks from the copy, for a run that no observer
     (a profiler, torchinfo) should see; a hook that is part of what its layer
     computes says so with a true ``torchx_part_of_layer`` attribute, and stays.
+    ``shapes_only=True``: the run reads only the output's shapes, so a module
+    that works out its own meta outputs (a graph, once per input signature)
+    may answer from that instead of running what it holds, whose hooks then
+    do not see the run (see :func:`copying_for_shapes`).
     """
     memo: dict[int, Any] = {}
     modules = submodules(module)
@@ -246,7 +262,11 @@ def meta_copy(module: _M, *, hooks: bool = True) -> Iterator[_M]:
             for tensor in dict.values(store):
                 if tensor is not None and id(tensor) not in memo and not is_lazy(tensor):
                     memo[id(tensor)] = _meta_stand_in(tensor)
-    copied = copy.deepcopy(module, memo)
+    copying = _copying_for_shapes.set(shapes_only)
+    try:
+        copied = copy.deepcopy(module, memo)
+    finally:
+        _copying_for_shapes.reset(copying)
     if not hooks:
         for sub in modules:
             _drop_observers(memo[id(sub)].__dict__)
