@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 from torch.nn.parameter import is_lazy
@@ -159,3 +161,20 @@ def test_every_error_the_readme_names_is_importable_from_torchx() -> None:
     assert {"ShapeError", "DtypeError", "ArgumentError", "NotBuiltError", "SpecError"} <= names
     for name in names:
         assert isinstance(getattr(torchx, name), type), name
+
+
+@pytest.mark.parametrize(
+    ("make", "argument"),
+    [
+        (lambda: L.Conv2d(4, kernel_size=[3]), "kernel_size"),
+        (lambda: L.Conv3d(4, kernel_size=3, stride=(1, 2)), "stride"),
+        (lambda: L.ConvTranspose2d(4, kernel_size=2, output_padding=(0, 0, 1)), "output_padding"),
+    ],
+    ids=["list-of-one-kernel", "stride-of-two-dims-for-3d", "output-padding-of-three-dims-for-2d"],
+)
+def test_a_size_list_of_another_length_than_the_spatial_dims_is_refused(
+    make: Callable[[], object], argument: str
+) -> None:
+    with pytest.raises(ArgumentError, match=rf"{argument} must be one int or \d ints") as error:
+        make()
+    assert error.value.argument == argument

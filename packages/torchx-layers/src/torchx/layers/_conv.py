@@ -13,7 +13,7 @@ from torch import nn
 
 from torchx.core import FromState, Layer
 from torchx.layers._channels_first import ChannelsFirst
-from torchx.plugin import Padding, PositiveInt, Shape, Size, format_shape
+from torchx.plugin import ArgumentError, Padding, PositiveInt, Shape, Size, format_shape
 
 __all__ = [
     "Conv1d",
@@ -28,13 +28,28 @@ PaddingMode = Literal["zeros", "reflect", "replicate", "circular"]
 
 
 def _spatial(layer: Layer, name: str, dims: int) -> tuple[Any, ...] | None:
-    """An argument given as one int (or a list of one) or one per spatial dim,
-    as one per dim; None when its length fits neither (the meta run reports it)."""
+    """An argument given as one int or one per spatial dim, as one per dim;
+    None when it is neither (the meta run reports it: torch takes a list of
+    one as the kernel of one dim, not of every dim)."""
     value = layer.arguments[name]
-    values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
-    if len(values) == 1:
-        return values * dims
-    return values if len(values) == dims else None
+    if not isinstance(value, (tuple, list)):
+        return (value,) * dims
+    return tuple(value) if len(value) == dims else None
+
+
+def _check_per_dim(layer: ChannelsFirst, names: tuple[str, ...]) -> None:
+    """Refuse a size argument given as a list whose length is not the layer's
+    spatial dims (torch would take a list of one as a kernel of one dim)."""
+    dims = type(layer).spatial_dims
+    for name in names:
+        value = layer.arguments[name]
+        if isinstance(value, (tuple, list)) and len(value) != dims:
+            raise ArgumentError(
+                f"{type(layer).__name__}: {name} must be one int or {dims} ints (one per spatial dim), "
+                f"got {list(value)}",
+                argument=name,
+                fix=f"{name}={value[0]}" if len(value) == 1 else None,
+            )
 
 
 class _ConvNd(ChannelsFirst):
@@ -73,6 +88,7 @@ class _ConvNd(ChannelsFirst):
             dtype=dtype,
             name=name,
         )
+        _check_per_dim(self, ("kernel_size", "stride", "dilation", "padding"))
 
     @classmethod
     def shape_fix(cls, module: nn.Module, inputs: tuple[Any, ...]) -> str | None:
@@ -185,6 +201,7 @@ class _ConvTransposeNd(ChannelsFirst):
             dtype=dtype,
             name=name,
         )
+        _check_per_dim(self, ("kernel_size", "stride", "padding", "output_padding", "dilation"))
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
         batch, _, *spatial = input_shapes[0]
