@@ -489,9 +489,33 @@ def _measure(document: Any) -> None:
 
 
 def to_spec(layer: nn.Module, *, registry: LayerRegistry | None = None) -> dict[str, Any]:
-    """``layer`` (a TorchX layer or model, built or not) as a spec document (with ``format_version``)."""
+    """``layer`` (a TorchX layer or model, built or not) as a spec document (with ``format_version``).
+
+    A tensor held under two names (tied weights, or one layer held in two
+    places) is refused: a spec records layers, not ties, so reading it back
+    would give two tensors."""
+    _check_untied(layer)
     document = SpecWriter(_registry(registry)).layer(layer)
     return {"format_version": FORMAT_VERSION, **document}
+
+
+def _check_untied(layer: nn.Module) -> None:
+    """Raise a SpecError if ``layer`` holds one tensor under two names."""
+    first_name: dict[int, str] = {}
+    named = (
+        *layer.named_parameters(remove_duplicate=False),
+        *layer.named_buffers(remove_duplicate=False),
+    )
+    for name, tensor in named:
+        first = first_name.setdefault(id(tensor), name)
+        if first != name:
+            raise SpecError(
+                "$",
+                f"{type(layer).__name__}: {first} and {name} are one tensor (tied weights, or one layer held "
+                "in two places); a spec records layers, not ties, so reading it back would give two tensors\n"
+                f"  fix: write the spec before tying, and tie again after reading it (set {name} to {first}); "
+                "a layer called twice in a graph is held once, and is fine",
+            )
 
 
 def from_spec(
