@@ -92,7 +92,7 @@ def test_vision_models_match_torchvision_counts_and_the_hand_written_models(name
     model, reference = make(), native()
     assert vision_models.parameter_count(model) == vision_models.parameter_count(reference) == parameters
     model.load_state_dict(reference.state_dict(), strict=True)  # a torchvision-layout checkpoint
-    assert_same_outputs(model, reference, torch.randn(2, 3, 64, 64))
+    assert_same_outputs(model, reference, torch.randn(2, 3, 224, 224))  # the size it is defined on
 
 
 def test_vit_b_16_needs_no_custom_layer_and_has_torchvisions_parameter_count() -> None:

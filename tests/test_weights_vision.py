@@ -17,7 +17,7 @@ from torchx.core._specs import from_spec, to_spec
 # isort: split
 import vision_models  # examples/ is on the path now (vision_helpers put it there)
 
-IMAGE = (2, 3, 64, 64)
+IMAGE = (2, 3, 224, 224)  # the size the models are defined on: a Functional checks static dims
 
 
 def source_of(name: str) -> nn.Module:

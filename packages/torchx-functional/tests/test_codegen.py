@@ -292,7 +292,7 @@ def test_an_input_named_like_a_constant_keeps_its_own_value() -> None:
 def test_an_input_named_like_a_builtin_the_code_calls_keeps_its_own_value() -> None:
     x = Placeholder((None, 3), name="getattr")
     model = Functional(inputs=x, outputs=L.Linear(3, name="block.0")(x))
-    assert "def forward(self, getattr_1=_MISSING, /, **_keywords):" in model.code
+    assert "def forward(self, getattr_1=_MISSING, /, *_extra, **_keywords):" in model.code
     assert "block_0 = getattr(self.block, '0')(getattr_1)" in model.code
     t = torch.randn(2, 3)
     assert torch.equal(model(t), model.get_submodule("block.0")(t))

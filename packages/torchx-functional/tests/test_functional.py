@@ -49,7 +49,9 @@ def test_dict_inputs_by_keyword_or_one_dict_and_dict_outputs_in_order() -> None:
 
 def test_missing_and_extra_inputs_list_the_expected_names() -> None:
     model = Functional(*two_tower())
-    with pytest.raises(TypeError, match=r"missing inputs \['meta'\]; it takes \['image', 'meta'\]"):
+    with pytest.raises(
+        TypeError, match=r"missing inputs \['meta'\]; it takes image: \(None, 3, 8, 8\), meta: \(None, 5\)$"
+    ):
         model(image=torch.randn(2, 3, 8, 8))
     with pytest.raises(TypeError, match=r"unexpected inputs \['extra'\]"):
         model({"image": torch.randn(2, 3, 8, 8), "meta": torch.randn(2, 5), "extra": 1})
@@ -422,7 +424,7 @@ def test_an_input_named_like_a_node_after_nfkc_keeps_its_own_value() -> None:
     model = Functional(inputs=[a, b], outputs=F.relu(b) + a)
     result = model(torch.full((2, 3), 5.0), torch.zeros(2, 3))
     assert torch.equal(result, torch.full((2, 3), 5.0))
-    assert "def forward(self, relu=_MISSING, b=_MISSING, /, **_keywords):" in model.code
+    assert "def forward(self, relu=_MISSING, b=_MISSING, /, *_extra, **_keywords):" in model.code
     assert "relu_1 = F.relu(b, inplace=False)" in model.code
     assert "add = relu_1 + relu" in model.code
     assert torch.equal(model(**{wide("relu"): torch.ones(2, 3), "b": torch.zeros(2, 3)}), torch.ones(2, 3))

@@ -49,7 +49,7 @@ def test_shapes_dtype_and_names() -> None:
     assert y.flatten().shape == (None, 7200)
     model = Functional(inputs=x, outputs=y)
     assert model.conv2d.weight.dtype == torch.float64
-    assert "def forward(self, image=_MISSING)" in model.code
+    assert "def forward(self, image=_MISSING, *_extra, **_keywords)" in model.code
 
 
 def check(build: Callable[..., object], *shapes: tuple[int, ...]) -> None:

@@ -15,6 +15,7 @@ those the generator put there: none comes from ``builtins``.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import keyword
 import linecache
@@ -73,15 +74,17 @@ class MetaHelpers:
     tensor: Callable[[torch.Tensor], torch.Tensor]
 
 
-CODE_LOCALS = ("self", "error", "_keywords")
+CODE_LOCALS = ("self", "error", "_extra", "_keywords", "_shape")
 """The generated forward's own local names: its module, the exception it
-explains, the inputs passed by a name that is not their variable."""
+explains, the inputs given beyond its parameters (by position, by a name that
+is not their variable), the shape of the input being checked."""
 
 CODE_GLOBALS: dict[str, Any] = {
     # what the steps name: torch.cat, F.relu, operator.xor, torch.float16
     "torch": torch, "F": F, "operator": operator,
     # builtins the code calls (as globals of its own, which no input can shadow)
-    "type": type, "dict": dict, "float": float, "slice": slice, "getattr": getattr, "Exception": Exception,
+    "type": type, "dict": dict, "float": float, "slice": slice, "getattr": getattr, "len": len,
+    "Exception": Exception,
     # the input checks of generate(), and TorchScript's parameter types
     "_MISSING": MISSING, "_Tensor": torch.Tensor, "_is_symbolic": is_symbolic, "_find_symbolic": find_symbolic,
     "Tensor": torch.Tensor,
@@ -346,6 +349,37 @@ def _statements(writer: _Writer, program: Program, release: bool = True) -> list
     return statements
 
 
+def dtype_kind(dtype: torch.dtype) -> str:
+    """``"floating"``, ``"complex"``, ``"bool"`` or ``"integer"`` (ids, quantized and bit types)."""
+    if dtype == torch.bool:
+        return "bool"
+    if dtype.is_complex:
+        return "complex"
+    return "floating" if dtype.is_floating_point else "integer"
+
+
+_DTYPES = sorted({value for value in vars(torch).values() if isinstance(value, torch.dtype)}, key=str)
+
+
+def input_test(writer: _Writer, variable: str, item: Input) -> str:
+    """A cheap test, true when the value of ``variable`` may not fit ``item``:
+    it is not a plain tensor, its rank or a static dim after the batch (dim 0)
+    differs, or its dtype is not of the kind of a placeholder that is not
+    floating (integer ids, bool masks). A floating placeholder takes any dtype."""
+    tests = [f"type({variable}) is not _Tensor"]
+    static = [(index, size) for index, size in enumerate(item.shape) if index and size is not None]
+    if static:
+        tests.append(f"len(_shape := {variable}.shape) != {len(item.shape)}")
+        tests += [f"_shape[{index}] != {size}" for index, size in static]
+    else:
+        tests.append(f"{variable}.ndim != {len(item.shape)}")
+    kind = dtype_kind(item.dtype)
+    if kind != "floating":
+        same_kind = tuple(dtype for dtype in _DTYPES if dtype_kind(dtype) == kind)
+        tests.append(f"{variable}.dtype not in {writer.constant(same_kind)}")
+    return " or ".join(tests)
+
+
 def generate(
     program: Program, helpers: Mapping[str, Callable[..., Any]], meta: MetaHelpers | None = None
 ) -> tuple[str, dict[str, Any]]:
@@ -353,15 +387,21 @@ def generate(
 
     Callers pass inputs by position, by name or as one dict of them. Where an
     input's variable is not its name (``torch`` is held in ``torch_1``), every
-    parameter is positional-only and names arrive in ``_keywords``, matched
-    against the input names as Python matches identifiers: a variable is
-    never a name callers can use.
+    parameter is positional-only; names that are not parameters arrive in
+    ``_keywords``, matched against the input names as Python matches
+    identifiers: a variable is never a name callers can use.
+
+    Before the steps, one test per input (see :func:`input_test`) costs a few
+    attribute reads; only when it is true does the forward call the checking
+    helper, which raises for an input that does not fit its placeholder.
 
     ``helpers`` are the caller's functions the forward calls with the model
     first, by the name they are called here: ``_keyword_inputs(self, values,
-    keywords)`` and ``_unpack_inputs(self, given)`` return the inputs,
-    ``_missing_inputs(self, given)`` and ``_explain(self, error, given)`` the
-    exception to raise.
+    extra, keywords)`` (the inputs, with those given beyond the parameters
+    placed or refused) and ``_unpack_inputs(self, given)`` return the inputs,
+    ``_check_inputs(self, given)`` raises for inputs that do not fit,
+    ``_missing_inputs(self, given)`` and ``_explain(self, error, given)``
+    return the exception to raise.
 
     With ``meta``, the forward computes meta outputs for meta inputs without
     running a layer: each module step asks ``meta.call`` (see :class:`MetaHelpers`).
@@ -369,21 +409,23 @@ def generate(
     ``_explain`` reads a failure the same way.
     """
     writer = _Writer(program, meta)
-    keyword_inputs, unpack_inputs, missing_inputs, explain = (
+    keyword_inputs, unpack_inputs, check_inputs, missing_inputs, explain = (
         writer.bind(name, helpers[name])
-        for name in ("_keyword_inputs", "_unpack_inputs", "_missing_inputs", "_explain")
+        for name in ("_keyword_inputs", "_unpack_inputs", "_check_inputs", "_missing_inputs", "_explain")
     )
     parameters = parameters_of(program)
     names = [parameter.variable for parameter in parameters]
     renamed = any(parameter.key != parameter.variable for parameter in parameters)
-    signature = ", ".join(f"{name}=_MISSING" for name in names) + (", /, **_keywords" if renamed else "")
+    signature = ", ".join(
+        [*(f"{name}=_MISSING" for name in names), *(["/"] if renamed else []), "*_extra", "**_keywords"]
+    )
     arguments = ", ".join(names) + ("," if len(names) == 1 else "")
     given = "{" + ", ".join(f"{parameter.key!r}: {parameter.variable}" for parameter in parameters) + "}"
     lines = [f"def forward(self, {signature}):"]
-    body: list[str] = []
-    if renamed:
-        body.append("if _keywords:")
-        body.append(f"    {arguments} = {keyword_inputs}(self, ({arguments}), _keywords)")
+    body = [
+        "if _extra or _keywords:",
+        f"    {arguments} = {keyword_inputs}(self, ({arguments}), _extra, _keywords)",
+    ]
     if isinstance(program.inputs, dict):
         rest = " and ".join(f"{name} is _MISSING" for name in names[1:]) or "True"
         body.append(f"if type({names[0]}) is dict and {rest}:")
@@ -399,8 +441,13 @@ def generate(
     )
     body.append(f"if {symbolic}:  # called on placeholders: record this model as one node")
     body.append(f"    return _find_symbolic(({arguments}), {{}}).__torchx_call__(self, ({arguments}), {{}})")
+    body.extend(_unpacking(writer, program))
+    tests = " or ".join(
+        input_test(writer, program.variables[item.name], item) for item in program.input_list()
+    )
+    body.append(f"if {tests}:  # an input may not fit its placeholder: check it")
+    body.append(f"    {check_inputs}(self, {given})")
     body.append("try:")
-    body.extend(f"    {line}" for line in _unpacking(writer, program))
     body.extend(f"    {statement}" for statement in _statements(writer, program))
     body.append(f"    return {_structure(writer, program.outputs)}")
     body.append("except Exception as error:")
@@ -410,7 +457,8 @@ def generate(
 
 
 def compile_forward(source: str, namespace: dict[str, Any]) -> Callable[..., Any]:
-    """Compile ``source`` (one function named ``forward``), visible to tracebacks."""
+    """Compile ``source`` (one function named ``forward``), visible to tracebacks;
+    its signature leaves out ``*_extra`` (see :func:`generate`)."""
     filename = f"<torchx-functional-{next(_files)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     try:
@@ -422,4 +470,9 @@ def compile_forward(source: str, namespace: dict[str, Any]) -> Callable[..., Any
         ) from error
     exec(code, namespace)  # our own generated code
     forward: Callable[..., Any] = namespace["forward"]
+    signature = inspect.signature(forward)
+    # ``*_extra`` only catches a mistake: tools reading the signature (how many inputs) do not see it
+    forward.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[parameter for parameter in signature.parameters.values() if parameter.name != "_extra"]
+    )
     return forward

@@ -10,13 +10,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchx.core import Container, Layer, ShapeError
+from torchx.core import Container, DtypeError, Layer, LayerError, ShapeError
 from torchx.functional._answers import Answer, KnownOutputs, MetaAnswers, state_below
 from torchx.functional._codegen import (
     MISSING,
     MetaHelpers,
     code_namespace,
     compile_forward,
+    dtype_kind,
     generate,
     generate_scriptable,
     parameters_of,
@@ -39,8 +40,10 @@ from torchx.plugin import (
     TypedShape,
     add_note,
     allocation_budget,
+    copying_for_shapes,
     explain_failure,
     format_shape,
+    given_name,
     is_fx_tracing,
     layer_name,
 )
@@ -76,6 +79,11 @@ class Functional(Container, OwnMetaOutput):
     ``model.class_token``, key ``class_token``, as in torchvision). A
     Functional is a TorchX layer: call it on placeholders inside another graph,
     put it in ``L.Sequential`` or in any ``nn.Module``.
+
+    Each call checks its inputs against their placeholders first (rank, static
+    dims after the batch, the dtype kind of a placeholder that is not
+    floating): a misfit is a ``ShapeError`` (``DtypeError``) naming the input,
+    and says ``inputs swapped?`` where the tensors fit in another order.
 
     Examples::
 
@@ -241,7 +249,7 @@ class Functional(Container, OwnMetaOutput):
         state = mirrored_state(self, super().__getstate__())
         for key in ("forward", _META_FORWARD, _KNOWN, _ANSWERING_CALLS):
             state.pop(key, None)
-        if answering_copies():  # a meta copy: it answers as this model does
+        if answering_copies() or copying_for_shapes():  # a meta copy: it answers as this model does
             state[_ORIGINAL] = _Original(self)
         return state
 
@@ -424,54 +432,122 @@ def _meta_tensor(tensor: torch.Tensor) -> torch.Tensor:
     return tensor if tensor.is_meta else torch.empty_like(tensor, device="meta")
 
 
+def _label(model: Functional) -> str:
+    """How messages name ``model``: ``Functional``, or ``Functional 'encoder'`` when it was given a name."""
+    name = given_name(model)
+    return "Functional" if name is None else f"Functional {name!r}"
+
+
+def _described(structure: Any) -> str:
+    """What an input takes, as messages show it: ``(None, 4)`` (dim 0, the
+    batch, as None), with the dtype where it is not floating (``(None, 10)
+    torch.int64``); lists, tuples and dicts of them as written."""
+    if isinstance(structure, Input):
+        shown = format_shape((None, *structure.shape[1:]) if structure.shape else ())
+        return shown if structure.dtype.is_floating_point else f"{shown} {structure.dtype}"
+    if isinstance(structure, dict):
+        return "{" + ", ".join(f"{key!r}: {_described(item)}" for key, item in structure.items()) + "}"
+    items = ", ".join(_described(item) for item in structure)
+    return f"[{items}]" if isinstance(structure, list) else f"({items}{',' if len(structure) == 1 else ''})"
+
+
+def _takes(model: Functional) -> str:
+    """The model's inputs by name, with what each takes: ``a: (None, 1), b: (None, 4)``."""
+    return ", ".join(
+        f"{parameter.key}: {_described(parameter.structure)}"
+        for parameter in parameters_of(model._torchx_program)
+    )
+
+
 def _unpack_inputs(model: Functional, given: dict[str, Any]) -> tuple[Any, ...]:
     """The forward's parameters from one dict of inputs, by their names."""
     names = [parameter.key for parameter in parameters_of(model._torchx_program)]
     extra = sorted(map(str, set(given) - set(names)))
     if extra:
-        raise TypeError(f"Functional got unexpected inputs {extra}; it takes {names}")
+        raise TypeError(f"{_label(model)} got unexpected inputs {extra}; it takes {_takes(model)}")
     return tuple(given.get(name, MISSING) for name in names)
 
 
-def _keyword_inputs(model: Functional, values: tuple[Any, ...], keywords: dict[str, Any]) -> tuple[Any, ...]:
-    """The forward's parameters with the inputs passed by name added, for a
-    forward whose variables are not all their inputs' names. A name matches as
-    Python matches identifiers (``image=`` in fullwidth letters is ``image=``); input names
-    that Python reads as one are refused when the model is defined."""
+def _keyword_inputs(
+    model: Functional, values: tuple[Any, ...], extra: tuple[Any, ...], keywords: dict[str, Any]
+) -> tuple[Any, ...]:
+    """The forward's parameters from the inputs given beyond them: refused
+    when given by position (one too many), else added by name. A name matches
+    as Python matches identifiers (``image=`` in fullwidth letters is
+    ``image=``); input names that Python reads as one are refused when the
+    model is defined."""
+    if extra:
+        count = len(values)
+        raise TypeError(
+            f"{_label(model)} takes {count} input{'s' if count > 1 else ''} ({_takes(model)}), "
+            f"got {count + len(extra)} by position"
+        )
     names = [parameter.key for parameter in parameters_of(model._torchx_program)]
     position = {normal_form(name): index for index, name in enumerate(names)}
     merged = list(values)
-    extra = []
+    unknown = []
     for name, value in keywords.items():
         index = position.get(normal_form(name))
         if index is None:
-            extra.append(name)
+            unknown.append(name)
         elif merged[index] is not MISSING:
-            raise TypeError(f"Functional got input {names[index]!r} twice (by position and by name)")
+            raise TypeError(f"{_label(model)} got input {names[index]!r} twice (by position and by name)")
         else:
             merged[index] = value
-    if extra:
-        raise TypeError(f"Functional got unexpected inputs {sorted(extra)}; it takes {names}")
+    if unknown:
+        raise TypeError(f"{_label(model)} got unexpected inputs {sorted(unknown)}; it takes {_takes(model)}")
     return tuple(merged)
 
 
 def _missing_inputs(model: Functional, given: dict[str, Any]) -> TypeError:
     missing = [name for name, value in given.items() if value is MISSING]
-    return TypeError(f"Functional is missing inputs {missing}; it takes {list(given)}")
+    return TypeError(f"{_label(model)} is missing inputs {missing}; it takes {_takes(model)}")
 
 
-def _fits(expected: tuple[int | None, ...], got: tuple[int, ...]) -> bool:
-    """Whether shape ``got`` fits ``expected`` (dim 0, the batch, always fits)."""
-    return len(got) == len(expected) and all(
-        want is None or index == 0 or want == size
-        for index, (want, size) in enumerate(zip(expected, got, strict=True))
-    )
+def _check_inputs(model: Functional, given: dict[str, Any]) -> None:
+    """Raise the error of the first input that does not fit its placeholder
+    (see :func:`_input_error`). The forward calls it when its cheap test of
+    the inputs fails; tracers' proxies, vmap's per-example tensors and
+    torch.compile's traced ones are let through, each as its tracer takes it."""
+    if (
+        torch.compiler.is_dynamo_compiling()
+        or is_fx_tracing()
+        or torch._C._functorch.peek_interpreter_stack()
+    ):
+        return
+    error = _input_error(model, given)
+    if error is not None:
+        raise error
 
 
-def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exception:
-    """A ShapeError naming the input whose shape does not fit, or the layer
-    (by its attribute name) whose built size the input no longer fits; else
-    ``error`` itself."""
+def _input_error(model: Functional, given: dict[str, Any]) -> LayerError | None:
+    """The error for the first tensor in ``given`` that does not fit its
+    placeholder (rank, static dims after the batch, dtype kind where the
+    placeholder is not floating), naming the input; None when all fit. The
+    fix says which inputs to swap where the tensors fit in another order."""
+    leaves = list(_input_leaves(model, given))
+    for where, expected, value in leaves:
+        if not isinstance(value, torch.Tensor) or _fits(expected, value):
+            continue
+        layer = f"{_label(model)} input {where}"
+        fix = _swap_fix(leaves)
+        shown = format_shape((None, *expected.shape[1:]) if expected.shape else ())
+        if not _fits_shape(expected.shape, tuple(value.shape)):
+            if fix is None:
+                fix = _shape_fix(where, expected.shape, tuple(value.shape))
+            problem = f"expected shape {shown} (dim 0 is the batch), got {format_shape(tuple(value.shape))}"
+            return ShapeError(layer, problem, fix=fix, source=model)
+        kind = dtype_kind(expected.dtype)
+        problem = f"expected {kind} dtype (the placeholder's is {expected.dtype}), got {value.dtype}"
+        return DtypeError(
+            layer, problem, fix=fix or f"pass {_source(where)}.to({expected.dtype})", source=model
+        )
+    return None
+
+
+def _input_leaves(model: Functional, given: dict[str, Any]) -> Iterator[tuple[str, Input, Any]]:
+    """Each input with its path in messages (``'image'``, ``inputs[0]['foo']``)
+    and the value given for it (the values of missing entries are left out)."""
     program = model._torchx_program
     for index, parameter in enumerate(parameters_of(program)):
         structure = parameter.structure
@@ -480,13 +556,89 @@ def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exce
             if isinstance(structure, Input)
             else _entry(program.inputs, index, parameter.key)
         )
-        for where, expected, value in _misfits(start, structure, given.get(parameter.key)):
-            shown = format_shape((None, *expected.shape[1:]) if expected.shape else ())
-            return ShapeError(
-                f"Functional input {where}",
-                f"expected shape {shown} (dim 0 is the batch), got {format_shape(tuple(value.shape))}",
-                fix="pass inputs shaped as the placeholders the model was defined with",
-            )
+        yield from _leaves(start, structure, given.get(parameter.key))
+
+
+def _fits(expected: Input, value: torch.Tensor) -> bool:
+    """Whether tensor ``value`` fits the placeholder ``expected``: its shape,
+    and its dtype's kind where the placeholder is not floating."""
+    kind = dtype_kind(expected.dtype)
+    return _fits_shape(expected.shape, tuple(value.shape)) and (
+        kind == "floating" or dtype_kind(value.dtype) == kind
+    )
+
+
+def _fits_shape(expected: tuple[int | None, ...], got: tuple[int, ...]) -> bool:
+    """Whether shape ``got`` fits ``expected`` (dim 0, the batch, always fits)."""
+    return len(got) == len(expected) and all(
+        want is None or index == 0 or want == size
+        for index, (want, size) in enumerate(zip(expected, got, strict=True))
+    )
+
+
+def _shape_fix(where: str, expected: tuple[int | None, ...], got: tuple[int, ...]) -> str | None:
+    """The fix for one input's shape: add the batch dim it lacks, or, for the
+    same rank, define the placeholder with None in the dims that differ (if
+    the model takes other sizes there, as a CNN with adaptive pooling does)."""
+    if _fits_shape(expected, (1, *got)):
+        return f"add the batch dim: {_source(where)}.unsqueeze(0)"
+    if len(got) != len(expected):
+        return None
+    differ = [
+        index for index, (want, size) in enumerate(zip(expected, got, strict=True)) if index and want != size
+    ]
+    dims = ", ".join(map(str, differ))
+    free = format_shape(
+        [None if index == 0 or index in differ else want for index, want in enumerate(expected)]
+    )
+    return (
+        f"pass a tensor of that shape; if the model takes other sizes in dim{'s' * (len(differ) > 1)} "
+        f"{dims}, define its placeholder with None there: Placeholder({free})"
+    )
+
+
+def _swap_fix(leaves: list[tuple[str, Input, Any]]) -> str | None:
+    """``inputs swapped? ...`` where every given tensor fits some input and
+    together they fit all, in an order other than the one given (a matching
+    found by augmenting paths, each input trying its own tensor first)."""
+    if not all(isinstance(value, torch.Tensor) for _, _, value in leaves):
+        return None
+    count = len(leaves)
+    fitting = [[_fits(expected, value) for _, _, value in leaves] for _, expected, _ in leaves]
+    taken_by: list[int | None] = [None] * count  # tensor -> the input it goes to
+
+    def place(slot: int, seen: set[int]) -> bool:
+        for tensor in sorted(range(count), key=lambda tensor: tensor != slot):
+            if fitting[slot][tensor] and tensor not in seen:
+                seen.add(tensor)
+                holder = taken_by[tensor]
+                if holder is None or place(holder, seen):
+                    taken_by[tensor] = slot
+                    return True
+        return False
+
+    if not all(place(slot, set()) for slot in range(count)):
+        return None
+    moves = [
+        f"{leaves[slot][0]} takes the tensor given as {leaves[tensor][0]}"
+        for tensor, slot in enumerate(taken_by)
+        if slot is not None and slot != tensor
+    ]
+    return "inputs swapped? they fit in another order: " + ", ".join(sorted(moves))
+
+
+def _source(where: str) -> str:
+    """How a fix writes the value of the input at ``where``: ``image``, ``inputs[0]['foo']``."""
+    return where.strip("'") if where.startswith("'") else where
+
+
+def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exception:
+    """The error naming the input that does not fit its placeholder (see
+    :func:`_input_error`), or the layer (by its attribute name) whose built
+    size the input no longer fits; else ``error`` itself."""
+    misfit = _input_error(model, given)
+    if misfit is not None:
+        return misfit
     step, values = _failing_step(model, error)
     if step is None or step.kind != "module":
         if step is not None:
@@ -521,12 +673,11 @@ def _entry(inputs: Any, index: int, key: str) -> str:
     return f"inputs[{key!r}]" if isinstance(inputs, dict) else f"inputs[{index}]"
 
 
-def _misfits(where: str, structure: Any, value: Any) -> Iterator[tuple[str, Input, torch.Tensor]]:
-    """The inputs inside ``structure`` whose tensors in ``value`` do not fit
-    their placeholders, each with its path (``inputs[0]['foo']``)."""
+def _leaves(where: str, structure: Any, value: Any) -> Iterator[tuple[str, Input, Any]]:
+    """Each input inside ``structure`` with its path (``inputs[0]['foo']``) and
+    its value in ``value``; the inputs whose values are missing are left out."""
     if isinstance(structure, Input):
-        if isinstance(value, torch.Tensor) and not _fits(structure.shape, tuple(value.shape)):
-            yield where, structure, value
+        yield where, structure, value
         return
     items = structure.items() if isinstance(structure, dict) else enumerate(structure)
     for key, item in items:
@@ -534,7 +685,7 @@ def _misfits(where: str, structure: Any, value: Any) -> Iterator[tuple[str, Inpu
             inner = value[key]
         except (KeyError, IndexError, TypeError):
             continue  # a missing or odd value: the forward's own error says so
-        yield from _misfits(f"{where}[{key!r}]", item, inner)
+        yield from _leaves(f"{where}[{key!r}]", item, inner)
 
 
 def _failing_step(model: Functional, error: BaseException) -> tuple[Step | None, dict[str, Any]]:
@@ -566,6 +717,7 @@ def _resolved(value: Any, variables: dict[str, Any]) -> Any:
 _HELPERS: dict[str, Callable[..., Any]] = {
     "_unpack_inputs": _unpack_inputs,
     "_keyword_inputs": _keyword_inputs,
+    "_check_inputs": _check_inputs,
     "_missing_inputs": _missing_inputs,
     "_explain": _explain,
 }
