@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -166,3 +167,16 @@ def test_the_search_box_finds_the_right_page(
     page.goto(target.geturl(), wait_until="load")
     assert page.locator(f"[id='{anchor}']").is_visible()
     assert errors == []
+
+
+def test_the_reference_shows_roles_as_code_and_each_object_once(site: Path) -> None:
+    """Docstrings' Sphinx roles (``:func:`build```) render as code, their ``:param:``
+    fields as a parameter table, and an object exported by several modules has one anchor."""
+    for page in PAGES:
+        html = (site / url_path(page) / "index.html").read_text(encoding="utf-8")
+        assert not re.search(r":(func|class|meth|data|mod|attr):`", html), page
+        anchors = re.findall(r'id="(torchx[.\w]*)"', html)
+        assert len(anchors) == len(set(anchors)), page
+    core = (site / "torchx-core" / "index.html").read_text(encoding="utf-8")
+    assert 'id="torchx.build"' in core and 'id="torchx.core.build"' not in core
+    assert "Parameters:" in core
