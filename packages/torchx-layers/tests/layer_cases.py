@@ -15,11 +15,13 @@ import torch
 from torch import nn
 
 import torchx.layers as L
+from torchx.layers._dropout import DropPathModule
 from torchx.layers._lambda import LambdaModule
 from torchx.layers._merge import (
     ConcatModule,
     MergeModule,
 )
+from torchx.layers._norm import LayerNorm2dModule
 from torchx.layers._parameter import ParameterModule
 from torchx.layers._reshape import PermuteModule, ReshapeModule
 
@@ -91,6 +93,12 @@ CASES: list[Case] = [
         VOLUME,
     ),
     Case(lambda: L.LayerNorm(), lambda: nn.LayerNorm(9), SEQ),
+    Case(lambda: L.LayerNorm2d(), lambda: LayerNorm2dModule(4), IMAGE),
+    Case(
+        lambda: L.LayerNorm2d(eps=1e-5, bias=False),
+        lambda: LayerNorm2dModule(4, eps=1e-5, bias=False),
+        IMAGE,
+    ),
     Case(
         lambda: L.LayerNorm(normalized_shape=(4, 9), bias=False),
         lambda: nn.LayerNorm((4, 9), bias=False),
@@ -134,6 +142,8 @@ CASES: list[Case] = [
     Case(lambda: L.Dropout3d(), lambda: nn.Dropout3d(), VOLUME),
     Case(lambda: L.AlphaDropout(0.2), lambda: nn.AlphaDropout(0.2), IMAGE),
     Case(lambda: L.FeatureAlphaDropout(), lambda: nn.FeatureAlphaDropout(), IMAGE),
+    Case(lambda: L.DropPath(0.5), lambda: DropPathModule(0.5), randn(16, 3, 4)),
+    Case(lambda: L.DropPath(0.2, scale_by_keep=False), lambda: DropPathModule(0.2, False), IMAGE),
     Case(lambda: L.MaxPool1d(2), lambda: nn.MaxPool1d(2), SEQ),
     Case(
         lambda: L.MaxPool2d(3, stride=2, padding=1, ceil_mode=True),
@@ -266,6 +276,11 @@ CASES: list[Case] = [
         lambda: L.Parameter((5, 4), init="trunc_normal", std=0.5),
         lambda: ParameterModule((5, 4), "trunc_normal", 0.5),
         randn(3, 5, 4),
+    ),
+    Case(
+        lambda: L.Parameter((4, 1, 1), init="constant", value=1e-6),
+        lambda: ParameterModule((4, 1, 1), "constant", value=1e-6),
+        IMAGE,
     ),
 ]
 

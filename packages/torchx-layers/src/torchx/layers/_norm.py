@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from torchx.core import FromInput, FromState, LeafLayer
 from torchx.layers._channels_first import ChannelsFirst
@@ -21,6 +22,7 @@ __all__ = [
     "InstanceNorm2d",
     "InstanceNorm3d",
     "LayerNorm",
+    "LayerNorm2d",
     "LocalResponseNorm",
     "RMSNorm",
 ]
@@ -169,6 +171,10 @@ class _TrailingNorm(LeafLayer):
 class LayerNorm(_TrailingNorm):
     """``nn.LayerNorm``; ``normalized_shape`` defaults to the input's last dim.
 
+    On a feature map ``(N, C, H, W)`` that is ``W``, as in torch: to normalise
+    over the channels of each position (ConvNeXt's norm), use
+    :class:`LayerNorm2d`.
+
     Args:
         normalized_shape: the trailing dims to normalise over; ``None`` (the
             default) means the last dim of the first input.
@@ -192,6 +198,86 @@ class LayerNorm(_TrailingNorm):
             eps=eps,
             elementwise_affine=elementwise_affine,
             bias=bias,
+            device=device,
+            dtype=dtype,
+            name=name,
+        )
+
+
+class LayerNorm2dModule(nn.LayerNorm):
+    """``nn.LayerNorm`` over dim 1 (the channels) of ``(N, C, H, W)``: the
+    input seen as ``(N, H, W, C)``, normalised over ``C``, seen back as
+    ``(N, C, H, W)`` (in channels-last memory)."""
+
+    def __init__(
+        self,
+        num_channels: int,
+        eps: float = 1e-6,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(
+            num_channels,
+            eps=eps,
+            elementwise_affine=elementwise_affine,
+            bias=bias,
+            device=device,
+            dtype=dtype,
+        )
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        output = F.layer_norm(
+            input.permute(0, 2, 3, 1), self.normalized_shape, self.weight, self.bias, self.eps
+        )
+        return output.permute(0, 3, 1, 2)
+
+
+class LayerNorm2d(ChannelsFirst):
+    """Layer norm over the channels of a feature map ``(N, C, H, W)``, at
+    each position (ConvNeXt's; timm's ``LayerNorm2d``): ``num_channels`` is
+    read off dim 1, and ``weight`` and ``bias`` have shape ``(C,)``, the keys
+    and shapes of timm's, whose checkpoints load as they are.
+
+    It equals ``F.layer_norm(x.permute(0, 2, 3, 1), (C,), weight, bias,
+    eps).permute(0, 3, 1, 2)``, and runs so; the output is in channels-last
+    memory, which the convolutions that follow take as it is.
+
+    Args:
+        eps: added to the variance. Default: ``1e-6``, timm's and ConvNeXt's
+            (``L.LayerNorm``'s, as torch's, is ``1e-5``).
+        elementwise_affine: learn ``weight`` (and ``bias``). Default: True.
+        bias: learn ``bias`` too. Default: True.
+        num_channels: ``C``; ``None`` (the default) reads it off the input.
+
+    Shape:
+        - Input: ``(N, C, H, W)``.
+        - Output: ``(N, C, H, W)``, the input's shape.
+    """
+
+    native_class = LayerNorm2dModule
+    channels_argument = "num_channels"
+    channels_state = FromState("weight", 0)
+    spatial_dims = 2
+    same_shape = True
+
+    def __init__(
+        self,
+        *,
+        eps: PositiveFloat = 1e-6,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        num_channels: PositiveInt | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            eps=eps,
+            elementwise_affine=elementwise_affine,
+            bias=bias,
+            num_channels=num_channels,
             device=device,
             dtype=dtype,
             name=name,

@@ -8,19 +8,20 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from torchx.core import LeafLayer
-from torchx.plugin import PositiveFloat, Shape
+from torchx.core import ArgumentError, LeafLayer
+from torchx.plugin import PositiveFloat
 
 __all__ = ["Parameter"]
 
-Init = Literal["zeros", "ones", "normal", "trunc_normal", "uniform"]
+Init = Literal["zeros", "ones", "constant", "normal", "trunc_normal", "uniform"]
 
 _INITS = {
-    "zeros": lambda value, std: nn.init.zeros_(value),
-    "ones": lambda value, std: nn.init.ones_(value),
-    "normal": lambda value, std: nn.init.normal_(value, std=std),
-    "trunc_normal": lambda value, std: nn.init.trunc_normal_(value, std=std, a=-2 * std, b=2 * std),
-    "uniform": lambda value, std: nn.init.uniform_(value, -std, std),
+    "zeros": lambda tensor, std, value: nn.init.zeros_(tensor),
+    "ones": lambda tensor, std, value: nn.init.ones_(tensor),
+    "constant": lambda tensor, std, value: nn.init.constant_(tensor, value),
+    "normal": lambda tensor, std, value: nn.init.normal_(tensor, std=std),
+    "trunc_normal": lambda tensor, std, value: nn.init.trunc_normal_(tensor, std=std, a=-2 * std, b=2 * std),
+    "uniform": lambda tensor, std, value: nn.init.uniform_(tensor, -std, std),
 }
 
 
@@ -36,17 +37,19 @@ class ParameterModule(nn.Module):
         shape: Sequence[int],
         init: Init = "zeros",
         std: float = 0.02,
+        value: float | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         self.shape, self.init, self.std = tuple(shape), init, std
+        self.fill_value = value
         self.value = nn.Parameter(torch.empty(self.shape, device=device, dtype=dtype))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         with torch.no_grad():
-            _INITS[self.init](self.value, self.std)
+            _INITS[self.init](self.value, self.std, self.fill_value)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         if self.value.dim() and self.value.shape[0] == 1:
@@ -54,7 +57,8 @@ class ParameterModule(nn.Module):
         return self.value
 
     def extra_repr(self) -> str:
-        return f"shape={self.shape}, init={self.init!r}"
+        value = "" if self.fill_value is None else f", value={self.fill_value}"
+        return f"shape={self.shape}, init={self.init!r}{value}"
 
 
 class Parameter(LeafLayer):
@@ -62,7 +66,9 @@ class Parameter(LeafLayer):
     is ``(N, 1, 768)`` for an input of batch ``N``.
 
     A leading size of 1 is expanded to the input's batch (a view: no copy);
-    the input gives only its batch size and device. Other shapes come out as
+    the input gives only its batch size and device (token ids anchor it as
+    well as features: the tensor is in the default floating dtype unless the
+    input is floating-point, or ``dtype=`` says). Other shapes come out as
     they are and broadcast in what follows (a position embedding added to its
     input).
 
@@ -78,10 +84,14 @@ class Parameter(LeafLayer):
 
     Args:
         shape: the tensor's shape.
-        init: how it starts: ``"zeros"`` (default), ``"ones"``, ``"normal"``,
-            ``"trunc_normal"`` (cut at two ``std``) or ``"uniform"`` (in
-            ``[-std, std]``).
+        init: how it starts: ``"zeros"`` (default), ``"ones"``,
+            ``"constant"`` (every entry ``value``: ConvNeXt's layer scale,
+            ``L.Parameter((C, 1, 1), init="constant", value=1e-6)``),
+            ``"normal"``, ``"trunc_normal"`` (cut at two ``std``) or
+            ``"uniform"`` (in ``[-std, std]``).
         std: the spread of the random initialisations. Default: 0.02.
+        value: the entries of a ``"constant"`` init (required there, and
+            only there).
 
     Examples::
 
@@ -96,6 +106,7 @@ class Parameter(LeafLayer):
 
     native_class = ParameterModule
     input_layout = "(N, *)"
+    integer_input = True  # the anchor gives only its batch and device: token ids anchor as well
 
     def __init__(
         self,
@@ -103,19 +114,28 @@ class Parameter(LeafLayer):
         *,
         init: Init = "zeros",
         std: PositiveFloat = 0.02,
+        value: float | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
         name: str | None = None,
     ) -> None:
         if not all(type(size) is int and size > 0 for size in shape):
             raise ValueError(f"Parameter: shape must be positive ints, got {tuple(shape)!r}")
-        super().__init__(shape=tuple(shape), init=init, std=std, device=device, dtype=dtype, name=name)
+        if init == "constant" and value is None:
+            raise ArgumentError(
+                "Parameter: init='constant' needs the value to fill the tensor with",
+                argument="value",
+                fix="pass value=, e.g. L.Parameter(shape, init='constant', value=1e-6)",
+            )
+        if init != "constant" and value is not None:
+            raise ArgumentError(
+                f"Parameter: value={value!r} is used only by init='constant', not init={init!r}",
+                argument="value",
+                fix="pass init='constant' to fill the tensor with value, or drop value=",
+            )
+        super().__init__(
+            shape=tuple(shape), init=init, std=std, value=value, device=device, dtype=dtype, name=name
+        )
 
     def infer_arguments(self, *inputs: Any) -> dict[str, Any]:
         return {}
-
-    def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
-        shape = tuple(self.arguments["shape"])
-        if shape and shape[0] == 1 and input_shapes and input_shapes[0]:
-            return (input_shapes[0][0], *shape[1:])
-        return shape
