@@ -45,6 +45,16 @@ def lazy_torch_mlp(depth: int, width: int) -> nn.Sequential:
     return nn.Sequential(*(layer for _ in range(depth) for layer in (nn.LazyLinear(width), nn.ReLU())))
 
 
+class PermutedLayerNorm(nn.LayerNorm):
+    """ConvNeXt's channel norm as written by hand: two permutes around ``F.layer_norm``."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        output = nn.functional.layer_norm(
+            input.permute(0, 2, 3, 1), self.normalized_shape, self.weight, self.bias, self.eps
+        )
+        return output.permute(0, 3, 1, 2)
+
+
 # -- benchmarks ------------------------------------------------------------------
 
 
@@ -77,6 +87,33 @@ def bench_forward(quick: bool) -> list[Result]:
         steps = (partial(train_step, model, x), partial(train_step, native, x))
         timed = interleaved_medians(*steps, rounds=rounds, per_round=per_round // 2)
         results.append(Result(f"forward+backward: {name}", *timed, bound))
+    return results
+
+
+def bench_layer_norm_2d(quick: bool) -> list[Result]:
+    """``L.LayerNorm2d`` against the permute formulation it must equal, on
+    ConvNeXt-T's first and last stage, NCHW and channels-last inputs."""
+    rounds, per_round = (7, 5) if quick else (21, 10)
+    results = []
+    for shape in ((8, 96, 56, 56), (8, 768, 7, 7)):
+        for memory in (torch.contiguous_format, torch.channels_last):
+            x = torch.randn(shape).contiguous(memory_format=memory)
+            layer = torchx.build(L.LayerNorm2d(), x)
+            reference = PermutedLayerNorm(shape[1], eps=1e-6)
+            with torch.no_grad():
+                layer.weight.normal_()
+                reference.load_state_dict(layer.state_dict())
+                assert torch.equal(layer(x), reference(x))
+                timed = interleaved_medians(
+                    partial(layer, x), partial(reference, x), rounds=rounds, per_round=per_round
+                )
+            layout = "NCHW" if memory is torch.contiguous_format else "channels-last"
+            label = f"LayerNorm2d vs permutes: {'x'.join(map(str, shape))} {layout}"
+            results.append(Result(label, *timed, 1.05))
+            if memory is torch.contiguous_format:
+                steps = (partial(train_step, layer, x), partial(train_step, reference, x))
+                timed = interleaved_medians(*steps, rounds=rounds, per_round=per_round)
+                results.append(Result(f"{label}, +backward", *timed, 1.05))
     return results
 
 

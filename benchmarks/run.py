@@ -22,7 +22,14 @@ from bench_device import bench_device
 from bench_examples import bench_examples
 from bench_functional import bench_functional
 from bench_keras import bench_keras
-from bench_layers import bench_abstract_build, bench_build, bench_construct, bench_forward, bench_import
+from bench_layers import (
+    bench_abstract_build,
+    bench_build,
+    bench_construct,
+    bench_forward,
+    bench_import,
+    bench_layer_norm_2d,
+)
 from bench_rnn import bench_rnn
 from bench_specs import bench_specs
 from bench_vision import bench_vision
@@ -36,6 +43,7 @@ BENCHMARKS: dict[str, Callable[[bool], list[Result]]] = {
     "construct": bench_construct,
     "abstract": bench_abstract_build,
     "import": bench_import,
+    "layernorm2d": bench_layer_norm_2d,
     "functional": bench_functional,
     "vision": bench_vision,
     "weights": bench_weights,
