@@ -1,11 +1,11 @@
 """Layers of today's architectures (issue 27, section 4): ``DropPath``,
 ``LayerNorm2d``, ``Parameter``'s constant init and its integer anchors.
 
-In graphs (on placeholders): torchx-functional's ``test_modern_layer_graphs.py``."""
+In graphs (on placeholders), and through JSON and YAML spec files:
+torchx-functional's ``test_modern_layer_graphs.py``. Specs and state of each
+layer alone: the cases in ``layer_cases.py``."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 import torch
@@ -210,30 +210,3 @@ def test_parameter_anchored_on_ids_takes_the_default_dtype() -> None:
         assert layer(torch.zeros(3, dtype=torch.int32)).dtype == torch.float64
     finally:
         torch.set_default_dtype(previous)
-
-
-# -- specs --------------------------------------------------------------------
-
-
-def stem() -> L.Sequential:
-    return L.Sequential(L.Conv2d(8, 3, padding=1), L.LayerNorm2d(), L.DropPath(0.25))
-
-
-@pytest.mark.parametrize("suffix", [".json", ".yaml"], ids=["json", "yaml"])
-def test_the_three_round_trip_through_spec_files(suffix: str, tmp_path: Path) -> None:
-    model = stem()
-    data = torch.randn(10, 4, 6, 6)
-    model(data)
-    path = tmp_path / f"stem{suffix}"
-    torchx.save_spec(model, path)
-    read = torchx.load_spec(path)
-    assert read.to_spec() == model.to_spec()
-    read.load_state_dict(model.state_dict())
-    assert list(read.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias"]
-    for mode in ("train", "eval"):
-        getattr(model, mode)()
-        getattr(read, mode)()
-        torch.manual_seed(6)
-        expected = model(data)
-        torch.manual_seed(6)
-        assert torch.equal(read(data), expected), mode
