@@ -31,7 +31,17 @@ import torch.nn.functional as F
 from torchx.core import TorchXError
 from torchx.functional._liveness import IN_PLACE_METHODS, liveness
 from torchx.functional._ops import INFIX, name_of_function
-from torchx.functional._program import BatchOf, Input, Namespace, Parameter, Program, Step, Var, normal_form
+from torchx.functional._program import (
+    BatchOf,
+    DeviceVar,
+    Input,
+    Namespace,
+    Parameter,
+    Program,
+    Step,
+    Var,
+    normal_form,
+)
 from torchx.plugin import ValueFold, find_symbolic, is_symbolic
 
 __all__ = [
@@ -166,6 +176,8 @@ class _Writer(ValueFold[str]):
             return f"{self.value(value.value)}.clone()"
         if isinstance(value, BatchOf):
             return f"{value.name}.shape[0]"
+        if isinstance(value, DeviceVar):
+            return f"{value.name}.device"
         return self.constant(value)
 
     def index(self, value: Any) -> str:

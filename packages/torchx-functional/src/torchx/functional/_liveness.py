@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from torchx.functional._program import BatchOf, Program, Step, Var
+from torchx.functional._program import BatchOf, DeviceVar, Program, Step, Var
 from torchx.functional._tree import leaves_of
 
 __all__ = ["IN_PLACE_METHODS", "Liveness", "liveness"]
@@ -54,10 +54,10 @@ class Liveness:
 
 
 def _read(*values: Any) -> Iterator[str]:
-    """The variables step arguments read (a batch size reads its variable)."""
+    """The variables step arguments read (a batch size or a device reads its variable)."""
     for value in values:
         for leaf in leaves_of(value):
-            if isinstance(leaf, (Var, BatchOf)):
+            if isinstance(leaf, (Var, BatchOf, DeviceVar)):
                 yield leaf.name
 
 
@@ -118,6 +118,7 @@ class _Memory:
         """The operand (by position) arithmetic ``step`` may be computed into."""
         if (
             step.kind != "function"
+            or step.dtype is None  # not a tensor: arithmetic on sizes
             or step.target not in IN_PLACE_METHODS
             or step.kwargs
             or len(step.args) != 2

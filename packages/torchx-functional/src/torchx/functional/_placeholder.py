@@ -7,6 +7,13 @@ computed when the node is recorded — so a shape error surfaces at definition
 time, naming the operation. A ``None`` dim is dynamic: nodes downstream of one
 also keep a second meta output, from the second probe (see
 :class:`~torchx.plugin.Probes`), and report the dims that differ as ``None``.
+
+The size of a dynamic dim (``x.shape[1]``, ``x.size(1)``) is a :class:`Size`:
+a node too, whose value under each probe is that probe's size, so sizes work
+out right in both probes through arithmetic (``T // heads``), shapes
+(``x.view(b, t, h, d)``), slices (``w[:T]``) and factories
+(``torch.arange(T)``); the generated forward reads it off its input at run
+time. A static dim is a plain int.
 """
 
 from __future__ import annotations
@@ -24,7 +31,12 @@ import torch
 from torch import nn
 
 from torchx.core import Layer, ShapeError, TorchXError, current_scope
-from torchx.functional._ops import UNINITIALISED_METHODS, ZERO_FILLED_FUNCTIONS, ZERO_FILLED_METHODS
+from torchx.functional._ops import (
+    FACTORIES,
+    UNINITIALISED_METHODS,
+    ZERO_FILLED_FUNCTIONS,
+    ZERO_FILLED_METHODS,
+)
 from torchx.functional._tree import leaves_of, map_leaves
 from torchx.plugin import (
     Probes,
@@ -43,9 +55,12 @@ from torchx.plugin import (
 
 __all__ = [
     "BatchSize",
+    "DeviceOf",
     "Node",
     "OwnMetaOutput",
     "Placeholder",
+    "Size",
+    "SymbolicShape",
     "accept_placeholders",
     "answering_copies",
     "may_return_input",
@@ -70,11 +85,41 @@ class BatchSize:
 
     node: Node
 
+    def __repr__(self) -> str:
+        return _size_name(self.node, 0)
+
+
+@dataclass(frozen=True)
+class DeviceOf:
+    """A ``device=`` argument that stands for the device of ``node``'s output at
+    run time (a factory of a dynamic size makes its tensor beside its input)."""
+
+    node: Node
+
+    def __repr__(self) -> str:
+        return f"{_node_label(self.node)}.device"
+
+    @classmethod
+    def __torch_function__(
+        cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        """A factory read back from a spec (``torch.arange(T, device=<ids' device>)``) records itself."""
+        return Placeholder.__torch_function__(func, types, args, kwargs)
+
+
+def _node_label(node: Node) -> str:
+    """How a message names ``node``'s output: an input by its name, else its operation."""
+    return node.name if node.kind == "input" and node.name else f"<{node.describe()}>"
+
+
+def _size_name(node: Node, dim: int) -> str:
+    return f"{_node_label(node)}.shape[{dim}]"
+
 
 class Node:
     """One recorded step of a graph; placeholders point at nodes, nodes at nodes."""
 
-    __slots__ = ("args", "fresh", "id", "kind", "kwargs", "metas", "name", "target")
+    __slots__ = ("args", "fresh", "id", "kind", "kwargs", "metas", "name", "sizes", "target")
 
     def __init__(
         self,
@@ -98,14 +143,16 @@ class Node:
         self.fresh = fresh
         """Whether the output is new memory: not an input, nor a view of one
         (what may share memory decides where a graph may work in place)."""
+        self.sizes: dict[int, Size] | None = None
+        """The sizes of its dynamic dims read so far, by dim: one node each."""
 
     def inputs(self) -> list[Node]:
         """The nodes this node reads."""
         leaves = leaves_of(self.args) + leaves_of(self.kwargs)
         return [
-            leaf.node if isinstance(leaf, BatchSize) else leaf
+            leaf.node if isinstance(leaf, (BatchSize, DeviceOf)) else leaf
             for leaf in leaves
-            if isinstance(leaf, (Node, BatchSize))
+            if isinstance(leaf, (Node, BatchSize, DeviceOf))
         ]
 
     @property
@@ -140,10 +187,12 @@ def _as_meta(value: Any, probe: int) -> Any:
     """``value`` with placeholders replaced by their meta outputs under ``probe``."""
 
     def convert(leaf: Any) -> Any:
-        if isinstance(leaf, Placeholder):
+        if isinstance(leaf, (Placeholder, Size)):
             return leaf.node.meta_under(probe)
         if isinstance(leaf, BatchSize):
             return leaf.node.meta_under(probe).shape[0]
+        if isinstance(leaf, DeviceOf):
+            return torch.device("meta")
         return leaf
 
     return map_leaves(convert, value)
@@ -155,7 +204,7 @@ def _as_metas(value: Any, probes: Probes) -> list[Any]:
 
 
 def _as_nodes(value: Any) -> Any:
-    return map_leaves(lambda leaf: leaf.node if isinstance(leaf, Placeholder) else leaf, value)
+    return map_leaves(lambda leaf: leaf.node if isinstance(leaf, (Placeholder, Size)) else leaf, value)
 
 
 def _refuse_torch_checkpoint(what: str) -> None:
@@ -178,7 +227,7 @@ def _check_leaves(what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> b
     leaves = leaves_of(args) + leaves_of(kwargs)
     dynamic = False
     for leaf in leaves:
-        if isinstance(leaf, Placeholder):
+        if isinstance(leaf, (Placeholder, Size)):
             dynamic = dynamic or len(leaf.node.metas) > 1
         elif isinstance(leaf, nn.Parameter):
             raise _ModuleCall(what)
@@ -324,7 +373,7 @@ def _compute(
         if isinstance(error, _ModuleCall):
             raise
         shapes = ", ".join(
-            format_shape(leaf.shape) if isinstance(leaf, Placeholder) else repr(leaf)
+            format_shape(leaf.node.shape) if isinstance(leaf, Placeholder) else repr(leaf)
             for leaf in leaves_of(args) + leaves_of(kwargs)
         )
         raise ShapeError(
@@ -625,20 +674,45 @@ class Placeholder:
     # -- what a tensor tells about itself ----------------------------------------
 
     @property
-    def shape(self) -> tuple[int | None, ...]:
-        """The shape, with ``None`` for dynamic dims."""
-        return self.node.shape
+    def shape(self) -> SymbolicShape:
+        """The shape: an int per static dim, a :class:`Size` per dynamic one
+        (``b, t, c = x.shape``); it prints and compares as the shape with
+        ``None`` for the dynamic dims."""
+        return SymbolicShape(self._size_of(dim, size) for dim, size in enumerate(self.node.shape))
 
     def size(self, dim: int | None = None) -> Any:
-        """``shape``, or one dim of it."""
-        return self.shape if dim is None else self.shape[dim]
+        """``shape``, or one dim of it: an int, or a :class:`Size` where it is dynamic."""
+        if dim is None:
+            return self.shape
+        shape = self.node.shape
+        if isinstance(dim, bool) or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
+            raise IndexError(
+                f"size({dim!r}) of a placeholder of shape {format_shape(shape)}: dims are "
+                f"{-len(shape)}..{len(shape) - 1}"
+            )
+        dim %= len(shape)
+        return self._size_of(dim, shape[dim])
+
+    def _size_of(self, dim: int, static: int | None) -> int | Size:
+        """Dim ``dim``'s size: ``static``, or the dynamic size (one node per dim)."""
+        if static is not None:
+            return static
+        node = self.node
+        if node.sizes is None:
+            node.sizes = {}
+        found = node.sizes.get(dim)
+        if found is None:
+            metas = tuple(meta.shape[dim] for meta in node.metas)
+            size_node = Node("method", "size", (node, dim), {}, metas)
+            found = node.sizes[dim] = Size(size_node, node, _size_name(node, dim))
+        return found
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        return len(self.node.shape)
 
     def dim(self) -> int:
-        return len(self.shape)
+        return len(self.node.shape)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -650,7 +724,7 @@ class Placeholder:
 
     def __repr__(self) -> str:
         origin = self.node.describe()
-        return f"Placeholder(shape={format_shape(self.shape)}, dtype={self.dtype}, from={origin})"
+        return f"Placeholder(shape={format_shape(self.node.shape)}, dtype={self.dtype}, from={origin})"
 
     def __len__(self) -> int:
         raise TorchXError("len() of a Placeholder is not recorded; use placeholder.shape[0]")
@@ -714,6 +788,8 @@ class Placeholder:
         _refuse_uninitialised(what)
         if func is torch.reshape and len(args) == 2 and isinstance(args[0], Placeholder):
             args = (args[0], *args[0]._batch_size_in((args[1],)))
+        if func in FACTORIES:
+            return _record_factory(func, tuple(args), kwargs, what)
         return record("function", func, tuple(args), kwargs, func, what)
 
     def __torchx_call__(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -756,8 +832,143 @@ class Placeholder:
         packed = len(sizes) == 1 and isinstance(sizes[0], (tuple, list))
         dims = tuple(sizes[0]) if packed else sizes
         leading = dims[0] if dims else 0
-        if self.shape and (
+        if self.node.shape and (
             leading is None or (isinstance(leading, int) and leading == self.node.meta.shape[0])
         ):
             dims = (BatchSize(self.node), *dims[1:])
         return (dims,) if packed else dims
+
+
+def _record_factory(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], what: str
+) -> Any:
+    """Record a factory of dynamic sizes (``torch.arange(T)``): on the device of
+    the input its first size was read from unless ``device=`` is given; its
+    meta outputs are made on the meta device."""
+    if kwargs.get("device") is None:
+        source = next((leaf.source for leaf in leaves_of((args, kwargs)) if isinstance(leaf, Size)), None)
+        if source is not None:
+            kwargs = {**kwargs, "device": DeviceOf(source)}
+
+    def on_meta(*values: Any, **options: Any) -> Any:
+        return function(*values, **{**options, "device": "meta"})
+
+    return record("function", function, args, kwargs, on_meta, what)
+
+
+def _size_op(function: Callable[..., Any], args: tuple[Any, ...], label: str) -> Size:
+    """Record integer arithmetic on sizes: a size again, never an int (``T // 128``
+    is 0 under both probes, yet not 0)."""
+    sizes = [arg for arg in args if isinstance(arg, Size)]
+    probes = max(len(size.node.metas) for size in sizes)
+    metas = tuple(function(*_as_meta(args, probe)) for probe in range(probes))
+    return Size(Node("function", function, _as_nodes(args), {}, metas), sizes[0].source, label)
+
+
+def _label(value: Any) -> str:
+    return value.label if isinstance(value, Size) else repr(value)
+
+
+def _size_arithmetic(
+    function: Callable[[Any, Any], Any], symbol: str, *, reflected: bool = False
+) -> Callable[[Size, Any], Any]:
+    """The operator method ``size <op> other`` (``other <op> size`` when ``reflected``)
+    for an int or size ``other``."""
+
+    def method(self: Size, other: Any) -> Any:
+        if isinstance(other, bool) or not isinstance(other, (int, Size)):
+            return NotImplemented
+        args = (other, self) if reflected else (self, other)
+        return _size_op(function, args, f"({_label(args[0])} {symbol} {_label(args[1])})")
+
+    return method
+
+
+class Size:
+    """The size of a dynamic dim (``x.shape[1]`` of a ``(None, None)``
+    placeholder), or integer arithmetic on such sizes (``T * 2``, ``T // heads``,
+    ``T - 1``, ``-T``): a value of the graph, which the generated forward reads
+    off its input at run time (``x.size(1)``).
+
+    It works wherever torch takes a size: shapes (``x.view(b, t, h, d)``,
+    ``x.new_zeros(t, t)``), slices (``w[:T]``, ``x[:, :T]``) and factories
+    given the sizes as a tuple or one size (``torch.ones((T, T))``,
+    ``torch.arange(T)``, on the input's device unless ``device=`` is given).
+    It has no value at definition time: ``int(T)``, ``range(T)`` and a real
+    tensor's ``t[:T]`` are refused. Messages show it by name: ``ids.shape[1]``.
+    """
+
+    __slots__ = ("label", "node", "source")
+
+    def __init__(self, node: Node, source: Node, label: str) -> None:
+        self.node = node
+        self.source = source
+        """The node whose output's shape it was read from (the first one, for arithmetic)."""
+        self.label = label
+
+    def __repr__(self) -> str:
+        return self.label
+
+    __add__ = _size_arithmetic(operator.add, "+")
+    __radd__ = _size_arithmetic(operator.add, "+", reflected=True)
+    __sub__ = _size_arithmetic(operator.sub, "-")
+    __rsub__ = _size_arithmetic(operator.sub, "-", reflected=True)
+    __mul__ = _size_arithmetic(operator.mul, "*")
+    __rmul__ = _size_arithmetic(operator.mul, "*", reflected=True)
+    __floordiv__ = _size_arithmetic(operator.floordiv, "//")
+    __rfloordiv__ = _size_arithmetic(operator.floordiv, "//", reflected=True)
+    __mod__ = _size_arithmetic(operator.mod, "%")
+    __rmod__ = _size_arithmetic(operator.mod, "%", reflected=True)
+
+    def __neg__(self) -> Size:
+        return _size_op(operator.neg, (self,), f"-{self.label}")
+
+    def __pos__(self) -> Size:
+        return self
+
+    def _no_value(self) -> TorchXError:
+        return TorchXError(
+            f"{self.label} is a dynamic size: it has no value until the model runs. It works in shapes "
+            f"(x.view(b, {self.label}, -1)), slices of placeholders (w[:{self.label}]), torch.arange("
+            f"{self.label}), torch.ones(({self.label}, {self.label})) and integer arithmetic; a real "
+            "tensor or Python (int(), range()) needs a value"
+        )
+
+    def __index__(self) -> int:
+        raise self._no_value()
+
+    def __int__(self) -> int:
+        raise self._no_value()
+
+    def __bool__(self) -> bool:
+        raise self._no_value()
+
+    @classmethod
+    def __torch_function__(
+        cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        return Placeholder.__torch_function__(func, types, args, kwargs)
+
+
+class SymbolicShape(tuple[int | Size, ...]):
+    """A placeholder's shape: an int per static dim, a :class:`Size` per
+    dynamic one. It prints and compares as the shape with ``None`` for the
+    dynamic dims: ``(None, 7200)``."""
+
+    __slots__ = ()
+
+    def plain(self) -> tuple[int | None, ...]:
+        """The shape with ``None`` for the dynamic dims."""
+        return tuple(None if isinstance(dim, Size) else dim for dim in self)
+
+    def __eq__(self, other: object) -> bool:
+        return self.plain() == (other.plain() if isinstance(other, SymbolicShape) else other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self.plain())
+
+    def __repr__(self) -> str:
+        return repr(self.plain())

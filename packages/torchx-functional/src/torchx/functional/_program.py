@@ -34,11 +34,13 @@ from torch.utils._pytree import tree_map
 
 import torchx.layers as L
 from torchx.core import BuildWarning, TorchXError
-from torchx.functional._placeholder import BatchSize, Node, Placeholder
+from torchx.functional._placeholder import BatchSize, DeviceOf, Node, Placeholder
 from torchx.functional._tree import map_leaves
 from torchx.plugin import Layer, format_shape, given_name, layer_name, layer_view, record_of, short_repr
 
 __all__ = [
+    "BatchOf",
+    "DeviceVar",
     "IdentifierForms",
     "Input",
     "Namespace",
@@ -62,6 +64,13 @@ class Var:
 @dataclass(frozen=True)
 class BatchOf:
     """The run-time batch size (dim 0) of a variable."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class DeviceVar:
+    """The run-time device of a variable (a factory's ``device=``)."""
 
     name: str
 
@@ -350,7 +359,7 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
     for leaf in _leaves(inputs, Placeholder):
         if id(leaf.node) not in used_inputs:
             warnings.warn(
-                f"Functional input {input_names[id(leaf.node)][0]!r} {format_shape(leaf.shape)} is not used by "
+                f"Functional input {input_names[id(leaf.node)][0]!r} {format_shape(leaf.node.shape)} is not used by "
                 "any output: the model takes it and ignores it",
                 BuildWarning,
                 stacklevel=3,
@@ -388,6 +397,8 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
                 return Var(variables[id(leaf)])
             if isinstance(leaf, BatchSize):
                 return BatchOf(variables[id(leaf.node)])
+            if isinstance(leaf, DeviceOf):
+                return DeviceVar(variables[id(leaf.node)])
             return leaf
 
         tensor, plain = isinstance(node.meta, torch.Tensor), _is_plain(node)
@@ -408,7 +419,7 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
 
     def describe(leaf: Placeholder) -> Input:
         name, _ = input_names[id(leaf.node)]
-        return Input(name, leaf.shape, leaf.dtype)
+        return Input(name, leaf.node.shape, leaf.dtype)
 
     program_inputs = tree_map(describe, inputs)
     program_outputs = tree_map(lambda leaf: Var(variables[id(leaf.node)]), outputs)

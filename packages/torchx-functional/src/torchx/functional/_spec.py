@@ -16,10 +16,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from torchx.core import SpecError
-from torchx.functional._ops import METHODS, function_named, name_of_function
-from torchx.functional._placeholder import BatchSize, Placeholder
-from torchx.functional._program import BatchOf, IdentifierForms, Input, Var, normal_form
+from torchx.functional._ops import function_named, is_spec_method, name_of_function
+from torchx.functional._placeholder import BatchSize, DeviceOf, Placeholder
+from torchx.functional._program import BatchOf, DeviceVar, IdentifierForms, Input, Var, normal_form
+from torchx.functional._tree import leaves_of
 from torchx.plugin import (
     SpecReader,
     SpecWriter,
@@ -49,6 +52,8 @@ class _GraphValues(TaggedValues):
             return {"node": self.names.get(value.name, value.name)}
         if isinstance(value, BatchOf):
             return {"batch_of": self.names.get(value.name, value.name)}
+        if isinstance(value, DeviceVar):
+            return {"device_of": self.names.get(value.name, value.name)}
         if isinstance(value, Input):
             return {"input": value.name, "shape": list(value.shape), "dtype": dtype_name(value.dtype)}
         return super().other(value, where)
@@ -68,7 +73,7 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
         if step.kind in ("module", "parameter"):  # an L.Parameter is a layer of the spec like any other
             node["module"] = step.target
         elif step.kind == "method":
-            if step.target not in METHODS:
+            if not is_spec_method(step.target):
                 raise SpecError(
                     place, f"node {step.var!r} calls Tensor.{step.target}, which specs cannot name"
                 )
@@ -79,7 +84,9 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
                 shown = getattr(step.target, "__qualname__", repr(step.target))
                 raise SpecError(
                     place,
-                    f"node {step.var!r} calls {shown}, which is not in the op registry; specs cannot name it",
+                    f"node {step.var!r} calls {shown}, which specs cannot name (they name the functions "
+                    "of torch, torch.nn.functional, torch.linalg, torch.special, torch.fft and torch.Tensor "
+                    "that a graph records)",
                 )
             node["op"] = name
         node["args"] = [encode(arg, f"{place}.args[{i}]") for i, arg in enumerate(step.args)]
@@ -122,8 +129,9 @@ class _Replay(TaggedReader):
         self.names = _Names()  # of inputs and nodes, which share ``env``
 
     def reference(self, tag: Any, content: Any, where: str) -> Any:
-        """The node (``{"node": name}``) or its batch size (``{"batch_of": name}``) a value refers to."""
-        if tag not in ("node", "batch_of"):
+        """The node (``{"node": name}``), its batch size (``{"batch_of": name}``) or
+        its device (``{"device_of": name}``) a value refers to."""
+        if tag not in ("node", "batch_of", "device_of"):
             return super().reference(tag, content, where)
         if content not in self.env:
             raise SpecError(
@@ -131,10 +139,12 @@ class _Replay(TaggedReader):
                 f"refers to node {short_repr(content)}, which is not defined before it (a dangling edge)",
             )
         found = self.env[content]
+        if tag != "node" and not isinstance(found, Placeholder):
+            raise SpecError(where, f"{tag} needs a tensor node, {short_repr(content)} is not one")
         if tag == "batch_of":
-            if not isinstance(found, Placeholder):
-                raise SpecError(where, f"batch_of needs a tensor node, {short_repr(content)} is not one")
             return BatchSize(found.node)
+        if tag == "device_of":
+            return DeviceOf(found.node)
         return found
 
     def inputs(self, value: Any, where: str) -> Any:
@@ -234,15 +244,29 @@ def _call(
         return module(*args, **kwargs)
     if "method" in node:
         method = node["method"]
-        if method not in METHODS or not args or not isinstance(args[0], Placeholder):
+        if not is_spec_method(method) or not args or not isinstance(args[0], Placeholder):
             raise SpecError(
-                f"{place}.method", f"unknown tensor method {short_repr(method)}, or no tensor to call it on"
+                f"{place}.method",
+                f"unknown tensor method {short_repr(method)} (a public method of torch.Tensor), "
+                "or no tensor to call it on",
             )
         return getattr(args[0], method)(*args[1:], **kwargs)
-    function = function_named(node.get("op", ""))
+    function = function_named(node.get("op"))
     if function is None:
         raise SpecError(
             f"{place}.op",
-            f"unknown operation {short_repr(node.get('op'))}; ops come only from the op registry",
+            f"unknown operation {short_repr(node.get('op'))}; an op is a function a graph records, named "
+            "in torch, F (torch.nn.functional), torch.linalg, torch.special, torch.fft or torch.Tensor "
+            '("F.layer_norm"), or an operator ("operator.add")',
+        )
+    if all(isinstance(leaf, _DATA) for leaf in leaves_of((args, kwargs))):
+        raise SpecError(
+            place,
+            f"{node['op']} is called on data alone; a node's op takes a value of the graph (a node, "
+            "an input, a size), so that reading a spec records it rather than runs it",
         )
     return function(*args, **kwargs)
+
+
+_DATA = (type(None), bool, int, float, str, type(Ellipsis), torch.dtype)
+"""The leaves of a spec value that are data rather than values of the graph."""

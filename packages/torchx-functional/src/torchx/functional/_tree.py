@@ -2,7 +2,8 @@
 
 Nearly every recorded call takes a flat tuple of placeholders and constants
 and no keyword arguments; pytree's general walk costs more than the rest of
-recording such a call. Nested values still go through pytree.
+recording such a call. Nested values still go through pytree. Both look inside
+slices (pytree's leaves), whose bounds may be dynamic sizes (``w[:T]``).
 """
 
 from __future__ import annotations
@@ -22,19 +23,34 @@ def _is_flat(value: Any) -> bool:
     )
 
 
+def _map_leaf(function: Callable[[Any], Any], leaf: Any) -> Any:
+    """``function(leaf)``, or a slice of ``function`` of each bound."""
+    if type(leaf) is slice:
+        return slice(function(leaf.start), function(leaf.stop), function(leaf.step))
+    return function(leaf)
+
+
 def map_leaves(function: Callable[[Any], Any], value: Any) -> Any:
-    """``tree_map(function, value)``."""
+    """``tree_map(function, value)``, into slices."""
     if _is_flat(value):
-        return type(value)(map(function, value))
+        return type(value)(_map_leaf(function, item) for item in value)
     if type(value) is dict and not value:
         return {}
-    return tree_map(function, value)
+    return tree_map(lambda leaf: _map_leaf(function, leaf), value)
 
 
 def leaves_of(value: Any) -> list[Any]:
-    """``tree_leaves(value)``."""
+    """``tree_leaves(value)``, the bounds of a slice in its place."""
     if _is_flat(value):
-        return list(value)
-    if type(value) is dict and not value:
+        leaves = list(value)
+    elif type(value) is dict and not value:
         return []
-    return tree_leaves(value)
+    else:
+        leaves = tree_leaves(value)
+    if any(type(leaf) is slice for leaf in leaves):
+        return [
+            part
+            for leaf in leaves
+            for part in ((leaf.start, leaf.stop, leaf.step) if type(leaf) is slice else (leaf,))
+        ]
+    return leaves
