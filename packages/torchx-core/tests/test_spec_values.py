@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
+import json
 import math
+import sys
 from collections import OrderedDict
 from typing import Any
 
@@ -16,12 +18,14 @@ from torchx.core._spec_values import (
     GRAPH_KINDS,
     JSON_KINDS,
     KIND_TYPES,
+    NON_FINITE,
     JsonValues,
     Kind,
     TaggedReader,
     TaggedValues,
     ValueFold,
     kind_of,
+    read_json_value,
 )
 
 
@@ -132,7 +136,6 @@ def test_json_values_are_the_json_subset_with_tuples_as_lists() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ([1, (2, math.inf)], r"^\$\.args\.x\[1\]\[1\]: inf is not representable in JSON$"),
         (
             (1, {"a": 1}),
             r"^\$\.args\.x\[1\]: a dict value \(\{'a': 1\}\) cannot be written to a spec; "
@@ -141,11 +144,73 @@ def test_json_values_are_the_json_subset_with_tuples_as_lists() -> None:
         (torch.float32, r"^\$\.args\.x: a dtype value \(torch\.float32\) cannot be written"),
         (slice(1), r"^\$\.args\.x: a slice value"),
     ],
-    ids=["inf-inside", "dict-inside", "dtype", "slice"],
+    ids=["dict-inside", "dtype", "slice"],
 )
 def test_json_values_refuse_what_json_cannot_hold_where_it_stands(value: Any, message: str) -> None:
     with pytest.raises(SpecError, match=message):
         JsonValues().fold(value, "$.args.x")
+
+
+def test_json_values_write_the_floats_json_has_no_literal_for_as_tagged_objects() -> None:
+    written = JsonValues().fold([1.5, (math.inf, -math.inf), math.nan], "$")
+    assert written == [1.5, [{"float": "inf"}, {"float": "-inf"}], {"float": "nan"}]
+    assert json.loads(json.dumps(written, allow_nan=False)) == written  # standard JSON
+    read = read_json_value(written, "$")
+    assert read[:2] == [1.5, [math.inf, -math.inf]] and math.isnan(read[2])
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"float": "1.5"},
+            r"^\$\.args\.x: non-finite numbers are written \{\"float\": \"inf\"\}, .* got '1\.5'$",
+        ),
+        ([1, {"float": "Infinity"}], r"^\$\.args\.x\[1\]: non-finite numbers are written .* got 'Infinity'$"),
+        ({"float": None}, r"^\$\.args\.x: non-finite numbers are written .* got None$"),
+    ],
+    ids=["finite-number", "other-name-in-list", "null"],
+)
+def test_a_tagged_float_that_is_not_inf_or_nan_is_refused_where_it_stands(data: Any, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        read_json_value(data, "$.args.x")
+    with pytest.raises(SpecError, match=message.replace("args", "kwargs")):
+        TaggedReader().read(data if isinstance(data, dict) else {"list": data}, "$.kwargs.x")
+
+
+def test_plain_arguments_are_read_in_time_linear_in_the_document_as_stored() -> None:
+    deep: list[Any] = [{"float": "-inf"}]
+    for _ in range(5 * sys.getrecursionlimit()):
+        deep = [deep, 1]
+    shared: list[Any] = [{"float": "inf"}]
+    for _ in range(64):  # 2**64 lists once expanded, 65 as stored
+        shared = [shared, shared]
+    read = read_json_value(deep, "$")
+    while len(read) == 2:
+        read = read[0]
+    assert read == [-math.inf]
+    read = read_json_value(shared, "$")
+    assert read[0] is read[1] and read[0][0] is read[1][1]
+    bad: list[Any] = [{"float": "x"}]
+    for _ in range(3):
+        bad = [1, [bad, bad]]
+    with pytest.raises(SpecError, match=r"^\$\.a\[1\]\[0\]\[1\]\[0\]\[1\]\[0\]\[0\]: non-finite"):
+        read_json_value(bad, "$.a")
+
+
+def test_a_plain_argument_that_is_another_object_is_left_for_its_type_to_refuse() -> None:
+    assert read_json_value({"float": "inf", "x": 1}, "$") == {"float": "inf", "x": 1}
+    assert read_json_value({"dtype": "float32"}, "$") == {"dtype": "float32"}
+
+
+@pytest.mark.parametrize("name", sorted(NON_FINITE), ids=str)
+def test_non_finite_floats_read_back_exactly_as_tagged_values(name: str) -> None:
+    value = NON_FINITE[name]
+    written = TaggedValues().fold({"max": value, "at": (value, 1.0)}, "$")
+    assert written == {"dict": {"max": {"float": name}, "at": {"tuple": [{"float": name}, 1.0]}}}
+    read = TaggedReader().read(json.loads(json.dumps(written, allow_nan=False)), "$")
+    for got in (read["max"], read["at"][0]):
+        assert type(got) is float and (math.isnan(got) if name == "nan" else got == value)
 
 
 GRAPH_VALUES = [
@@ -193,7 +258,10 @@ def test_tagged_values_refuse_dict_keys_that_are_not_strings() -> None:
     ("data", "message"),
     [
         ({"list": [1, [2]]}, r'^\$\[1\]: lists are written as \{"list": \[\.\.\.\]\}$'),
-        ({"tuple": [], "list": []}, r"^\$: expected one tag \(list, tuple, dict, slice, dtype\.\.\.\), got"),
+        (
+            {"tuple": [], "list": []},
+            r"^\$: expected one tag \(list, tuple, dict, slice, dtype, float\.\.\.\), got",
+        ),
         ({"dict": {"a": {"node": "x"}}}, r"^\$\.a: unknown value tag 'node' or malformed content$"),
         ({"slice": [1, 2]}, r"^\$: unknown value tag 'slice' or malformed content$"),
         ({"dtype": "float33"}, r"^\$: unknown value tag 'dtype' or malformed content$"),

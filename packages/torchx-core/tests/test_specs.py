@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from toy_layers import Chain, Dense, Norm
 
-from torchx.core import FORMAT_VERSION, LayerRegistry, SpecError, from_spec, load_spec, save_spec, to_spec
+from torchx.core import (
+    FORMAT_VERSION,
+    LayerRegistry,
+    LeafLayer,
+    SpecError,
+    from_spec,
+    load_spec,
+    save_spec,
+    to_spec,
+)
 
 
 def test_round_trip_of_a_nested_model(registry: LayerRegistry) -> None:
@@ -511,3 +522,50 @@ def test_validate_refuses_a_spec_file_with_a_key_given_twice(
     )
     with pytest.raises(SpecError, match=r"\$\.args\.out_features: the key 'out_features' is given twice"):
         load_spec(spec)
+
+
+class Clip(LeafLayer):
+    """Hardtanh whose bounds may be any number (infinities too), declared as a third party would."""
+
+    native_class = torch.nn.Hardtanh
+
+    def __init__(self, min_val: Any = -1.0, max_val: Any = 1.0) -> None:
+        super().__init__(min_val=min_val, max_val=max_val)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"], ids=["json", "yaml"])
+def test_non_finite_layer_arguments_read_back_exactly(
+    registry: LayerRegistry, suffix: str, tmp_path: Path
+) -> None:
+    registry.register(Clip)
+    layer = Clip(min_val=-math.inf, max_val=math.inf)
+    spec = to_spec(layer, registry=registry)
+    assert spec["args"] == {"min_val": {"float": "-inf"}, "max_val": {"float": "inf"}}
+    save_spec(layer, tmp_path / f"clip{suffix}", registry=registry)
+    loaded = load_spec(tmp_path / f"clip{suffix}", registry=registry)
+    assert to_spec(loaded, registry=registry) == spec
+    arguments = loaded.arguments  # type: ignore[union-attr]
+    assert (arguments["min_val"], arguments["max_val"]) == (-math.inf, math.inf)
+    x = torch.tensor([-1e30, 0.5, 1e30])
+    assert torch.equal(loaded(x), x)
+
+
+def test_yaml_infinities_and_nan_read_as_floats_in_both_loaders(
+    registry: LayerRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.core import _specs as specs
+
+    registry.register(Clip)
+    for loader in (specs._yaml_loader, specs._pure_yaml_loader):
+        monkeypatch.setattr(specs, "_yaml_loader", loader)
+        values = specs.parse_spec("[.inf, .Inf, .INF, +.inf, -.inf, -.Inf, .nan, .NaN, .NAN]")
+        assert repr(values) == repr([math.inf] * 4 + [-math.inf] * 2 + [math.nan] * 3)
+        spec = specs.parse_spec("type: Clip\nargs: {min_val: -.inf, max_val: +.Inf}\n")
+        arguments = from_spec(spec, registry=registry).arguments  # type: ignore[union-attr]
+        assert (arguments["min_val"], arguments["max_val"]) == (-math.inf, math.inf)
+
+
+def test_a_non_finite_number_is_refused_where_a_layer_asks_for_a_finite_one(registry: LayerRegistry) -> None:
+    spec = {"type": "Norm", "args": {"momentum": {"float": "nan"}}}
+    with pytest.raises(SpecError, match=r"^\$\.args\.momentum: expected a finite number, got nan$"):
+        from_spec(spec, registry=registry)

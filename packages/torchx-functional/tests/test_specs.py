@@ -54,11 +54,18 @@ def test_a_graph_using_lambda_or_an_unregistered_op_names_the_node(fresh_plugins
     with_lambda = Functional(inputs=x, outputs=L.Lambda(torch.sin)(x))
     with pytest.raises(SpecError, match=r"\$\.modules\._lambda: Lambda wraps a Python callable"):
         with_lambda.to_spec()
-    odd = Functional(inputs=x, outputs=torch.special.expit(x))
+    odd = Functional(inputs=x, outputs=scaled(x))
     with pytest.raises(
-        SpecError, match=r"\$\.nodes\[0\]: node 'special_expit' calls .*not in the op registry"
+        SpecError, match=r"\$\.nodes\[0\]: node 'scaled' calls scaled, which specs cannot name"
     ):
         odd.to_spec()
+
+
+def scaled(x: torch.Tensor) -> torch.Tensor:
+    """A function of the user's own that a graph records (it dispatches on placeholders)."""
+    if torch.overrides.has_torch_function_unary(x):
+        return torch.overrides.handle_torch_function(scaled, (x,), x)  # type: ignore[no-any-return]
+    return x * 2
 
 
 @pytest.mark.parametrize(
@@ -242,16 +249,6 @@ def test_non_string_dict_keys_are_refused_when_written(fresh_plugins: PluginMana
     model = Functional(inputs=x, outputs={0: x + 1})
     assert torch.equal(model(torch.zeros(2, 3))[0], torch.ones(2, 3))
     with pytest.raises(SpecError, match=r"^\$\.outputs: dict keys in a spec are strings, got 0"):
-        model.to_spec()
-
-
-def test_a_value_specs_cannot_hold_is_refused_at_its_place_in_the_node(fresh_plugins: PluginManager) -> None:
-    x = Placeholder((None, 3), name="x")
-    model = Functional(inputs=x, outputs=x * float("inf"))
-    with pytest.raises(SpecError, match=r"^\$\.nodes\[0\]\.args\[1\]: inf is not representable in JSON$"):
-        model.to_spec()
-    model = Functional(inputs=x, outputs=x.clamp(max=float("nan")))
-    with pytest.raises(SpecError, match=r"^\$\.nodes\[0\]\.kwargs\.max: nan is not representable in JSON$"):
         model.to_spec()
 
 

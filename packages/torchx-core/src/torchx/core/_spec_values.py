@@ -2,13 +2,15 @@
 
 A layer's arguments, and the arguments of the calls a graph records, are made of
 
-- atoms: ``None``, ``bool``, ``int``, ``float``, ``str``;
+- atoms: ``None``, ``bool``, ``int``, ``float`` (``inf``, ``-inf`` and ``nan``
+  too), ``str``;
 - sequences: ``tuple`` and ``list`` (their subclasses too: ``torch.Size``);
 - mappings: dicts whose keys are all strings;
 - slices (of values), ``Ellipsis`` and torch dtypes.
 
 A plain layer's spec holds only the JSON subset (:data:`JSON_KINDS`: JSON's
-numbers, strings, booleans, null and lists); a graph holds every kind
+numbers, strings, booleans, null and lists, and ``{"float": "inf"}`` for the
+numbers JSON has no literal for: see :data:`NON_FINITE`); a graph holds every kind
 (:data:`GRAPH_KINDS`). Anything else (a graph's reference to one of its values,
 a tensor, any other object) is outside the grammar.
 
@@ -36,10 +38,12 @@ __all__ = [
     "JsonValues",
     "KIND_TYPES",
     "Kind",
+    "NON_FINITE",
     "TaggedReader",
     "TaggedValues",
     "ValueFold",
     "kind_of",
+    "read_json_value",
 ]
 
 T = TypeVar("T")
@@ -64,6 +68,14 @@ JSON_KINDS: frozenset[Kind] = frozenset({"atom", "sequence"})
 
 GRAPH_KINDS: frozenset[Kind] = frozenset(KIND_TYPES)
 """What the calls a graph records hold: every kind."""
+
+NON_FINITE: dict[str, float] = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+"""The floats JSON has no literal for, by the name a spec writes them with:
+``{"float": "-inf"}``. A one-key object tagged ``float`` cannot be a legitimate
+value of its own: a plain layer's arguments hold no objects, and a graph's
+objects are all tagged. YAML's ``.inf``, ``-.inf`` and ``.nan`` read as these floats too."""
+
+_NON_FINITE_FORM = 'non-finite numbers are written {"float": "inf"}, {"float": "-inf"} or {"float": "nan"}'
 
 _KIND_OF_TYPE: dict[type, Kind] = {cls: kind for kind, types in KIND_TYPES.items() for cls in types}
 
@@ -136,15 +148,73 @@ class ValueFold(Generic[T]):
         raise NotImplementedError(f"{type(self).__name__} does not fold a {type(value).__name__}")
 
 
+def _non_finite(name: Any, where: str) -> float:
+    """The float ``{"float": name}`` stands for."""
+    value = NON_FINITE.get(name) if isinstance(name, str) else None
+    if value is None:
+        raise SpecError(where, f"{_NON_FINITE_FORM}, got {short_repr(name)}")
+    return value
+
+
+def read_json_value(data: Any, where: str) -> Any:
+    """A plain layer argument as read from a spec: ``data`` with the non-finite
+    numbers ``{"float": "inf"}`` (see :data:`NON_FINITE`) made floats, in lists
+    too. Any other object is left as it is, for the argument's type to refuse.
+
+    Lists are walked without recursion and each once (a YAML alias is read once
+    however often it is used), so any depth the document measure lets through is read."""
+    if not isinstance(data, list):
+        return _non_finite(data["float"], where) if _is_tagged_float(data) else data
+    read: dict[int, Any] = {}  # id of each list walked -> what it reads as
+    stack: list[tuple[list[Any], tuple[Any, ...], bool]] = [(data, (where,), False)]
+    while stack:
+        items, place, entered = stack.pop()
+        if not entered and id(items) in read:
+            continue  # a list held twice: read already
+        if not entered:
+            stack.append((items, place, True))
+            stack.extend(  # reversed: the first is read first, and named if it is wrong
+                (item, (place, index), False)
+                for index, item in reversed(list(enumerate(items)))
+                if isinstance(item, list) and id(item) not in read
+            )
+            continue
+        new = [
+            read.get(id(item), item)
+            if isinstance(item, list)
+            else _non_finite(item["float"], _place((place, index)))
+            if _is_tagged_float(item)
+            else item
+            for index, item in enumerate(items)
+        ]
+        same = all(a is b for a, b in zip(new, items, strict=True))
+        read[id(items)] = items if same else new
+    return read[id(data)]
+
+
+def _is_tagged_float(data: Any) -> bool:
+    return isinstance(data, Mapping) and len(data) == 1 and "float" in data
+
+
+def _place(place: tuple[Any, ...]) -> str:
+    """``$.args.x[1][0]`` from the chain ``((("$.args.x",), 1), 0)``."""
+    indices: list[str] = []
+    while len(place) == 2:
+        place, index = place
+        indices.append(f"[{index}]")
+    return str(place[0]) + "".join(reversed(indices))
+
+
 class JsonValues(ValueFold[Any]):
     """Values as JSON data: the JSON subset only (tuples become lists), as a
-    plain layer's spec holds its arguments; anything else is a SpecError."""
+    plain layer's spec holds its arguments; anything else is a SpecError.
+    ``inf``, ``-inf`` and ``nan`` are written ``{"float": "inf"}`` (:data:`NON_FINITE`)."""
 
     kinds = JSON_KINDS
 
     def atom(self, value: bool | int | float | str | None, where: str) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
-            raise SpecError(where, f"{short_repr(value)} is not representable in JSON")
+            return {"float": "nan" if math.isnan(value) else repr(float(value))}
         return value
 
     def sequence(self, value: tuple[Any, ...] | list[Any], items: list[Any], where: str) -> Any:
@@ -164,7 +234,8 @@ class TaggedValues(JsonValues):
     Atoms are themselves; every other kind is an object of one key, its tag:
     ``{"tuple": [...]}``, ``{"list": [...]}``, ``{"dict": {...}}``,
     ``{"slice": [start, stop, step]}``, ``{"ellipsis": true}``,
-    ``{"dtype": "float32"}``. A graph adds tags of its own in :meth:`other`
+    ``{"dtype": "float32"}``, and ``{"float": "-inf"}`` for the floats JSON has
+    no literal for. A graph adds tags of its own in :meth:`other`
     (references to its values); :class:`TaggedReader` reads them all back.
     """
 
@@ -196,7 +267,7 @@ class TaggedReader:
     """Reads the values :class:`TaggedValues` writes; a tag it does not know
     is a graph's own, for :meth:`reference` to read."""
 
-    tags_shown: ClassVar[tuple[str, ...]] = ("list", "tuple", "dict", "slice", "dtype")
+    tags_shown: ClassVar[tuple[str, ...]] = ("list", "tuple", "dict", "slice", "dtype", "float")
     """The tags a message about a malformed value names."""
 
     def read(self, data: Any, where: str) -> Any:
@@ -217,6 +288,8 @@ class TaggedReader:
             return slice(*(self.read(part, where) for part in content))
         if tag == "ellipsis":
             return Ellipsis
+        if tag == "float":
+            return _non_finite(content, where)
         dtype = dtype_named(content) if tag == "dtype" else None
         if dtype is not None:
             return dtype

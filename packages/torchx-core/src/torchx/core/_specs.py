@@ -43,7 +43,7 @@ from torchx.core._files import write_bytes_atomically
 from torchx.core._plugins import current_plugins
 from torchx.core._record import layer_view, name_problem, record_of, set_given_name
 from torchx.core._registry import LayerRegistry
-from torchx.core._spec_values import JsonValues
+from torchx.core._spec_values import JsonValues, read_json_value
 
 if TYPE_CHECKING:
     from torchx.core._layer import Layer
@@ -280,10 +280,11 @@ class SpecReader:
                     f"{self.where}.args.{name}",
                     f"unknown argument; {cls.__name__} takes {', '.join(accepted) or 'no arguments'}",
                 )
+            where = f"{self.where}.args.{name}"
             try:
-                arguments[name] = coerce(value, hints.get(name, Any))
+                arguments[name] = coerce(read_json_value(value, where), hints.get(name, Any))
             except ArgumentMismatch as error:
-                raise SpecError(f"{self.where}.args.{name}", str(error)) from None
+                raise SpecError(where, str(error)) from None
         missing = [
             name
             for name in accepted
