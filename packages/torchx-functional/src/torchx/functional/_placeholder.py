@@ -591,6 +591,12 @@ def accept_placeholders(module: nn.Module) -> nn.Module:
         return module  # a layer records its placeholder calls itself
     if not isinstance(module.__dict__.get("_compiled_call_impl"), _PlaceholderCalls):
         module._compiled_call_impl = _PlaceholderCalls(module)
+        ignored = getattr(module, "__jit_ignored_attributes__", [])
+        if "_compiled_call_impl" not in ignored:
+            # torch.jit.script types each instance attribute by its class annotation, and a class
+            # without annotations of its own (nn.Tanh, nn.Sigmoid, nn.Identity) shows nn.Module's:
+            # ``_compiled_call_impl: Callable | None``, which TorchScript cannot resolve
+            module.__dict__["__jit_ignored_attributes__"] = [*ignored, "_compiled_call_impl"]
     return module
 
 
