@@ -9,6 +9,14 @@ call of a layer that has parameters (the outputs kept for the backward pass);
 input bytes are the data alone (torchinfo also counts 64 bytes of Python
 object per input tensor). ``None`` dims count as 1 in the memory figures
 (per sample).
+
+With a dynamic dim other than the batch (a sequence: ``(None, None)`` token
+ids), multiply-adds and the largest tensor are counted once more on fake
+tensors whose dynamic dims are symbols (see :mod:`torchx.core._scaling`):
+they read as polynomials in ``N`` (the batch) and ``T`` (the positions),
+``1,024*N*T + 32*N*T^2``; a count that is no polynomial (a strided dim's floor
+division) or a forward that cannot run on fake tensors keeps the probes'
+figure, per sample where proportional to the batch, else ``-``.
 """
 
 from __future__ import annotations
@@ -20,8 +28,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import sympy  # type: ignore[import-untyped]
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 from torch.nn.parameter import is_lazy
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -35,7 +46,9 @@ from torchx.core._layer import Layer
 from torchx.core._leaf import unbuilt_layers
 from torchx.core._memory import format_bytes
 from torchx.core._record import layer_name
+from torchx.core._scaling import BATCH, POSITION, Scaling
 from torchx.core._shapes import (
+    DYNAMIC_PROBES,
     InputLike,
     Probes,
     Shape,
@@ -78,10 +91,11 @@ class SummaryRow:
     trainable: int
     calls: int
     """How many times the module ran in one forward (shared layers: more than once)."""
-    mult_adds: int | None = None
+    mult_adds: int | Scaling | None = None
     """Multiply-adds of this module and below in one forward (convolutions,
     matrix products, attention), as torchinfo counts them; per sample with a
-    dynamic batch; None where they do not scale with it."""
+    dynamic batch; a :class:`~torchx.core._scaling.Scaling` in ``N`` and ``T``
+    where they grow with another dynamic dim; None where neither describes them."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +127,9 @@ class Summary:
             raise ValueError(f"unknown summary columns {unknown}; choose from {sorted(COLUMNS)}")
 
     @property
-    def total_mult_adds(self) -> int | None:
-        """Multiply-adds of one forward (per sample with a dynamic batch)."""
+    def total_mult_adds(self) -> int | Scaling | None:
+        """Multiply-adds of one forward (per sample with a dynamic batch, a
+        :class:`~torchx.core._scaling.Scaling` with a dynamic sequence)."""
         return self.rows[0].mult_adds if self.rows else None
 
     @property
@@ -127,17 +142,19 @@ class Summary:
 
     def to_json(self) -> str:
         data = asdict(self)
+        for row, written in zip(self.rows, data["rows"], strict=True):
+            written["mult_adds"] = _count_data(row.mult_adds)
         if self.largest_tensor is not None:
             data["largest_tensor"] = {
                 "op": self.largest_tensor.op,
                 "shape": self.largest_tensor.shape,
                 "dtype": dtype_name(self.largest_tensor.dtype),
-                "bytes": self.largest_tensor.bytes,
+                "bytes": _count_data(self.largest_tensor.scaling or self.largest_tensor.bytes),
             }
         for name in ("depth", "columns"):
             data.pop(name)
         data["frozen_parameters"] = self.frozen_parameters
-        data["total_mult_adds"] = self.total_mult_adds
+        data["total_mult_adds"] = _count_data(self.total_mult_adds)
         data["total_bytes"] = self.total_bytes
         return json.dumps(data, indent=2)
 
@@ -159,7 +176,7 @@ class Summary:
         totals = [
             f"total parameters: {self.total_parameters:,} (trainable {self.trainable_parameters:,}, "
             f"frozen {self.frozen_parameters:,})",
-            f"total mult-adds{' per sample' if self.per_sample else ''} (M): {_millions(self.total_mult_adds)}",
+            self._mult_adds_total(),
             f"input size (MB): {self.input_bytes / _MB:.2f}",
             f"forward/backward pass size (MB): {self.activation_bytes / _MB:.2f}",
             f"params size (MB): {self.parameter_bytes / _MB:.2f}",
@@ -167,19 +184,35 @@ class Summary:
         ]
         if self.largest_tensor is not None:
             largest = self.largest_tensor
-            totals.append(
-                f"largest tensor of a forward (MB): {largest.bytes / _MB:.2f} "
-                f"({largest.op}, {shape_text(largest.shape)})"
+            size = (
+                f"(MB): {largest.bytes / _MB:.2f}"
+                if largest.scaling is None
+                else f"(bytes): {largest.scaling}"
             )
+            totals.append(f"largest tensor of a forward {size} ({largest.op}, {shape_text(largest.shape)})")
+        if any(isinstance(row.mult_adds, Scaling) for row in self.rows) or (
+            self.largest_tensor is not None and self.largest_tensor.scaling is not None
+        ):
+            totals.append(_LEGEND)
         return "\n".join([*lines, rule, *totals])
+
+    def _mult_adds_total(self) -> str:
+        total = self.total_mult_adds
+        if isinstance(total, Scaling):
+            return f"total mult-adds: {total}"
+        per = " per sample" if self.per_sample else ""
+        return f"total mult-adds{per} (M): {'-' if total is None else f'{total / 1e6:,.2f}'}"
 
     def _input_rows(self) -> Iterator[SummaryRow]:
         for name, shape in self.inputs:
             yield SummaryRow(name, 1, "Input", shape, parameters=0, trainable=0, calls=1)
 
 
-def _millions(count: int | None) -> str:
-    return "-" if count is None else f"{count / 1e6:,.2f}"
+_LEGEND = "N: the batch size, T: the size of each other dynamic dim (None in the shapes)"
+
+
+def _count_data(count: int | Scaling | None) -> int | dict[str, int] | None:
+    return count.to_data() if isinstance(count, Scaling) else count
 
 
 COLUMNS: dict[str, tuple[str, Any, bool]] = {
@@ -194,7 +227,13 @@ COLUMNS: dict[str, tuple[str, Any, bool]] = {
     ),
     "mult_adds": (
         "mult-adds",
-        lambda row, summary: "-" if row.mult_adds is None else f"{row.mult_adds:,}",
+        lambda row, summary: (
+            "-"
+            if row.mult_adds is None
+            else f"{row.mult_adds:,}"
+            if isinstance(row.mult_adds, int)
+            else str(row.mult_adds)
+        ),
         True,
     ),
 }
@@ -306,11 +345,17 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
     named = list(model.named_modules())
     recording = record_calls(model, named, inputs, dtype)
     calls = recording.calls
+    counted = _counts_by_position(model, named, inputs, dtype)
+    mult_adds_of: dict[int, int | Scaling | None] = dict(recording.mult_adds)
+    largest = recording.largest
+    if counted is not None:
+        mult_adds_of.update(counted[0])
+        largest = counted[1] or largest
     rows = []
     activation = 0
     for path, module in named:
         parameters = list(module.parameters())
-        mult_adds = recording.mult_adds.get(id(module), 0 if calls[id(module)] else None)
+        mult_adds = mult_adds_of.get(id(module), 0 if calls[id(module)] else None)
         if parameters and not any(True for _ in module.children()):  # torchinfo: leaves with parameters
             activation += 2 * sum(
                 _bytes(shape, leaf_dtype) for call in calls[id(module)] for shape, leaf_dtype in call.leaves
@@ -336,7 +381,7 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
         input_bytes=input_bytes,
         activation_bytes=activation,
         parameter_bytes=sum(p.numel() * p.element_size() for p in all_parameters),
-        largest_tensor=recording.largest,
+        largest_tensor=largest,
         per_sample=Probes.for_inputs(inputs).dynamic,
         inputs=_named_inputs(model, inputs),
     )
@@ -359,11 +404,13 @@ class Allocation:
     shape: Shape
     """``None``: a dim that follows a dynamic input dim."""
     dtype: torch.dtype
+    scaling: Scaling | None = None
+    """Its bytes in ``N`` and ``T``, where it grows with a dynamic dim other than the batch."""
 
     @property
     def bytes(self) -> int:
-        """Its size in bytes (``None`` dims count as 1: per sample)."""
-        return _bytes(self.shape, self.dtype)
+        """Its size in bytes (``None`` dims count as 1: per sample, per position)."""
+        return _bytes(self.shape, self.dtype) if self.scaling is None else self.scaling.at(1, 1)
 
 
 class _ForwardRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -490,6 +537,78 @@ def _record_forward(
         for handle in handles:
             handle.remove()
     return seen, recorder
+
+
+def _counts_by_position(
+    model: nn.Module,
+    named: list[tuple[str, nn.Module]],
+    inputs: Sequence[InputLike],
+    dtype: torch.dtype | None,
+) -> tuple[dict[int, Scaling], Allocation | None] | None:
+    """With a dynamic dim other than the batch: the multiply-adds of the modules
+    whose count is a polynomial in ``N`` and ``T``, and the largest tensor: the
+    one growing fastest with ``T``, then with ``N``, then the largest per sample
+    and position (None unless every size is a polynomial). Counted in a forward
+    on fake tensors whose dynamic dims are the symbols. None without such a dim, or where that forward fails (ops without
+    fake kernels, control flow on a size, inputs whose dims must be equal)."""
+    shapes = [input_shape(value) for value in inputs]
+    if not any(dim is None for shape in shapes for dim in shape[1:]):
+        return None
+    shape_env = ShapeEnv()
+    mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+    try:
+        # dim 0 and the other dynamic dims take different sizes: duck sizing makes one symbol of each
+        fakes = tuple(
+            mode.from_tensor(
+                torch.empty(
+                    [
+                        DYNAMIC_PROBES[min(index, 1)] if dim is None else dim
+                        for index, dim in enumerate(shape)
+                    ],
+                    dtype=input_dtype(value, dtype),
+                    device="meta",
+                ),
+                symbolic_context=StatelessSymbolicContext(
+                    dynamic_sizes=[DimDynamic.DUCK if dim is None else DimDynamic.STATIC for dim in shape]
+                ),
+            )
+            for value, shape in zip(inputs, shapes, strict=True)
+        )
+        with mode:
+            recorder = _record_forward(model, named, fakes)[1]
+    except Exception:  # noqa: BLE001 - any failure of the fake run keeps the probes' counts
+        return None
+
+    def expression(count: object) -> Any:
+        return shape_env.replace(count.node.expr) if isinstance(count, torch.SymInt) else sympy.sympify(count)
+
+    roles = {
+        (expression(size), BATCH if index == 0 else POSITION)
+        for fake, shape in zip(fakes, shapes, strict=True)
+        for index, (size, dim) in enumerate(zip(fake.shape, shape, strict=True))
+        if dim is None
+    }
+    symbols = dict(roles)
+    if len(symbols) != len(roles) or not all(isinstance(symbol, sympy.Symbol) for symbol in symbols):
+        return None  # a dynamic dim was fixed, or the batch had to equal the positions
+
+    def scaling(count: object) -> Scaling | None:
+        return Scaling.of(expression(count).xreplace(symbols))
+
+    mult_adds = {
+        key: scaled for key, count in recorder.mult_adds.items() if (scaled := scaling(count)) is not None
+    }
+    sized = []
+    for op, shape, dtype in recorder.allocations:
+        size = Scaling.of(sympy.Mul(dtype.itemsize, *map(expression, shape)).xreplace(symbols))
+        if size is None:
+            return mult_adds, None
+        sized.append((size.position_degree, size.batch_degree, size.at(1, 1), op, shape, dtype, size))
+    if not sized:
+        return mult_adds, None
+    *_, op, shape, dtype, size = max(sized, key=lambda item: item[:3])
+    dims = tuple(dim if isinstance(dim, int) else None for dim in shape)
+    return mult_adds, Allocation(op, dims, dtype, size if size.position_degree else None)
 
 
 def _mult_adds(first: dict[int, int], last: dict[int, int], probes: Probes) -> dict[int, int | None]:
