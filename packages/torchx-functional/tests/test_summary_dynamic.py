@@ -1,0 +1,61 @@
+"""A graph over token ids with a dynamic sequence: its summary counts in N and T (issue 27, section 5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+import yaml
+
+import torchx
+import torchx.layers as L
+from torchx.cli import main
+from torchx.core import TypedShape, to_spec
+from torchx.core._scaling import Scaling
+
+
+def attention_block() -> L.Functional:
+    """Embedding, a query projection split in two heads, causal attention, an output projection."""
+    ids = L.Placeholder((None, None), dtype=torch.long, name="ids")
+    x = L.Embedding(100, 16)(ids)
+    b, t, _ = x.shape
+    q = L.Linear(16)(x).view(b, t, 2, 8).transpose(1, 2)
+    a = F.scaled_dot_product_attention(q, q, q, is_causal=True).transpose(1, 2).reshape(b, t, 16)
+    return L.Functional(ids, L.Linear(16)(a))
+
+
+def test_today_a_dynamic_sequence_showed_no_mult_adds_and_an_empty_largest_tensor() -> None:
+    model = attention_block()
+    summary = model.summary(columns=("output_size", "mult_adds"))
+    text = str(summary)
+    # two projections (16 x 16 per position) and two (T x T x 8) products per head: not linear in T
+    assert "total mult-adds: 512*N*T + 32*N*T^2\n" in text  # was "total mult-adds per sample (M): -"
+    assert (
+        "largest tensor of a forward (bytes): 8*N*T^2 (aten.bmm, (None, None, None))" in text
+    )  # was 0.00 MB
+    assert "  linear     Linear      (None, None, 16)             256*N*T" in text
+    assert "  ids        Input       (None, None)                       -" in text
+    total = summary.total_mult_adds
+    assert isinstance(total, Scaling)
+    for batch, positions in ((1, 3), (4, 10)):
+        static = torchx.summarize(model, TypedShape((batch, positions), torch.long))
+        assert total.at(batch, positions) == static.total_mult_adds
+
+
+def test_the_cli_summarises_a_spec_file_over_token_ids(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = tmp_path / "block.yaml"
+    spec.write_text(yaml.safe_dump(to_spec(attention_block())), encoding="utf-8")
+    assert (
+        main(["summary", str(spec), "--input", "None,None:int64", "--columns", "output_size,mult_adds"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "total mult-adds: 512*N*T + 32*N*T^2\n" in out and "(None, None, 16)" in out
+    assert main(["summary", str(spec), "--input", "None,None:int64", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["total_mult_adds"] == {"N*T": 512, "N*T^2": 32}
+    assert data["largest_tensor"]["bytes"] == {"N*T^2": 8}
