@@ -150,17 +150,19 @@ def test_placeholders_refuse_python_control_flow() -> None:
         list(x)
 
 
-def test_mixing_real_tensors_and_placeholders_is_refused() -> None:
+def test_a_real_tensor_beside_placeholders_is_a_constant_of_ops_and_refused_by_layers() -> None:
     x = Placeholder((2, 3))
-    with pytest.raises(TorchXError, match="mix of placeholders and a real tensor of shape \\(3,\\)"):
-        x + torch.ones(3)
+    model = Functional(x, x + torch.ones(3))
+    assert torch.equal(model(torch.zeros(2, 3)), torch.ones(2, 3)) and "self.constant" in model.code
     with pytest.raises(TorchXError, match="mix of placeholders and a real tensor"):
         L.Bilinear(4)(x, torch.ones(2, 3))
 
 
 def test_a_plain_torch_module_with_parameters_says_to_use_the_layer() -> None:
-    with pytest.raises(TorchXError, match=r"Use the TorchX layer .*accept_placeholders\(module\)"):
-        torch.nn.Linear(3, 4)(Placeholder((2, 3)))
+    x = Placeholder((2, 3))
+    y = torch.nn.Linear(3, 4)(x)  # its parameters are read as tensors of a layer the graph does not call
+    with pytest.raises(TorchXError, match=r"use the TorchX layer .*accept_placeholders\(module\)"):
+        Functional(x, y)
     assert torch.nn.ReLU()(Placeholder((2, 3))).shape == (2, 3)
 
 

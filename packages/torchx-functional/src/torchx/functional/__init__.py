@@ -7,9 +7,10 @@ forward is generated Python code. Also on the façade as ``L.Placeholder`` and
 """
 
 from torchx.functional._functional import Functional as Functional
+from torchx.functional._placeholder import Buffer as Buffer
 from torchx.functional._placeholder import Placeholder as Placeholder
 from torchx.functional._placeholder import accept_placeholders as accept_placeholders
 from torchx.functional._program import Input as Input
 from torchx.functional._version import __version__ as __version__
 
-__all__ = ["Functional", "Input", "Placeholder", "__version__", "accept_placeholders"]
+__all__ = ["Buffer", "Functional", "Input", "Placeholder", "__version__", "accept_placeholders"]

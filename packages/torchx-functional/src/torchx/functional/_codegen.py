@@ -220,6 +220,9 @@ class _Writer(ValueFold[str]):
             return f"{self.value(operand)}.{IN_PLACE_METHODS[step.target]}({self.value(other)})"
         if step.kind == "parameter":
             return self.parameter(step)
+        if step.kind == "attribute":  # a tensor the model holds: self.wte.weight, self.constant
+            tensor = submodule_expression(step.target)
+            return tensor if self._meta_tensor is None else f"{self._meta_tensor}({tensor})"
         if step.kind == "module":
             module = submodule_expression(step.target)
             args = (Copy(step.args[0]), *step.args[1:]) if copy_input else step.args

@@ -101,7 +101,10 @@ class Functional(Container, OwnMetaOutput):
         super().__init__(name=name)
         program = trace(inputs, outputs, code_namespace(), Functional.reserved_names())
         self._mirror_modules(program.modules, program.tensors)
-        program.modules, program.tensors = {}, {}
+        for path, tensor in program.buffers.items():
+            owner, last = self._owner_of(path)
+            owner.register_buffer(last, tensor, persistent=program.constants[path])
+        program.modules, program.tensors, program.buffers = {}, {}, {}
         self.__dict__["_torchx_program"] = program
         self._compile()
 
@@ -200,7 +203,7 @@ class Functional(Container, OwnMetaOutput):
         form_class = type(
             "ScriptableFunctional", (_ScriptableFunctional,), {"forward": compile_forward(source, namespace)}
         )
-        form: nn.Module = form_class(self._modules, self._parameters)
+        form: nn.Module = form_class(self._modules, self._parameters, self._buffers)
         return form
 
     @property
@@ -339,13 +342,18 @@ class _ScriptableFunctional(nn.Module):
     the plain steps of its forward."""
 
     def __init__(
-        self, modules: Mapping[str, nn.Module | None], parameters: Mapping[str, nn.Parameter | None]
+        self,
+        modules: Mapping[str, nn.Module | None],
+        parameters: Mapping[str, nn.Parameter | None],
+        buffers: Mapping[str, torch.Tensor | None],
     ) -> None:
         super().__init__()
         for name, module in modules.items():
             self.add_module(name, module)
         for name, parameter in parameters.items():
             self.register_parameter(name, parameter)
+        for name, buffer in buffers.items():
+            self.register_buffer(name, buffer)
 
 
 class ModuleGroup(nn.Module):
@@ -428,7 +436,8 @@ class _Original:
 
 
 def _meta_tensor(tensor: torch.Tensor) -> torch.Tensor:
-    """A meta stand-in of an ``L.Parameter``'s tensor."""
+    """A meta stand-in of a tensor the model holds (an ``L.Parameter``'s, a
+    layer's parameter the graph reads, a constant)."""
     return tensor if tensor.is_meta else torch.empty_like(tensor, device="meta")
 
 

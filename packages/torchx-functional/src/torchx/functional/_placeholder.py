@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import torch
 from torch import nn
+from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
 from torchx.core import Layer, ShapeError, TorchXError, current_scope
 from torchx.functional._ops import (
@@ -55,6 +56,7 @@ from torchx.plugin import (
 
 __all__ = [
     "BatchSize",
+    "Buffer",
     "DeviceOf",
     "Node",
     "OwnMetaOutput",
@@ -67,9 +69,10 @@ __all__ = [
     "meta_call",
     "meta_signature",
     "shares_input",
+    "tensor_placeholder",
 ]
 
-NodeKind = Literal["input", "module", "function", "method"]
+NodeKind = Literal["input", "module", "function", "method", "tensor"]
 
 _ids = itertools.count()
 
@@ -180,6 +183,8 @@ class Node:
             return f"Tensor.{self.target}"
         if self.kind == "input":
             return f"Placeholder {self.name!r}" if self.name else "Placeholder"
+        if self.kind == "tensor":
+            return f"tensor {format_shape(tuple(self.meta.shape))}"
         return getattr(self.target, "__name__", repr(self.target))
 
 
@@ -392,11 +397,65 @@ def record(
     function: Callable[..., Any],
     what: str,
 ) -> Any:
-    """Record one operation on placeholders and return placeholder output(s)."""
+    """Record one operation on placeholders and return placeholder output(s);
+    the real tensors among its arguments are read as values of the graph (see
+    :func:`tensor_placeholder`)."""
+    if any(isinstance(leaf, torch.Tensor) for leaf in leaves_of(args) + leaves_of(kwargs)):
+        args, kwargs = _read_tensors(args, what), _read_tensors(kwargs, what)
     dynamic = _check_leaves(what, args, kwargs)
     metas, fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
     node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs), metas, fresh=fresh)
     return _outputs(node)
+
+
+def _symbolic_leaves(value: Any) -> bool:
+    """Whether ``value`` holds a placeholder or a dynamic size."""
+    return any(isinstance(leaf, (Placeholder, Size)) for leaf in leaves_of(value))
+
+
+def _read_tensors(value: Any, what: str) -> Any:
+    """``value`` with each real tensor in it made a placeholder (:func:`tensor_placeholder`)."""
+    return map_leaves(
+        lambda leaf: tensor_placeholder(leaf, what) if isinstance(leaf, torch.Tensor) else leaf, value
+    )
+
+
+def tensor_placeholder(tensor: torch.Tensor, what: str = "the graph") -> Placeholder:
+    """A placeholder reading the real ``tensor`` that ``what`` was given beside
+    placeholders: a parameter or buffer of a layer of the graph, which the
+    generated forward reads from the layer at run time (``self.wte.weight``:
+    the graph holds the tie, not a copy), or else a constant, which the
+    Functional holds as a buffer (see :func:`~torchx.functional._program.trace`).
+
+    A view of a parameter (``wte.weight.T``) reads the parameter and takes the
+    view in the graph, so gradients reach it; a tensor computed from one
+    (``wte.weight * 2``) is refused: it would be a copy, cut from the parameter.
+    """
+    if isinstance(tensor, (UninitializedParameter, UninitializedBuffer)):
+        raise TorchXError(
+            f"{what} was given a parameter or buffer of a layer that is not built yet, so its shape is "
+            "unknown; call the layer on a placeholder first (h = wte(ids)), then read its tensor "
+            "(F.linear(h, wte.weight))"
+        )
+    base = tensor._base
+    if isinstance(base, nn.Parameter) and not isinstance(tensor, nn.Parameter):
+        source = tensor_placeholder(base, what)
+        if tensor.dim() == 2 == base.dim() and (tensor.shape, tensor.stride()) == (
+            base.shape[::-1],
+            base.stride()[::-1],
+        ):
+            return source.t()  # type: ignore[no-any-return]  # wte.weight.T
+        as_strided: Any = torch.as_strided
+        return as_strided(source, tuple(tensor.shape), tensor.stride(), tensor.storage_offset())  # type: ignore[no-any-return]
+    if tensor.grad_fn is not None:
+        raise TorchXError(
+            f"{what} was given a tensor of shape {format_shape(tuple(tensor.shape))} computed from a "
+            f"parameter outside the graph ({tensor.grad_fn.name()}): the graph would hold a copy, cut "
+            "from the parameter; compute it in the graph from the parameter itself (F.linear(h, "
+            "wte.weight) * 2, h @ wte.weight.T)"
+        )
+    meta = torch.empty_strided(tuple(tensor.shape), tensor.stride(), dtype=tensor.dtype, device="meta")
+    return Placeholder._of(Node("tensor", tensor, (), {}, (meta,), fresh=False))
 
 
 def _outputs(node: Node) -> Any:
@@ -821,6 +880,9 @@ class Placeholder:
         _refuse_uninitialised(f"Tensor.{name}")
         if name == "flatten" and not args and not kwargs:
             args = (1,)  # keep the batch dim
+        if name == "new_tensor" and args and not _symbolic_leaves((args, kwargs)):  # data: a constant
+            constant = torch.tensor(args[0], dtype=kwargs.get("dtype") or self.dtype)
+            return tensor_placeholder(constant, "Tensor.new_tensor")
         if name in BATCH_SIZED_METHODS and args:
             args = self._batch_size_in(args)
         elif name in BATCH_SIZED_METHODS:
@@ -978,3 +1040,40 @@ class SymbolicShape(tuple[int | Size, ...]):
 
     def __repr__(self) -> str:
         return repr(self.plain())
+
+
+class Buffer(Placeholder):
+    """A constant tensor of a graph, named and persistent as you choose: the
+    Functional holds it as a buffer of that name (``model.rel_index``), moved
+    by ``.to()``, written to specs as data, and in ``state_dict()`` only when
+    ``persistent``.
+
+    Any real tensor a graph is given (``x + torch.ones(7, 7).tril()``) is such
+    a constant already, non-persistent and named ``constant``, ``constant_1``...;
+    ``Buffer`` gives it a name and a choice.
+
+    Args:
+        tensor: the constant's value (not a parameter, nor computed from one).
+        persistent: whether ``state_dict()`` holds it. Default: False.
+        name: its attribute name in the Functional. Default: ``constant``, ``constant_1``...
+
+    Examples::
+
+        >>> index = L.Buffer(torch.arange(49).view(7, 7), name="rel_index")
+        >>> index.shape
+        (7, 7)
+    """
+
+    __slots__ = ()
+
+    def __init__(self, tensor: torch.Tensor, *, persistent: bool = False, name: str | None = None) -> None:
+        if not isinstance(tensor, torch.Tensor) or isinstance(tensor, nn.Parameter):
+            raise TorchXError(
+                f"Buffer takes a tensor that is not a parameter, got {type(tensor).__name__}; a graph reads "
+                "a layer's parameter as it is (F.linear(h, wte.weight))"
+            )
+        if name is not None and (not isinstance(name, str) or not name.isidentifier()):
+            raise TorchXError(f"Buffer name must be an identifier, got {name!r}")
+        node = tensor_placeholder(tensor.detach(), "Buffer").node
+        node.name, node.kwargs = name, {"persistent": bool(persistent)}
+        self.node = node

@@ -108,7 +108,9 @@ class Step:
     var: str
     kind: str
     """``"module"`` (a submodule's call), ``"parameter"`` (an ``L.Parameter``:
-    the model's own parameter, expanded to the batch), ``"method"`` or ``"function"``."""
+    the model's own parameter, expanded to the batch), ``"attribute"`` (a
+    tensor the model holds, read by its path: a layer's parameter or buffer,
+    ``wte.weight``, or a constant), ``"method"`` or ``"function"``."""
     target: Any  # module or parameter path, function, or method name
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
@@ -144,6 +146,10 @@ class Program:
     tensor_layers: dict[str, Layer] = field(default_factory=dict)
     """The ``L.Parameter`` layers, by path: unbuilt stand-ins holding no tensor,
     which keep what specs, tables and pictures say of them."""
+    buffers: dict[str, torch.Tensor] = field(default_factory=dict)
+    """The constants, by path: handed to the Functional, which holds them as buffers."""
+    constants: dict[str, bool] = field(default_factory=dict)
+    """Whether each constant's buffer is persistent (in ``state_dict()``), by path."""
     namespace: Namespace = field(default_factory=lambda: Namespace())
     """The names of the generated forward: the code generator's own, then every
     variable; the generator claims its constants from a copy."""
@@ -368,16 +374,24 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
     variables: dict[int, str] = {key: variable for key, (_, variable) in input_names.items()}
     ordered = sorted((node for node in needed if id(node) not in input_names), key=lambda node: node.id)
     module_names = _named_modules(ordered, attributes, own_attributes)
+    for node in ordered:
+        if node.kind == "module" and id(node.target) not in module_names:
+            module_names[id(node.target)] = attributes.claim(_snake(layer_name(node.target)))
+    held = _held_tensors(ordered, module_names) if any(node.kind == "tensor" for node in ordered) else {}
     modules: dict[str, nn.Module] = {}
     tensors: dict[str, nn.Parameter] = {}
     tensor_layers: dict[str, Layer] = {}
+    buffers: dict[str, torch.Tensor] = {}
+    constants: dict[str, bool] = {}
     steps: list[Step] = []
     for node in ordered:
         kind: str = node.kind
-        if node.kind == "module":
-            attribute = module_names.get(id(node.target))
-            if attribute is None:
-                attribute = module_names[id(node.target)] = attributes.claim(_snake(layer_name(node.target)))
+        target: Any
+        if node.kind == "tensor":
+            kind, target = "attribute", _tensor_path(node, held, attributes, buffers, constants)
+            var = namespace.claim(target.rsplit(".", 1)[-1])
+        elif node.kind == "module":
+            attribute = module_names[id(node.target)]
             if is_parameter_layer(node.target):
                 kind = "parameter"
                 tensors.setdefault(attribute, node.target.value)
@@ -385,7 +399,7 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
             else:
                 modules.setdefault(attribute, node.target)
             var = namespace.claim(attribute)
-            target: Any = attribute
+            target = attribute
         elif node.kind == "method":
             var, target = namespace.claim(node.target), node.target
         else:
@@ -408,7 +422,7 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
                 kind,
                 target,
                 map_leaves(ref, node.args),
-                map_leaves(ref, node.kwargs),
+                {} if kind == "attribute" else map_leaves(ref, node.kwargs),  # a Buffer's persistence is held
                 node.shape if tensor else None,
                 dtype=node.meta.dtype if tensor else None,
                 fresh=node.fresh or plain,
@@ -426,8 +440,77 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
     names = dict(input_names.values())
     parameters = _parameters(program_inputs, names, entries)
     return Program(
-        program_inputs, steps, program_outputs, parameters, names, modules, tensors, tensor_layers, namespace
+        program_inputs,
+        steps,
+        program_outputs,
+        parameters,
+        names,
+        modules,
+        tensors,
+        tensor_layers,
+        buffers,
+        constants,
+        namespace,
     )
+
+
+def _held_tensors(nodes: list[Node], module_names: Mapping[int, str]) -> dict[int, str]:
+    """The path of every parameter and buffer the graph's layers hold (the
+    tensor of an ``L.Parameter`` at the layer's own path), by tensor id."""
+    held: dict[int, str] = {}
+    for node in nodes:
+        if node.kind != "module":
+            continue
+        path = module_names[id(node.target)]
+        if is_parameter_layer(node.target):
+            held.setdefault(id(node.target.value), path)
+            continue
+        for name, tensor in (
+            *node.target.named_parameters(path, remove_duplicate=False),
+            *node.target.named_buffers(path, remove_duplicate=False),
+        ):
+            held.setdefault(id(tensor), name)
+    return held
+
+
+def _tensor_path(
+    node: Node,
+    held: Mapping[int, str],
+    attributes: Namespace,
+    buffers: dict[str, torch.Tensor],
+    constants: dict[str, bool],
+) -> str:
+    """Where the model holds the real tensor ``node`` reads: a parameter or
+    buffer of one of its layers, or a constant, added to ``buffers`` and
+    ``constants`` (once per tensor). A parameter no layer of the graph holds is an error."""
+    tensor = node.target
+    path = held.get(id(tensor))
+    if path is not None:
+        return path
+    if isinstance(tensor, nn.Parameter):
+        raise TorchXError(
+            f"the graph reads a parameter of shape {format_shape(tuple(tensor.shape))} of a layer it does "
+            "not call; call the layer on a placeholder in the graph (h = wte(ids)), so that the model "
+            "holds it, or pass the tensor as an input (a Placeholder). A torch module called on "
+            "placeholders reads its parameters like this: use the TorchX layer (torchx.layers), or "
+            "torchx.functional.accept_placeholders(module)"
+        )
+    path = next((path for path, held_tensor in buffers.items() if held_tensor is tensor), None)
+    if path is not None:
+        return path
+    if node.name is None:
+        path = attributes.claim("constant")
+    elif attributes.holds(node.name):
+        raise TorchXError(
+            f"Buffer name {node.name!r} is taken (by a layer, another buffer, or the Functional's own "
+            "attributes); give it another name"
+        )
+    else:
+        path = node.name
+        attributes.reserve(path)
+    buffers[path] = tensor
+    constants[path] = bool(node.kwargs.get("persistent", False))
+    return path
 
 
 def is_parameter_layer(module: nn.Module) -> bool:

@@ -12,6 +12,7 @@ a reader could not tell them apart, nor a keyword call the two inputs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ import torch
 
 from torchx.core import SpecError
 from torchx.functional._ops import function_named, is_spec_method, name_of_function
-from torchx.functional._placeholder import BatchSize, DeviceOf, Placeholder
+from torchx.functional._placeholder import BatchSize, Buffer, DeviceOf, Placeholder, tensor_placeholder
 from torchx.functional._program import BatchOf, DeviceVar, IdentifierForms, Input, Var, normal_form
 from torchx.functional._tree import leaves_of
 from torchx.plugin import (
@@ -30,6 +31,7 @@ from torchx.plugin import (
     TaggedValues,
     dtype_name,
     dtype_named,
+    layer_name,
     short_repr,
 )
 
@@ -72,6 +74,10 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
         node: dict[str, Any] = {"name": step.var}
         if step.kind in ("module", "parameter"):  # an L.Parameter is a layer of the spec like any other
             node["module"] = step.target
+        elif step.kind == "attribute" and step.target in program.constants:
+            node["constant"] = _constant_to_spec(model, step.target, program.constants[step.target], place)
+        elif step.kind == "attribute":
+            node["attribute"] = step.target
         elif step.kind == "method":
             if not is_spec_method(step.target):
                 raise SpecError(
@@ -89,6 +95,9 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
                     "that a graph records)",
                 )
             node["op"] = name
+        if step.kind == "attribute":
+            nodes.append(node)
+            continue
         node["args"] = [encode(arg, f"{place}.args[{i}]") for i, arg in enumerate(step.args)]
         if step.kwargs:
             node["kwargs"] = {key: encode(item, f"{place}.kwargs.{key}") for key, item in step.kwargs.items()}
@@ -99,6 +108,75 @@ def program_to_spec(model: Functional, writer: SpecWriter) -> dict[str, Any]:
         "nodes": nodes,
         "outputs": encode(program.outputs, f"{where}.outputs"),
     }
+
+
+MAX_CONSTANT_VALUES = 1_000_000
+"""Most values a constant of a graph may have to be written to a spec (a spec
+holds at most :data:`~torchx.core.MAX_SPEC_VALUES` values in all)."""
+
+_CONSTANT_KEYS = ("buffer", "persistent", "dtype", "shape", "values")
+
+
+def _constant_to_spec(model: Functional, path: str, persistent: bool, place: str) -> dict[str, Any]:
+    """The constant held at ``path`` as spec data: its buffer's name and
+    persistence, dtype, shape and values (flat, in order; ``{"float": "inf"}``
+    for the floats JSON has no literal for)."""
+    tensor = model.get_buffer(path)
+    if tensor.is_complex() or tensor.numel() > MAX_CONSTANT_VALUES:
+        raise SpecError(
+            f"{place}.constant",
+            f"the constant {path!r} {tuple(tensor.shape)} {tensor.dtype} cannot be written to a spec "
+            f"(at most {MAX_CONSTANT_VALUES:,} real values); hold it in a layer, as a parameter or "
+            "persistent buffer that a checkpoint carries",
+        )
+    values = TaggedValues()
+    return {
+        "buffer": path,
+        "persistent": persistent,
+        "dtype": dtype_name(tensor.dtype),
+        "shape": list(tensor.shape),
+        "values": [values.atom(value, place) for value in tensor.detach().cpu().flatten().tolist()],
+    }
+
+
+def _constant_from_spec(data: Any, replay: _Replay, place: str) -> Placeholder:
+    """The constant a spec's ``constant`` entry describes, as a :class:`Buffer`."""
+    if not isinstance(data, Mapping) or sorted(data) != sorted(_CONSTANT_KEYS):
+        raise SpecError(place, f"a constant has {', '.join(_CONSTANT_KEYS)}")
+    dtype, shape, values = dtype_named(data["dtype"]), data["shape"], data["values"]
+    if (
+        dtype is None
+        or not isinstance(shape, list)
+        or not all(type(size) is int and size >= 0 for size in shape)
+        or not isinstance(values, list)
+        or math.prod(shape) != len(values)
+    ):
+        raise SpecError(
+            place, "a constant has a known dtype, a shape of sizes and as many values as the shape holds"
+        )
+    numbers = [replay.read(value, f"{place}.values[{index}]") for index, value in enumerate(values)]
+    tensor = torch.tensor(numbers, dtype=dtype).reshape(shape)
+    return Buffer(tensor, persistent=data["persistent"] is True, name=str(data["buffer"]))
+
+
+def _attribute_from_spec(path: Any, modules: Mapping[str, Any], place: str) -> Placeholder:
+    """A read of the parameter or buffer at ``path`` (``wte.weight``) of one of ``modules``."""
+    key = max(
+        (key for key in modules if isinstance(path, str) and path.startswith(f"{key}.")),
+        key=len,
+        default=None,
+    )
+    if key is None:
+        raise SpecError(
+            place, f"{short_repr(path)} is no parameter or buffer of the modules {sorted(modules)}"
+        )
+    module, name = modules[key], path[len(key) + 1 :]
+    tensor = dict((*module.named_parameters(), *module.named_buffers())).get(name)
+    if tensor is None:
+        raise SpecError(
+            place, f"{layer_name(module)} {short_repr(key)} has no parameter or buffer {short_repr(name)}"
+        )
+    return tensor_placeholder(tensor, f"node reading {path}")
 
 
 class _Names:
@@ -198,10 +276,12 @@ def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[An
         kwargs = node.get("kwargs", {})
         if not isinstance(args, list) or not isinstance(kwargs, Mapping):
             raise SpecError(place, "'args' is a list and 'kwargs' an object")
-        unknown = sorted(set(node) - {"name", "module", "op", "method", "args", "kwargs"}, key=str)
-        kinds = [key for key in ("module", "op", "method") if key in node]
+        unknown = sorted(set(node) - {"name", *_NODE_KINDS, "args", "kwargs"}, key=str)
+        kinds = [key for key in _NODE_KINDS if key in node]
         if unknown or len(kinds) != 1:
-            raise SpecError(place, "a node has a name, exactly one of module/op/method, and args/kwargs")
+            raise SpecError(
+                place, f"a node has a name, exactly one of {'/'.join(_NODE_KINDS)}, and args/kwargs"
+            )
         if node["name"] in replay.env:
             raise SpecError(f"{place}.name", f"node name {short_repr(node['name'])} is already taken")
         replay.names.add(node["name"], f"{place}.name")
@@ -210,7 +290,7 @@ def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[An
             call_kwargs = {
                 str(key): replay.read(item, f"{place}.kwargs.{key}") for key, item in kwargs.items()
             }
-            replay.env[node["name"]] = _call(node, modules, call_args, call_kwargs, place)
+            replay.env[node["name"]] = _call(node, modules, call_args, call_kwargs, place, replay)
     with as_spec_error(f"{where}.outputs"):
         outputs = replay.read(fields.get("outputs"), f"{where}.outputs")
     return inputs, outputs
@@ -233,7 +313,12 @@ def _call(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     place: str,
+    replay: _Replay,
 ) -> Any:
+    if "constant" in node:
+        return _constant_from_spec(node["constant"], replay, f"{place}.constant")
+    if "attribute" in node:
+        return _attribute_from_spec(node["attribute"], modules, f"{place}.attribute")
     if "module" in node:
         module = modules.get(node["module"])
         if module is None:
@@ -267,6 +352,10 @@ def _call(
         )
     return function(*args, **kwargs)
 
+
+_NODE_KINDS = ("module", "op", "method", "attribute", "constant")
+"""What a node of a spec does: call a layer, a function or a tensor method, or
+read a tensor the model holds (a layer's parameter or buffer, or a constant)."""
 
 _DATA = (type(None), bool, int, float, str, type(Ellipsis), torch.dtype)
 """The leaves of a spec value that are data rather than values of the graph."""
