@@ -14,7 +14,6 @@ import torchx
 import torchx.layers as L
 from torchx.cli import main
 from torchx.core import TypedShape, to_spec
-from torchx.core._scaling import Scaling
 
 
 def attention_block() -> L.Functional:
@@ -39,7 +38,7 @@ def test_today_a_dynamic_sequence_showed_no_mult_adds_and_an_empty_largest_tenso
     assert "  linear     Linear      (None, None, 16)             256*N*T" in text
     assert "  ids        Input       (None, None)                       -" in text
     total = summary.total_mult_adds
-    assert isinstance(total, Scaling)
+    assert total is not None and not isinstance(total, int)  # a polynomial
     for batch, positions in ((1, 3), (4, 10)):
         static = torchx.summarize(model, TypedShape((batch, positions), torch.long))
         assert total.at(batch, positions) == static.total_mult_adds
