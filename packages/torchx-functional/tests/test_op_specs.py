@@ -153,6 +153,7 @@ def test_a_spec_naming_anything_outside_torch_s_recorded_functions_is_refused(
 @pytest.mark.parametrize(
     "method",
     ["backward", "register_hook", "_make_subclass", "__class__", "__reduce_ex__", "shape", "T", "x.y", 3],
+    ids=str,
 )
 def test_a_spec_naming_a_tensor_method_that_is_not_one_it_may_call_is_refused(
     method: Any, fresh_plugins: PluginManager
