@@ -24,6 +24,7 @@ LAYERS: list[set[str]] = [
         "_dtypes",
         "_spec_values",
         "_transforms",
+        "_scaling",
     },
     {"_arguments", "_pending", "_torch_style", "_record"},
     # registries, hookspecs, plugins, device scopes

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from torchx.core import PluginManager, hookimpl
+from torchx.core import PluginManager, TypedShape, hookimpl
 from torchx.core._errors import ShapeError, format_shape
 from torchx.core._shapes import (
     DYNAMIC_PROBES,
@@ -96,3 +96,13 @@ def test_probes_run_twice_only_for_dynamic_inputs_and_show_the_probe_size_as_non
     assert dynamic.merged_shapes(outputs) == (None, 4) and static.merged_shapes(outputs[:1]) == (size, 4)
     with pytest.raises(ShapeError, match="has a negative dim"):
         static.meta_inputs([(-1, 3)])
+
+
+def test_a_dynamic_size_of_a_graph_value_in_a_shape_reads_as_none() -> None:
+    class DynamicSize:  # as torchx-functional's x.shape[1] of a (None, None) placeholder
+        __torchx_dynamic_size__ = True
+
+        def __index__(self) -> int:
+            raise AssertionError("a dynamic size has no value")
+
+    assert TypedShape((DynamicSize(), 4), torch.float32).shape == (None, 4)  # type: ignore[arg-type]

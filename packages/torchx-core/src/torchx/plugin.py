@@ -49,7 +49,7 @@ torchx-functional's, also uses:
   memory as a whole (:func:`allocation_budget`, measured first by a
   :class:`Rehearsal`; :func:`build_need` is what a model allocates);
 - graphs: values that record calls (:func:`is_symbolic`,
-  :func:`find_symbolic`), their arguments written to and read from specs
+  :func:`find_symbolic`) and the sizes of their dynamic dims (:func:`is_dynamic_size`), their arguments written to and read from specs
   (:class:`ValueFold`, :class:`TaggedValues`, :class:`TaggedReader`,
   :func:`dtype_name`, :func:`dtype_named`) and their summary rows
   (:class:`Summary`, :func:`format_table`).
@@ -127,6 +127,7 @@ from torchx.core._specs import SpecWriter as SpecWriter
 from torchx.core._summary import Summary as Summary
 from torchx.core._summary import format_table as format_table
 from torchx.core._symbolic import find_symbolic as find_symbolic
+from torchx.core._symbolic import is_dynamic_size as is_dynamic_size
 from torchx.core._symbolic import is_symbolic as is_symbolic
 from torchx.core.hookspecs import hookimpl as hookimpl
 
@@ -189,6 +190,7 @@ __all__ = [
     "input_path",
     "inputs_of",
     "is_fx_tracing",
+    "is_dynamic_size",
     "is_symbolic",
     "layer_caption",
     "layer_name",

@@ -33,6 +33,7 @@ from torchx.core._errors import LayerError, ShapeError, dynamic_dims_shown_as_no
 from torchx.core._pending import unfilled
 from torchx.core._plugins import current_plugins
 from torchx.core._scope import current_scope, default_device
+from torchx.core._symbolic import is_dynamic_size
 from torchx.core._tree import submodules
 
 __all__ = [
@@ -85,12 +86,16 @@ dtype count), a shape (with the default floating dtype), or a TypedShape."""
 
 
 def input_shape(value: InputLike) -> Shape:
-    """The shape of one input, ``None`` for its dynamic dims."""
+    """The shape of one input, ``None`` for its dynamic dims (given as ``None``
+    or as the size of a graph value's dynamic dim: ``x.shape[1]``)."""
     if isinstance(value, torch.Tensor):
         return tuple(value.shape)
     if isinstance(value, TypedShape):
         return value.shape
-    return tuple(None if dim is None else _dim(value, index, dim) for index, dim in enumerate(value))
+    return tuple(
+        None if dim is None or is_dynamic_size(dim) else _dim(value, index, dim)
+        for index, dim in enumerate(value)
+    )
 
 
 def _dim(shape: Sequence[Any], index: int, dim: Any) -> int:

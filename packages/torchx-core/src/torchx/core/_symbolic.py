@@ -5,6 +5,11 @@ A value whose type defines ``__torchx_call__(module, args, kwargs)`` is
 container is called with a symbolic input, the call is handed to that method,
 which records it (and builds the layer) instead of running it. Core defines
 only the protocol; it never imports the graph package.
+
+A value whose type sets ``__torchx_dynamic_size__`` is the size of a dynamic
+dim of such a value (torchx-functional's ``x.shape[1]`` of a ``(None, None)``
+placeholder): it has no value before the model runs, and a shape holding it
+is read with ``None`` there.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any, Protocol
 
 from torch import nn
 
-__all__ = ["Symbolic", "find_symbolic", "is_symbolic"]
+__all__ = ["Symbolic", "find_symbolic", "is_dynamic_size", "is_symbolic"]
 
 
 class Symbolic(Protocol):
@@ -25,6 +30,11 @@ class Symbolic(Protocol):
 def is_symbolic(value: object) -> bool:
     """Whether ``value`` follows the symbolic-input protocol."""
     return hasattr(type(value), "__torchx_call__")
+
+
+def is_dynamic_size(value: object) -> bool:
+    """Whether ``value`` is the size of a dynamic dim of a symbolic value (see the module's docs)."""
+    return getattr(type(value), "__torchx_dynamic_size__", False) is True
 
 
 def find_symbolic(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Symbolic | None:

@@ -136,6 +136,12 @@ def _recorded_functions() -> frozenset[Callable[..., Any]]:
         function for functions in overridable.values() for function in functions
     }
     found.update(ZERO_FILLED_FUNCTIONS.values(), cast("frozenset[Callable[..., Any]]", FACTORIES))
+    # torch's list misses some functional ops that dispatch all the same (F.hardsigmoid, F.hardswish)
+    found.update(
+        function
+        for function in vars(F).values()
+        if isinstance(function, types.FunctionType) and function.__module__ == F.__name__
+    )
     return frozenset(found)
 
 

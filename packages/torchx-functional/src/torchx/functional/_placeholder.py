@@ -967,6 +967,7 @@ class Size:
     """
 
     __slots__ = ("label", "node", "source")
+    __torchx_dynamic_size__ = True  # a shape holding it reads as None there (torchx.plugin.is_dynamic_size)
 
     def __init__(self, node: Node, source: Node, label: str) -> None:
         self.node = node
