@@ -305,14 +305,14 @@ def test_a_safetensors_file_is_never_paired_by_position_unasked(tmp_path: Path) 
         torchx.load_weights(model, tmp_path / "w.safetensors")
     assert caught.value.report.match == "name" and len(caught.value.report.missing) == 4
     assert same_state(model, before)
-    # Asked for, position pairs the file's sorted order, and the names still veto a bias for a weight.
+    # Asked for, position pairs the file's sorted order, and the names (under net.) still veto each pair.
     with pytest.raises(WeightMismatchError) as caught:
         torchx.load_weights(model, tmp_path / "w.safetensors", match="position")
     assert [(entry.target, entry.source, entry.note) for entry in caught.value.report.mismatched] == [
-        ("0.weight", "net.0.bias", "by their names, a bias paired with a weight"),
-        ("0.bias", "net.0.weight", "by their names, a weight paired with a bias"),
-        ("1.weight", "net.1.bias", "by their names, a bias paired with a weight"),
-        ("1.bias", "net.1.weight", "by their names, a weight paired with a bias"),
+        ("0.weight", "net.0.bias", "by its name, net.0.bias belongs in 0.bias"),
+        ("0.bias", "net.0.weight", "by its name, net.0.weight belongs in 0.weight"),
+        ("1.weight", "net.1.bias", "by its name, net.1.bias belongs in 1.bias"),
+        ("1.bias", "net.1.weight", "by its name, net.1.weight belongs in 1.weight"),
     ]
     assert same_state(model, before)
 

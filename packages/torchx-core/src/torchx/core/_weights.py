@@ -6,7 +6,10 @@ once it knows what every entry becomes. Names are compared as written, or
 else without the prefixes wrappers add to every key (``module.`` of
 DataParallel and DDP, ``_orig_mod.`` of ``torch.compile``, ``model.``). A
 pair by position never contradicts the names: a ``bias`` does not load into
-a ``weight``, nor a tensor into a place that its name gives to another.
+a ``weight``, nor a tensor into a place that its name gives to another, also
+where each side's names share another prefix (Hugging Face's
+``embeddings.word_embeddings.weight`` belongs in a graph's
+``word_embeddings.weight``, whatever the order its state dict has).
 
 Two mismatches that users meet with pretrained models can be adapted on request:
 
@@ -232,7 +235,7 @@ def load_weights(
             chosen, (report_entries, tensors) = "position", by_position
     report = WeightReport(described, chosen, tuple(report_entries), applied=False)
     if strict and not report.ok:
-        hint = _hint(report, None if chosen == "position" else by_position, in_order)
+        hint = _hint(report, None if chosen == "position" else by_position, in_order, names)
         raise WeightMismatchError(
             f"load_weights into {type(model).__name__}: not everything matched\n{report}\nhint: {hint}",
             report,
@@ -289,12 +292,26 @@ class _Names:
     """The model's key of each name."""
     kinds: frozenset[str]
     """The last parts of the model's names: weight, bias, running_mean..."""
+    bare_targets: dict[str, str]
+    """Each of the model's names without the dotted prefix that all of them share."""
+    bare_sources: dict[str, str]
+    bare_owners: dict[str, str]
+    """The model's key of each bare name."""
 
     @classmethod
     def of(cls, targets: Collection[str], sources: Collection[str]) -> _Names:
-        mine = _unwrapped(targets)
+        mine, theirs = _unwrapped(targets), _unwrapped(sources)
         owners = {name: key for key, name in mine.items()}
-        return cls(mine, _unwrapped(sources), owners, frozenset(map(_kind, owners)))
+        bare_mine = _bare(mine)
+        return cls(
+            mine,
+            theirs,
+            owners,
+            frozenset(map(_kind, owners)),
+            bare_mine,
+            _bare(theirs),
+            {name: key for key, name in bare_mine.items()},
+        )
 
 
 def _unwrapped(keys: Collection[str]) -> dict[str, str]:
@@ -313,6 +330,16 @@ def _unwrapped(keys: Collection[str]) -> dict[str, str]:
             break
         names = {key: name[len(prefix) :] for key, name in names.items()}
     return names
+
+
+def _bare(names: Mapping[str, str]) -> dict[str, str]:
+    """Each of ``names`` without the dotted prefix all of them share (``embeddings.`` of
+    ``embeddings.word_embeddings.weight``); the last part of a name always stays."""
+    parts = [name.split(".")[:-1] for name in names.values()]
+    shared = 0
+    while parts and all(len(part) > shared and part[shared] == parts[0][shared] for part in parts):
+        shared += 1
+    return {key: name.split(".", shared)[shared] for key, name in names.items()}
 
 
 def _by_name(names: _Names) -> _Pairs:
@@ -338,11 +365,15 @@ def _paired(pairs: _Pairs) -> int:
 
 def _contradiction(target: str, source: str, names: _Names) -> str | None:
     """How the names of a pair by position say it is wrong, or None: the source's name is
-    another place of the model's, or another kind of tensor than the model's (bias, weight)."""
+    another place of the model's (as written, or where each side's names drop the prefix
+    all of them share: ``embeddings.position_embeddings.weight`` is the model's
+    ``position_embeddings.weight``), or another kind of tensor than the model's (bias, weight)."""
     mine, theirs = names.targets[target], names.sources[source]
     if theirs == mine:
         return None
     owner = names.owners.get(theirs)
+    if owner is None and names.bare_sources[source] != names.bare_targets[target]:
+        owner = names.bare_owners.get(names.bare_sources[source])
     if owner is not None:
         return f"by its name, {source} belongs in {owner}"
     kind, their_kind = _kind(mine), _kind(theirs)
@@ -527,9 +558,13 @@ def _hint(
     report: WeightReport,
     by_position: tuple[list[WeightEntry], dict[str, torch.Tensor]] | None,
     in_order: bool,
+    names: _Names,
 ) -> str:
     """How to load what did not match."""
     hints = []
+    renamed = _renaming(names)
+    if renamed:
+        hints.append(renamed)
     mismatched = report.mismatched
     if by_position is not None:
         positional = [entry for entry in by_position[0] if entry.status == "mismatched"]
@@ -556,6 +591,29 @@ def _hint(
         hints.append("adapt=('head',) keeps a last linear layer with other outputs at its initialisation")
     hints.append("strict=False loads what matches and returns this report")
     return "; ".join(hints)
+
+
+def _renaming(names: _Names) -> str:
+    """How to load by name a source whose names are the model's under another shared prefix, or ""."""
+    if not names.targets or set(names.bare_targets.values()) != set(names.bare_sources.values()):
+        return ""
+    theirs, mine = (
+        _shared_prefix(names.sources, names.bare_sources),
+        _shared_prefix(names.targets, names.bare_targets),
+    )
+    if theirs == mine:
+        return ""
+    renamed = f"{mine!r} + key.removeprefix({theirs!r})" if mine else f"key.removeprefix({theirs!r})"
+    return (
+        f"the source's names are the model's with the prefix {theirs!r} for {mine!r}, and names pair "
+        f"whatever the order: load its state dict renamed, {{{renamed}: tensor for key, tensor in "
+        "state.items()}, by name"
+    )
+
+
+def _shared_prefix(names: Mapping[str, str], bare: Mapping[str, str]) -> str:
+    key = next(iter(names))
+    return names[key][: len(names[key]) - len(bare[key])]
 
 
 def _entry_differs_only_in(entry: WeightEntry, *, dim: int) -> bool:
