@@ -196,7 +196,13 @@ class Functional(Container, OwnMetaOutput):
         return generated(*args, **kwargs)
 
     def __prepare_scriptable__(self) -> nn.Module:
-        """``torch.jit.script`` compiles the steps alone, over the same submodules."""
+        """``torch.jit.script`` compiles the steps alone, over the same submodules; a
+        layer inside that a TorchX layer knows cannot be scripted (a ``Lambda``)
+        raises torch's error first, noted with its place in this Functional."""
+        for path, module in self.named_modules():
+            check = getattr(module, "__torchx_script_check__", None)
+            if check is not None:
+                check("Functional", path)
         source, namespace = generate_scriptable(self._torchx_program)
         # A class of its own: TorchScript shares one compiled forward among
         # modules of one class with the same attributes.

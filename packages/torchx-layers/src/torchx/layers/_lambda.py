@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import torch
 from torch import nn
 
 from torchx.core import LeafLayer, SpecError
-from torchx.plugin import SpecWriter
+from torchx.plugin import SpecWriter, add_note
 
 __all__ = ["Lambda"]
 
@@ -25,6 +26,26 @@ class LambdaModule(nn.Module):
 
     def extra_repr(self) -> str:
         return getattr(self.function, "__qualname__", repr(self.function))
+
+    def __torchx_script_check__(self, container: str, path: str) -> None:
+        """Raise torch's own ``torch.jit.script`` error for this module, noted with
+        where it is in ``container`` (``Sequential[1][2]`` for the path ``1.2``) and a fix.
+
+        TorchX containers call it from their ``__prepare_scriptable__``: torch's error
+        names the class, not the place of the module in the model."""
+        try:
+            torch.jit.script(self)
+        except Exception as error:
+            place = container + "".join(
+                f"[{part}]" if part.isdigit() else f".{part}" for part in path.split(".")
+            )
+            add_note(
+                error,
+                f"raised in {place} Lambda({self.extra_repr()}): a Lambda calls a Python callable, which "
+                "TorchScript cannot compile; put a Layer subclass or an nn.Module with a typed forward in "
+                "its place, or use torch.compile or torch.export, which run Python callables",
+            )
+            raise
 
 
 class Lambda(LeafLayer):

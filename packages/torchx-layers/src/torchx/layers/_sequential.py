@@ -204,7 +204,13 @@ class Sequential(Container, nn.Sequential):
         raise SpecError(f"{reader.where}.layers", "expected a list of layers (or an object of named layers)")
 
     def __prepare_scriptable__(self) -> nn.Module:
-        """``torch.jit.script`` compiles a plain ``nn.Sequential`` of the same modules."""
+        """``torch.jit.script`` compiles a plain ``nn.Sequential`` of the same modules; a
+        module inside that a TorchX layer knows cannot be scripted (a ``Lambda``) raises
+        torch's error first, noted with its place in this Sequential."""
+        for path, module in self.named_modules():
+            check = getattr(module, "__torchx_script_check__", None)
+            if check is not None:
+                check("Sequential", path)
         return nn.Sequential(OrderedDict(self._modules))
 
 
