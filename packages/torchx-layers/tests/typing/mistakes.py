@@ -41,7 +41,7 @@ def placeholders() -> None:
     x = L.Placeholder((None, 8))
     tensor: torch.Tensor = x * 2 + x  # type: ignore[assignment]  # a placeholder is not a tensor
     first: Placeholder = x[:, 0]
-    batch = x.shape[0] + 1  # type: ignore[operator]  # a dynamic dim is None
+    batch = x.shape[0] + 1  # a dynamic dim's size: arithmetic on it is a size of the graph
     print(tensor, first, batch, x.name.upper())  # type: ignore[union-attr]  # an input may have no name
     model = L.Functional(inputs=x, outputs=x * 2)
     model.code()  # type: ignore[operator]  # the source is a str

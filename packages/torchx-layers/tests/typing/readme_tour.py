@@ -24,7 +24,7 @@ import torchx.layers as L
 import torchx.nn as nnx
 from torchx.core import Layer, model_graph
 from torchx.device import destroy_distributed
-from torchx.functional import Functional, Placeholder
+from torchx.functional import Functional, Placeholder, SymbolicShape
 from torchx.plugin import FromInput, FromState, Graph, LayerRegistry, LeafLayer, PositiveInt, hookimpl
 from torchx.rnn import LSTM, GetRNNState, TimeDistributed
 
@@ -120,7 +120,7 @@ def graph_details(inner: Functional) -> None:
     assert_type(x @ L.Placeholder((16, 4)), Placeholder)
     assert_type(x > 0, Placeholder)
     assert_type(x == 0, Placeholder)
-    assert_type(x.shape, tuple[int | None, ...])
+    assert_type(x.shape, SymbolicShape)
     flexible = x.view(x.shape[0], -1)  # keeps the batch flexible
     centred = x - x.mean(0)
     hidden = L.Linear(16)(x)  # a module call is typed Any (as torch types it), so torch functions take it
