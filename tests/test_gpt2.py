@@ -86,10 +86,10 @@ def test_it_equals_hugging_faces_gpt2_given_its_weights() -> None:
     torch.manual_seed(1)
     model = gpt2.gpt2(**gpt2.SMALL).eval()
     reference = gpt2.reference(**gpt2.SMALL)
-    report = torchx.load_weights(model, reference, strict=False)
-    # HF's tied lm_head.weight is the embedding's tensor under a second key: nothing else is left over
+    report = torchx.load_weights(model, reference)  # strict
+    # HF's tied lm_head.weight is the embedding's tensor under a second key
     assert [(e.status, e.source) for e in report.entries if e.status not in ("loaded", "adapted")] == [
-        ("unexpected", "lm_head.weight")
+        ("tied", "lm_head.weight")
     ]
     assert (
         sum(e.status == "adapted" for e in report.entries) == 4 * gpt2.SMALL["layers"]

@@ -31,6 +31,10 @@ linear layer only transposed, every square weight of a linear layer (which
 fits either way) is reported mismatched instead of loaded, since nothing can
 tell its layout; load from the module instead.
 
+A tensor the source holds under two keys (a tied weight: Hugging Face's
+``lm_head.weight`` is ``transformer.wte.weight``) is loaded once; its second
+key is reported ``"tied"``, not unexpected, when the first one was loaded.
+
 Nothing is ever loaded silently wrong: with ``strict=True`` (the default) the
 load raises before changing anything unless every entry was loaded or
 adapted as asked; with ``strict=False`` what fits is loaded, and the report
@@ -58,7 +62,7 @@ __all__ = ["Adapter", "Match", "WeightEntry", "WeightMismatchError", "WeightRepo
 
 Match = Literal["auto", "name", "position"]
 Adapter = Literal["stem", "head"]
-Status = Literal["loaded", "adapted", "fresh", "missing", "unexpected", "mismatched"]
+Status = Literal["loaded", "adapted", "fresh", "tied", "missing", "unexpected", "mismatched"]
 
 _PROBLEMS: tuple[Status, ...] = ("missing", "unexpected", "mismatched")
 Shape = tuple[int, ...]
@@ -124,6 +128,12 @@ class WeightReport:
         return self._having("fresh")
 
     @property
+    def tied(self) -> list[WeightEntry]:
+        """The source's entries that are the same tensor as another of its entries that
+        was loaded (a tied weight's second key: Hugging Face's ``lm_head.weight``)."""
+        return self._having("tied")
+
+    @property
     def missing(self) -> list[WeightEntry]:
         """The model's entries the source has nothing for."""
         return self._having("missing")
@@ -146,7 +156,7 @@ class WeightReport:
     def __str__(self) -> str:
         counts = ", ".join(
             f"{sum(entry.status == status for entry in self.entries)} {status}"
-            for status in ("adapted", "fresh", *_PROBLEMS)
+            for status in ("adapted", "fresh", "tied", *_PROBLEMS)
         )
         targets = sum(entry.target is not None for entry in self.entries)
         verb = "loaded" if self.applied else "would load (nothing was changed)"
@@ -225,11 +235,12 @@ def load_weights(
     roles = _roles(model, adapt, transposed)
     names = _Names.of(targets, state)
     chosen: Literal["name", "position"] = "name"
-    report_entries, tensors = _pair(targets, state, _by_name(names), roles)
+    aliases = _aliases(state)
+    report_entries, tensors = _pair(targets, state, _by_name(names), roles, aliases=aliases)
     by_position = None
     if match == "position" or (_names_disagree(report_entries) and len(targets) == len(state)):
         pairs = list(itertools.zip_longest(targets, state))
-        by_position = _pair(targets, state, pairs, roles, names)
+        by_position = _pair(targets, state, pairs, roles, aliases=aliases, names=names)
         agrees = in_order and not any(entry.status == "mismatched" for entry in by_position[0])
         if match == "position" or (match == "auto" and agrees):
             chosen, (report_entries, tensors) = "position", by_position
@@ -427,15 +438,56 @@ def _key(module: str, tensor: str) -> str:
     return f"{module}.{tensor}" if module else tensor
 
 
+def _aliases(state: Mapping[str, torch.Tensor]) -> dict[str, str]:
+    """Each key of ``state`` whose tensor is the same as an earlier key's (the same
+    memory, shape, strides and dtype: a tied weight), mapped to that earlier key."""
+    first: dict[tuple[object, ...], str] = {}
+    aliases: dict[str, str] = {}
+    for key, tensor in state.items():
+        if tensor.is_meta or tensor.layout != torch.strided or tensor.numel() == 0:
+            continue
+        view = (
+            tensor.device,
+            tensor.untyped_storage().data_ptr(),
+            tensor.storage_offset(),
+            tuple(tensor.shape),
+            tensor.stride(),
+            tensor.dtype,
+        )
+        earlier = first.setdefault(view, key)
+        if earlier != key:
+            aliases[key] = earlier
+    return aliases
+
+
+def _tied(entries: list[WeightEntry], aliases: Mapping[str, str]) -> list[WeightEntry]:
+    """``entries``, with each source entry left unexpected that is the same tensor as a
+    source entry that was loaded or adapted marked tied (one tensor, two keys)."""
+    placed = {entry.source: entry.target for entry in entries if entry.status in ("loaded", "adapted")}
+
+    def tied(entry: WeightEntry) -> WeightEntry:
+        earlier = aliases.get(entry.source or "")
+        if entry.status != "unexpected" or earlier not in placed:
+            return entry
+        return replace(
+            entry, status="tied", note=f"the same tensor as {earlier}, loaded into {placed[earlier]}"
+        )
+
+    return [tied(entry) for entry in entries] if aliases else entries
+
+
 def _pair(
     targets: Mapping[str, torch.Tensor],
     state: Mapping[str, torch.Tensor],
     pairs: _Pairs,
     roles: _Roles,
+    *,
+    aliases: Mapping[str, str],
     names: _Names | None = None,
 ) -> tuple[list[WeightEntry], dict[str, torch.Tensor]]:
     """Each pair's entry in the report, and the tensors to load by the model's keys;
-    with ``names`` (pairs by position), a pair its names contradict is mismatched."""
+    with ``names`` (pairs by position), a pair its names contradict is mismatched;
+    a source entry that ``aliases`` says is another's tensor is tied to it."""
     entries: list[WeightEntry] = []
     tensors: dict[str, torch.Tensor] = {}
     for target, source in pairs:
@@ -459,7 +511,7 @@ def _pair(
             tensors[target] = value
     if roles.stored_in_out is None and any(_fits_only_transposed(entry, roles) for entry in entries):
         entries = [_layout_unknown(entry, roles, tensors) for entry in entries]
-    return entries, tensors
+    return _tied(entries, aliases), tensors
 
 
 def _fits_only_transposed(entry: WeightEntry, roles: _Roles) -> bool:
