@@ -18,6 +18,8 @@ import contextvars
 import copy
 import math
 import operator
+import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -131,6 +133,22 @@ unusual, so that messages can print them as ``None`` (a real dim rarely has
 one of these sizes)."""
 
 
+_SWAPPING = threading.RLock()
+"""Held while a :class:`MetaSwap` swaps tensors or puts them back, and while
+:func:`meta_copy` reads them: another thread's copy never sees half a swap
+(its stand-ins taken, then the real tensors copied as they came back)."""
+
+
+def _new_swapping_lock_in_child() -> None:
+    """A forked child starts with a lock no thread of its own holds (swaps happen
+    in builds, which a fork waits for: the child's modules are whole)."""
+    global _SWAPPING
+    _SWAPPING = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_new_swapping_lock_in_child)
+
+
 class MetaSwap:
     """Swaps modules' parameters and buffers for meta stand-ins, and back.
 
@@ -154,27 +172,29 @@ class MetaSwap:
     def add_own(self, modules: Iterable[nn.Module]) -> None:
         """Swap the non-meta parameters and buffers of each of ``modules``
         themselves (not their children's: the caller walked the tree)."""
-        for sub in modules:
-            stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
-            if type(stores[0]) is not dict and unfilled(sub):
-                continue  # an unbuilt layer: pending tensors are never swapped
-            for store in stores:
-                for name, tensor in store.items():
-                    if tensor is not None and not tensor.is_meta and not is_lazy(tensor):
-                        self._swapped.append((store, name, tensor))
-                        store[name] = self.meta(tensor.shape, tensor.dtype)
+        with _SWAPPING:
+            for sub in modules:
+                stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
+                if type(stores[0]) is not dict and unfilled(sub):
+                    continue  # an unbuilt layer: pending tensors are never swapped
+                for store in stores:
+                    for name, tensor in store.items():
+                        if tensor is not None and not tensor.is_meta and not is_lazy(tensor):
+                            self._swapped.append((store, name, tensor))
+                            store[name] = self.meta(tensor.shape, tensor.dtype)
 
     def add_built(self, module: nn.Module) -> None:
         """:meth:`add` for a leaf module just built on a real device (its own
         tensors only, all real: nothing to check)."""
         swapped, stand_ins = self._swapped, self._stand_ins
         stores: tuple[dict[str, Any], ...] = (module._parameters, module._buffers)
-        for store in stores:
-            for name, tensor in store.items():
-                if tensor is not None:
-                    swapped.append((store, name, tensor))
-                    stand_in = stand_ins.get((tensor.shape, tensor.dtype))
-                    store[name] = self.meta(tensor.shape, tensor.dtype) if stand_in is None else stand_in
+        with _SWAPPING:
+            for store in stores:
+                for name, tensor in store.items():
+                    if tensor is not None:
+                        swapped.append((store, name, tensor))
+                        stand_in = stand_ins.get((tensor.shape, tensor.dtype))
+                        store[name] = self.meta(tensor.shape, tensor.dtype) if stand_in is None else stand_in
 
     def meta(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
         """A meta tensor of ``shape`` and ``dtype``, one per shape and dtype: the
@@ -188,9 +208,10 @@ class MetaSwap:
 
     def restore(self) -> None:
         """Put every swapped tensor back."""
-        while self._swapped:
-            store, name, tensor = self._swapped.pop()
-            store[name] = tensor
+        with _SWAPPING:
+            while self._swapped:
+                store, name, tensor = self._swapped.pop()
+                store[name] = tensor
 
 
 _inferring: contextvars.ContextVar[bool] = contextvars.ContextVar("torchx_inferring_shapes", default=False)
@@ -261,15 +282,16 @@ def meta_copy(module: _M, *, hooks: bool = True, shapes_only: bool = False) -> I
     """
     memo: dict[int, Any] = {}
     modules = submodules(module)
-    for sub in modules:
-        stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
-        for store in stores:
-            for tensor in dict.values(store):
-                if tensor is not None and id(tensor) not in memo and not is_lazy(tensor):
-                    memo[id(tensor)] = _meta_stand_in(tensor)
     copying = _copying_for_shapes.set(shapes_only)
     try:
-        copied = copy.deepcopy(module, memo)
+        with _SWAPPING:  # the tensors memoised are the ones the copy meets
+            for sub in modules:
+                stores: tuple[dict[str, Any], ...] = (sub._parameters, sub._buffers)
+                for store in stores:
+                    for tensor in dict.values(store):
+                        if tensor is not None and id(tensor) not in memo and not is_lazy(tensor):
+                            memo[id(tensor)] = _meta_stand_in(tensor)
+            copied = copy.deepcopy(module, memo)
     finally:
         _copying_for_shapes.reset(copying)
     if not hooks:
