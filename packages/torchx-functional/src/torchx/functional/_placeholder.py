@@ -122,7 +122,7 @@ def _size_name(node: Node, dim: int) -> str:
 class Node:
     """One recorded step of a graph; placeholders point at nodes, nodes at nodes."""
 
-    __slots__ = ("args", "fresh", "id", "kind", "kwargs", "metas", "name", "sizes", "target")
+    __slots__ = ("_shape", "args", "fresh", "id", "kind", "kwargs", "metas", "name", "sizes", "target")
 
     def __init__(
         self,
@@ -148,6 +148,7 @@ class Node:
         (what may share memory decides where a graph may work in place)."""
         self.sizes: dict[int, Size] | None = None
         """The sizes of its dynamic dims read so far, by dim: one node each."""
+        self._shape: tuple[int | None, ...] | None = None
 
     def inputs(self) -> list[Node]:
         """The nodes this node reads."""
@@ -172,8 +173,9 @@ class Node:
     @property
     def shape(self) -> tuple[int | None, ...]:
         """The output shape, ``None`` where it follows a dynamic dim."""
-        shape: tuple[int | None, ...] = Probes.merged_shapes(self.metas)
-        return shape
+        if self._shape is None:  # the metas never change: merged once
+            self._shape = Probes.merged_shapes(self.metas)
+        return self._shape
 
     def describe(self) -> str:
         """A short name for messages: the layer class, function or method."""

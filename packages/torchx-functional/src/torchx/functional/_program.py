@@ -184,6 +184,8 @@ def as_identifier(name: str) -> str:
     """``name`` made an identifier in NFKC form (``relu`` in fullwidth -> ``relu``, ``a b``
     -> ``a_b``, ``1x`` -> ``_1x``, ``class`` -> ``_class``), which Python reads
     exactly as written; not checked against reserved or taken names."""
+    if name.isascii() and name.isidentifier():  # the common case: NFKC leaves ASCII as it is
+        return f"_{name}" if keyword.iskeyword(name) else name
     text = normal_form(name)
     text = "".join(char if f"_{char}".isidentifier() else "_" for char in text) or "value"
     if not text[0].isidentifier():
