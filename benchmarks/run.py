@@ -32,6 +32,7 @@ from bench_layers import (
 )
 from bench_rnn import bench_rnn
 from bench_specs import bench_specs
+from bench_transformers import bench_transformers
 from bench_vision import bench_vision
 from bench_weights import bench_weights
 
@@ -53,6 +54,7 @@ BENCHMARKS: dict[str, Callable[[bool], list[Result]]] = {
     "keras": bench_keras,
     "specs": bench_specs,
     "compile": bench_compile,
+    "transformers": bench_transformers,
 }
 
 
