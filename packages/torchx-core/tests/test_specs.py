@@ -6,7 +6,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import torch
@@ -22,6 +22,8 @@ from torchx.core import (
     save_spec,
     to_spec,
 )
+from torchx.core._arguments import ArgumentMismatch, coerce
+from torchx.plugin import AnyFloat, ArgumentError, ExtendedFloat, Interval, NonFinite
 
 
 def test_round_trip_of_a_nested_model(registry: LayerRegistry) -> None:
@@ -525,11 +527,11 @@ def test_validate_refuses_a_spec_file_with_a_key_given_twice(
 
 
 class Clip(LeafLayer):
-    """Hardtanh whose bounds may be any number (infinities too), declared as a third party would."""
+    """Hardtanh whose bounds may be infinite, declared as a third party would."""
 
     native_class = torch.nn.Hardtanh
 
-    def __init__(self, min_val: Any = -1.0, max_val: Any = 1.0) -> None:
+    def __init__(self, min_val: ExtendedFloat = -1.0, max_val: ExtendedFloat = 1.0) -> None:
         super().__init__(min_val=min_val, max_val=max_val)
 
 
@@ -563,6 +565,33 @@ def test_yaml_infinities_and_nan_read_as_floats_in_both_loaders(
         spec = specs.parse_spec("type: Clip\nargs: {min_val: -.inf, max_val: +.Inf}\n")
         arguments = from_spec(spec, registry=registry).arguments  # type: ignore[union-attr]
         assert (arguments["min_val"], arguments["max_val"]) == (-math.inf, math.inf)
+
+
+NON_NEGATIVE_OR_NAN = Annotated[float, Interval(0.0), NonFinite(nan=True)]
+
+
+@pytest.mark.parametrize(
+    ("value", "hint", "expected"),
+    [
+        (math.nan, ExtendedFloat, "a number, inf or -inf"),
+        (True, AnyFloat, "a number, inf, -inf or nan"),
+        (-math.inf, NON_NEGATIVE_OR_NAN, "a non-negative number"),
+        (math.nan, NON_NEGATIVE_OR_NAN, "a non-negative number"),  # nan lies in no range
+    ],
+    ids=["nan-bound", "bool", "range-below", "nan-in-no-range"],
+)
+def test_non_finite_types_refuse_what_they_do_not_name(value: Any, hint: Any, expected: str) -> None:
+    with pytest.raises(ArgumentMismatch) as info:
+        coerce(value, hint)
+    assert info.value.expected == expected
+
+
+def test_non_finite_types_take_what_they_name() -> None:
+    assert coerce(-math.inf, ExtendedFloat) == -math.inf
+    assert math.isnan(coerce(math.nan, AnyFloat))
+    assert coerce(math.inf, NON_NEGATIVE_OR_NAN) == math.inf
+    with pytest.raises(ArgumentError, match=r"^Clip: min_val must be a number, inf or -inf, got nan$"):
+        Clip(min_val=math.nan)
 
 
 def test_a_non_finite_number_is_refused_where_a_layer_asks_for_a_finite_one(registry: LayerRegistry) -> None:

@@ -9,7 +9,8 @@ nothing of core but this namespace and ``torchx``, ``torchx.core`` and
 - a leaf layer subclasses :class:`LeafLayer`: its ``native_class``, the
   arguments it reads off the input (``inferred_arguments``, with
   :class:`FromInput` and :class:`FromState`), a typed ``__init__`` (the
-  argument types :data:`PositiveInt`, :data:`Probability`... check values) and,
+  argument types :data:`PositiveInt`, :data:`Probability`... check values;
+  a ``float`` is finite unless typed :data:`ExtendedFloat` or :data:`AnyFloat`) and,
   where it has one, an output formula over :data:`Shape`;
 - a container subclasses :class:`Container`: its children, its ``forward``
   (handing placeholders, :func:`is_symbolic`, to the graph), and the layers
@@ -64,8 +65,11 @@ from torchx.cli import load_model as load_model
 from torchx.cli import output_path as output_path
 from torchx.cli import write_together as write_together
 from torchx.cli import writing as writing
+from torchx.core._arguments import AnyFloat as AnyFloat
 from torchx.core._arguments import DropoutRate as DropoutRate
+from torchx.core._arguments import ExtendedFloat as ExtendedFloat
 from torchx.core._arguments import Interval as Interval
+from torchx.core._arguments import NonFinite as NonFinite
 from torchx.core._arguments import NonNegativeFloat as NonNegativeFloat
 from torchx.core._arguments import NonNegativeInt as NonNegativeInt
 from torchx.core._arguments import Padding as Padding
@@ -132,11 +136,13 @@ from torchx.core._symbolic import is_symbolic as is_symbolic
 from torchx.core.hookspecs import hookimpl as hookimpl
 
 __all__ = [
+    "AnyFloat",
     "ArgumentError",
     "CommandRegistry",
     "Container",
     "DropoutRate",
     "DtypeError",
+    "ExtendedFloat",
     "FromInput",
     "FromState",
     "Graph",
@@ -146,6 +152,7 @@ __all__ = [
     "LayerRegistry",
     "LeafLayer",
     "MigrationRegistry",
+    "NonFinite",
     "NonNegativeFloat",
     "NonNegativeInt",
     "Padding",

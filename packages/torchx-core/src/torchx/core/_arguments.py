@@ -9,6 +9,11 @@ Specs are data: a spec value must match its annotation exactly (JSON has no
 tuples, so a list is accepted, and converted, where a tuple is asked for).
 Arguments given in Python may also be Python objects where the annotation
 names a class or a callable (``activation=torch.nn.functional.gelu``).
+
+A ``float`` is finite unless its annotation says otherwise (:class:`NonFinite`,
+:data:`ExtendedFloat`, :data:`AnyFloat`): an infinite epsilon, rate or slope
+turns torch's output into infs and nans without a word, while an infinite
+bound (``Hardtanh(min_val=-inf)``) or fill value is what the user meant.
 """
 
 from __future__ import annotations
@@ -25,10 +30,13 @@ from typing import Annotated, Any, Literal, Union
 from torchx.core._errors import ArgumentError, short_repr
 
 __all__ = [
+    "AnyFloat",
     "ArgumentChecker",
     "ArgumentMismatch",
     "DropoutRate",
+    "ExtendedFloat",
     "Interval",
+    "NonFinite",
     "NonNegativeFloat",
     "NonNegativeInt",
     "Padding",
@@ -56,7 +64,9 @@ class Interval:
     high_open: bool = False
 
     def holds(self, value: float) -> bool:
-        """Whether ``value`` lies in the range."""
+        """Whether ``value`` lies in the range (nan lies in none)."""
+        if isinstance(value, float) and math.isnan(value):
+            return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
         return self.high is None or (value < self.high if self.high_open else value <= self.high)
@@ -74,6 +84,22 @@ class Interval:
         return f"a {kind} in {left}{self.low}, {self.high}{right}"
 
 
+@dataclass(frozen=True)
+class NonFinite:
+    """The non-finite floats an argument takes besides the finite ones, carried
+    by its annotation (``Annotated[float, NonFinite(nan=True)]``): ``inf`` and
+    ``-inf``, and ``nan`` too where ``nan`` is set."""
+
+    nan: bool = False
+
+    def takes(self, value: float) -> bool:
+        """Whether the non-finite ``value`` is taken."""
+        return self.nan or not math.isnan(value)
+
+    def describe(self) -> str:
+        return "a number, inf, -inf or nan" if self.nan else "a number, inf or -inf"
+
+
 PositiveInt = Annotated[int, Interval(1, INT64_MAX)]
 """A size or count: 1 to 2**63 - 1."""
 NonNegativeInt = Annotated[int, Interval(0, INT64_MAX)]
@@ -86,6 +112,13 @@ Probability = Annotated[float, Interval(0.0, 1.0)]
 """A number in [0, 1] (a dropout layer's ``p``, a momentum)."""
 DropoutRate = Annotated[float, Interval(0.0, 1.0, high_open=True)]
 """A number in [0, 1): the ``dropout`` of attention and recurrent layers."""
+ExtendedFloat = Annotated[float, NonFinite()]
+"""A number, ``inf`` or ``-inf``: a bound that may be left open
+(``Hardtanh(min_val=-inf)``, ``Threshold(-inf, 0.0)``); nan is refused, as a
+bound it would compare false with everything without a word."""
+AnyFloat = Annotated[float, NonFinite(nan=True)]
+"""Any float, ``nan`` included: a value written into the output
+(``ConstantPad2d(1, float("nan"))``, ``Threshold``'s ``value``)."""
 Size = PositiveInt | tuple[PositiveInt, ...]
 """A kernel size, stride or dilation: one positive int, or one per spatial dim."""
 Padding = NonNegativeInt | tuple[NonNegativeInt, ...]
@@ -128,7 +161,10 @@ def describe(hint: Any) -> str:
     if origin is Annotated:
         base, *extras = arguments
         ranges = [extra for extra in extras if isinstance(extra, Interval)]
-        return ranges[0].describe(_kind(base)) if ranges else describe(base)
+        if ranges:
+            return ranges[0].describe(_kind(base))
+        non_finite = _non_finite_of(extras)
+        return non_finite.describe() if non_finite is not None else describe(base)
     if origin in (Union, types.UnionType):
         return " or ".join(describe(arg) for arg in arguments)
     if origin is Literal:
@@ -165,9 +201,14 @@ def coerce(value: Any, hint: Any, *, objects: bool = False) -> Any:
         try:
             converted = coerce(value, base, objects=objects)
         except ArgumentMismatch as error:
-            if error.expected in _NUMERIC_LIMITS:
-                raise  # "a finite number" says more than the range
-            raise ArgumentMismatch(describe(hint), value) from None
+            non_finite = _non_finite_of(extras) if error.expected == _NOT_FINITE else None
+            if non_finite is None:
+                if error.expected in _NUMERIC_LIMITS:
+                    raise  # "a finite number" says more than the range
+                raise ArgumentMismatch(describe(hint), value) from None
+            if not non_finite.takes(value):
+                raise ArgumentMismatch(describe(hint), value) from None
+            converted = float(value)
         for extra in extras:
             if isinstance(extra, Interval) and not extra.holds(converted):
                 raise ArgumentMismatch(describe(hint), value)
@@ -219,6 +260,11 @@ def coerce(value: Any, hint: Any, *, objects: bool = False) -> Any:
             raise ArgumentMismatch(_NOT_FINITE, value)
         return number
     return value
+
+
+def _non_finite_of(extras: Sequence[Any]) -> NonFinite | None:
+    """The :class:`NonFinite` among an annotation's extras, if any."""
+    return next((extra for extra in extras if isinstance(extra, NonFinite)), None)
 
 
 _TOO_LARGE = "a number small enough for a float"

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from torchx.core import FromInput, LeafLayer
-from torchx.plugin import PositiveInt
+from torchx.plugin import AnyFloat, ExtendedFloat, PositiveInt
 
 __all__ = [
     "CELU",
@@ -231,35 +231,42 @@ class RReLU(LeafLayer):
 
 
 class Hardtanh(LeafLayer):
-    """``nn.Hardtanh``."""
+    """``nn.Hardtanh``; a bound may be ``inf`` or ``-inf`` (a one-sided clamp)."""
 
     native_class = nn.Hardtanh
     same_shape = True
 
     def __init__(
-        self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False, *, name: str | None = None
+        self,
+        min_val: ExtendedFloat = -1.0,
+        max_val: ExtendedFloat = 1.0,
+        inplace: bool = False,
+        *,
+        name: str | None = None,
     ) -> None:
         super().__init__(min_val=min_val, max_val=max_val, inplace=inplace, name=name)
 
 
 class Softplus(LeafLayer):
-    """``nn.Softplus``."""
+    """``nn.Softplus``; ``threshold=inf`` never reverts to the identity."""
 
     native_class = nn.Softplus
     same_shape = True
 
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0, *, name: str | None = None) -> None:
+    def __init__(
+        self, beta: float = 1.0, threshold: ExtendedFloat = 20.0, *, name: str | None = None
+    ) -> None:
         super().__init__(beta=beta, threshold=threshold, name=name)
 
 
 class Threshold(LeafLayer):
-    """``nn.Threshold``."""
+    """``nn.Threshold``; ``threshold`` may be ``inf`` or ``-inf``, ``value`` any float."""
 
     native_class = nn.Threshold
     same_shape = True
 
     def __init__(
-        self, threshold: float, value: float, inplace: bool = False, *, name: str | None = None
+        self, threshold: ExtendedFloat, value: AnyFloat, inplace: bool = False, *, name: str | None = None
     ) -> None:
         super().__init__(threshold=threshold, value=value, inplace=inplace, name=name)
 

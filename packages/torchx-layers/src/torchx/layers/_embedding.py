@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.plugin import PositiveFloat, PositiveInt
+from torchx.plugin import ExtendedFloat, PositiveFloat, PositiveInt
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -25,7 +25,7 @@ class Embedding(LeafLayer):
         embedding_dim: PositiveInt,
         padding_idx: int | None = None,
         max_norm: PositiveFloat | None = None,
-        norm_type: float = 2.0,
+        norm_type: ExtendedFloat = 2.0,
         scale_grad_by_freq: bool = False,
         sparse: bool = False,
         *,
@@ -76,7 +76,7 @@ class EmbeddingBag(LeafLayer):
         num_embeddings: PositiveInt,
         embedding_dim: PositiveInt,
         max_norm: PositiveFloat | None = None,
-        norm_type: float = 2.0,
+        norm_type: ExtendedFloat = 2.0,
         scale_grad_by_freq: bool = False,
         mode: Literal["sum", "mean", "max"] = "mean",
         sparse: bool = False,

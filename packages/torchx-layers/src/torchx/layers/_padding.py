@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch import nn
 
 from torchx.core import LeafLayer
+from torchx.plugin import AnyFloat
 
 __all__ = [
     "CircularPad1d",
@@ -33,7 +34,9 @@ class _PadNd(LeafLayer):
 
 
 class _ConstantPadNd(LeafLayer):
-    def __init__(self, padding: Padding, value: float, *, name: str | None = None) -> None:
+    """Pads with ``value``: any float, ``-inf`` and ``nan`` too."""
+
+    def __init__(self, padding: Padding, value: AnyFloat, *, name: str | None = None) -> None:
         super().__init__(padding=padding, value=value, name=name)
 
 
