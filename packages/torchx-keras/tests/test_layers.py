@@ -197,6 +197,20 @@ def test_pools(converted, build: Build) -> None:
     converted(build())
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_an_uneven_same_max_pool_pads_with_minus_inf_and_runs_in_half_precision(
+    converted, dtype: torch.dtype
+) -> None:
+    """float32's lowest value overflows float16 and bfloat16 (torch refused the pad); -inf is in every float dtype."""
+    model = converted(chain((9, 3), K.MaxPooling1D(2, padding="same")))  # padded (0, 1) before the pool
+    pad = next(layer for layer in model.to_spec()["modules"].values() if layer["type"] == "ConstantPad1d")
+    assert pad["args"]["value"] == {"float": "-inf"}
+    x = torch.randn(3, 9, 3)
+    with torch.no_grad():
+        expected = model(x).to(dtype)  # a max selects: rounding first gives the same
+        assert torch.equal(model.to(dtype)(x.to(dtype)), expected)
+
+
 def _tf_same_average(
     x: np.ndarray[Any, Any], size: tuple[int, ...], strides: tuple[int, ...]
 ) -> np.ndarray[Any, Any]:

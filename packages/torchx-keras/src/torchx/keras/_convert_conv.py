@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import torch
 from torch import nn
 
 import torchx.layers as L
@@ -257,8 +256,8 @@ def pool(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder) -> Value:
     if layer.require("padding", ("valid", "same")) == "same":
         pads = _same_padding(layer, value, size, strides, (1,) * rank)
         if is_max:
-            # the lowest finite float: a padded max window always holds a real value (torch refuses an -inf fill)
-            value, padding = _padded(layer, value, pads, fill=float(torch.finfo(torch.float32).min))
+            # -inf, as TensorFlow pads: every float dtype holds it (float32's lowest overflows float16)
+            value, padding = _padded(layer, value, pads, fill=-math.inf)
         else:
             padding, ceil_mode, drop_first = _uneven_average(pads, strides)
     name = layer.module_name
