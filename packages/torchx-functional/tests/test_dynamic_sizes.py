@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -175,3 +177,74 @@ def test_compile_fullgraph_runs_at_two_lengths() -> None:
         ids = torch.randint(0, VOCAB, (2, length))
         with torch.no_grad():
             torch.testing.assert_close(compiled(ids), eager_block(layers, ids))
+
+
+FACTORY_FORMS: dict[str, Callable[[Any], torch.Tensor]] = {
+    "ones_tuple_tril": lambda t: torch.ones((t, t), dtype=torch.bool).tril(),
+    "ones_list": lambda t: torch.ones([t, 3]),
+    "ones_size_keyword": lambda t: torch.ones(size=(t, t)),
+    "zeros_varargs_int_first": lambda t: torch.zeros(3, t),
+    "zeros_one_size": lambda t: torch.zeros(t, dtype=torch.long),
+    "zeros_arithmetic": lambda t: torch.zeros((t - 1, t // 2 + 1)),
+    "full_inf_triu": lambda t: torch.full((t, t), float("-inf")).triu(1),
+    "full_keywords": lambda t: torch.full(size=(t, 2), fill_value=2.5),
+    "full_int_first": lambda t: torch.full((2, t), 7, dtype=torch.long),
+    "eye_n": lambda t: torch.eye(t),
+    "eye_n_m": lambda t: torch.eye(t, t),
+    "eye_int_first": lambda t: torch.eye(3, t),
+    "eye_keywords": lambda t: torch.eye(n=t, m=2),
+    "arange_end": lambda t: torch.arange(t),
+    "arange_end_keyword": lambda t: torch.arange(end=t),
+    "arange_start_end_step": lambda t: torch.arange(1, t, 2),
+    "arange_keywords": lambda t: torch.arange(start=0, end=t * 2, step=3),
+}
+
+
+def test_every_factory_takes_sizes_as_torch_does_and_round_trips(fresh_plugins: PluginManager) -> None:
+    """Each factory of FACTORIES with dynamic sizes as a tuple, a list, ``size=``, after an
+    int, or one at a time where torch takes them so: equal to eager torch at several
+    lengths, before and after JSON and YAML specs."""
+    ids = Placeholder((None, None), dtype=torch.long, name="ids")
+    t = ids.shape[1]
+    model = Functional(inputs=ids, outputs={name: form(t) for name, form in FACTORY_FORMS.items()})
+    spec = model.to_spec()
+    read = [json.loads(json.dumps(spec)), yaml.safe_load(yaml.safe_dump(spec, sort_keys=False))]
+    for graph in (model, *(L.Layer.from_spec(text) for text in read)):
+        for length in (1, 3, 8):
+            outputs = graph(torch.zeros(2, length, dtype=torch.long))
+            for name, form in FACTORY_FORMS.items():
+                expected = form(length)
+                assert outputs[name].dtype == expected.dtype and torch.equal(outputs[name], expected), name
+
+
+def test_a_factory_given_a_dynamic_size_first_among_several_is_refused_by_torch() -> None:
+    """``torch.ones(t, t)``: torch's C argument parser takes an object that has
+    ``__torch_function__`` as the whole size list when it comes first and refuses the
+    second size, before any Python code sees the call; the tuple form is the way."""
+    t = Placeholder((None, None), name="x").shape[1]
+    with pytest.raises(TypeError, match=r"ones\(\) takes 1 positional argument but 2 were given"):
+        torch.ones(t, t)
+    assert torch.ones((t, t)).shape == (None, None)
+
+
+@pytest.mark.parametrize("mask", ["ones_bool_tril", "full_inf_triu"], ids=["ones_bool_tril", "full_inf_triu"])
+def test_a_causal_mask_of_the_dynamic_length_exports(mask: str) -> None:
+    x = Placeholder((None, None, 8), name="x")
+    t = x.shape[1]
+    scores = x @ x.transpose(1, 2)
+    if mask == "ones_bool_tril":
+        scores = scores.masked_fill(~torch.ones((t, t), dtype=torch.bool).tril(), float("-inf"))
+    else:
+        scores = scores + torch.full((t, t), float("-inf")).triu(1)
+    model = Functional(inputs=x, outputs=scores.softmax(-1) @ x)
+    exported = torch.export.export(
+        model,
+        (torch.randn(2, 7, 8),),
+        dynamic_shapes={"x": {0: torch.export.Dim("batch", max=64), 1: torch.export.Dim("sequence", max=64)}},
+    )
+    for length in (2, 5, 30):
+        value = torch.randn(3, length, 8)
+        causal = torch.ones(length, length, dtype=torch.bool).tril()
+        expected = (value @ value.transpose(1, 2)).masked_fill(~causal, float("-inf")).softmax(-1) @ value
+        torch.testing.assert_close(exported.module()(value), expected)
+        torch.testing.assert_close(model(value), expected)

@@ -38,6 +38,7 @@ from torchx.functional._ops import (
     ZERO_FILLED_FUNCTIONS,
     ZERO_FILLED_METHODS,
 )
+from torchx.functional._slices import widen_slices
 from torchx.functional._tree import leaves_of, map_leaves
 from torchx.plugin import (
     Probes,
@@ -406,6 +407,8 @@ def record(
         args, kwargs = _read_tensors(args, what), _read_tensors(kwargs, what)
     dynamic = _check_leaves(what, args, kwargs)
     metas, fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
+    if dynamic and args and isinstance(args[0], Placeholder):
+        metas = widen_slices(kind, target, args, kwargs, args[0].node.metas, metas)
     node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs), metas, fresh=fresh)
     return _outputs(node)
 
