@@ -23,7 +23,7 @@ from _memory import peak_bytes
 from _timing import Result, interleaved_medians
 from bench_examples import EXAMPLES
 from bench_layers import build_split, print_split
-from bench_vision import GRAPH_STEPS
+from bench_vision import GRAPH_STEPS, first_build
 
 import torchx
 
@@ -53,7 +53,7 @@ def bench_transformers(quick: bool) -> list[Result]:
     ):
         name = f"gpt2 {label}"
         make, reference = partial(gpt2.gpt2, **config), partial(gpt2.reference, **config)
-        torchx_s, hf_s = interleaved_medians(make, reference, rounds=build_rounds, per_round=1)
+        torchx_s, hf_s = interleaved_medians(first_build(make), reference, rounds=build_rounds, per_round=1)
         results.append(Result(f"transformers: {name} define+build vs constructor", torchx_s, hf_s, 1.5))
         model, hf = make().eval(), reference()
         torchx.load_weights(model, hf)
@@ -78,6 +78,6 @@ def bench_transformers(quick: bool) -> list[Result]:
         del model, hf, forward, hf_forward
         if label == "tiny":
             natives = {type(module) for module in make().modules() if not any(module.children())}
-            split = build_split(make, natives, build_rounds, timed=GRAPH_STEPS)
+            split = build_split(first_build(make), natives, build_rounds, timed=GRAPH_STEPS)
             print_split(f"{name} define+build", split, results[0].native_s)
     return results

@@ -77,14 +77,21 @@ objects are all tagged. YAML's ``.inf``, ``-.inf`` and ``.nan`` read as these fl
 
 _NON_FINITE_FORM = 'non-finite numbers are written {"float": "inf"}, {"float": "-inf"} or {"float": "nan"}'
 
-_KIND_OF_TYPE: dict[type, Kind] = {cls: kind for kind, types in KIND_TYPES.items() for cls in types}
+_KIND_OF_TYPE: dict[type, Kind | None] = {cls: kind for kind, types in KIND_TYPES.items() for cls in types}
+"""The kind of each type met so far (None: outside the grammar), subclasses included."""
+_KINDS_REMEMBERED = 4096
+"""How many types :data:`_KIND_OF_TYPE` remembers (classes made on the fly would grow it)."""
 
 
 def kind_of(value: Any) -> Kind | None:
     """The kind of ``value``, or None for a value outside the grammar."""
-    kind = _KIND_OF_TYPE.get(type(value))
-    if kind is None:  # a subclass, or a value outside the grammar
-        kind = next((kind for kind, types in KIND_TYPES.items() if isinstance(value, types)), None)
+    cls = type(value)
+    try:
+        kind = _KIND_OF_TYPE[cls]
+    except KeyError:  # a subclass, or a value outside the grammar: looked up once per type
+        kind = next((kind for kind, types in KIND_TYPES.items() if issubclass(cls, types)), None)
+        if len(_KIND_OF_TYPE) < _KINDS_REMEMBERED:
+            _KIND_OF_TYPE[cls] = kind
     if kind == "mapping" and not all(isinstance(key, str) for key in value):
         return None
     return kind

@@ -18,7 +18,6 @@ from __future__ import annotations
 import inspect
 import itertools
 import keyword
-import linecache
 import math
 import operator
 from collections.abc import Callable, Mapping
@@ -42,6 +41,7 @@ from torchx.functional._program import (
     Var,
     normal_form,
 )
+from torchx.functional._sources import compile_function
 from torchx.plugin import ValueFold, find_symbolic, is_symbolic
 
 __all__ = [
@@ -54,8 +54,6 @@ __all__ = [
     "generate",
     "generate_scriptable",
 ]
-
-_files = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -145,6 +143,8 @@ class _Writer(ValueFold[str]):
 
     def value(self, value: Any) -> str:
         """``value`` as source: a literal, a variable, or a global holding it."""
+        if type(value) is Var:  # most arguments are
+            return value.name
         return self.fold(value, "")
 
     def atom(self, value: bool | int | float | str | None, where: str) -> str:
@@ -472,19 +472,10 @@ def generate(
 
 
 def compile_forward(source: str, namespace: dict[str, Any]) -> Callable[..., Any]:
-    """Compile ``source`` (one function named ``forward``), visible to tracebacks;
-    its signature leaves out ``*_extra`` (see :func:`generate`)."""
-    filename = f"<torchx-functional-{next(_files)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-    try:
-        code = compile(source, filename, "exec")
-    except SyntaxError as error:  # a generator bug: say so, never a bare SyntaxError
-        raise TorchXError(
-            f"the generated forward does not compile ({error.msg}, line {error.lineno}); this is a "
-            "TorchX bug, please report it with the model's definition"
-        ) from error
-    exec(code, namespace)  # our own generated code
-    forward: Callable[..., Any] = namespace["forward"]
+    """Compile ``source`` (one function named ``forward``), visible to tracebacks
+    (see :mod:`~torchx.functional._sources`); its signature leaves out
+    ``*_extra`` (see :func:`generate`)."""
+    forward = compile_function(source, "forward", namespace)
     signature = inspect.signature(forward)
     # ``*_extra`` only catches a mistake: tools reading the signature (how many inputs) do not see it
     forward.__signature__ = signature.replace(  # type: ignore[attr-defined]

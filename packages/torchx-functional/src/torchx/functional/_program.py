@@ -180,18 +180,21 @@ def normal_form(name: str) -> str:
     return unicodedata.normalize("NFKC", name)
 
 
+_NOT_ASCII_WORD = re.compile(r"[^0-9A-Za-z_]")
+
+
 def as_identifier(name: str) -> str:
     """``name`` made an identifier in NFKC form (``relu`` in fullwidth -> ``relu``, ``a b``
     -> ``a_b``, ``1x`` -> ``_1x``, ``class`` -> ``_class``), which Python reads
     exactly as written; not checked against reserved or taken names."""
-    if name.isascii() and name.isidentifier():  # the common case: NFKC leaves ASCII as it is
-        return f"_{name}" if keyword.iskeyword(name) else name
-    text = normal_form(name)
-    text = "".join(char if f"_{char}".isidentifier() else "_" for char in text) or "value"
+    if name.isascii():  # the common case: NFKC leaves ASCII as it is
+        text = _NOT_ASCII_WORD.sub("_", name) or "value"
+    else:
+        text = "".join(char if f"_{char}".isidentifier() else "_" for char in normal_form(name)) or "value"
     if not text[0].isidentifier():
         text = f"_{text}"
     if not text.isidentifier() or normal_form(text) != text:  # a rare composition: ASCII is safe
-        text = re.sub(r"[^0-9A-Za-z_]", "_", text)
+        text = _NOT_ASCII_WORD.sub("_", text)
     return f"_{text}" if keyword.iskeyword(text) else text
 
 
