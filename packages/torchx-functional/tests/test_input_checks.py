@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from torch import nn
+from torch._dynamo.testing import CompileCounter
 
 import torchx.layers as L
 from torchx.core import DtypeError, ShapeError
@@ -156,6 +157,44 @@ def test_compile_export_fx_script_and_vmap_keep_working() -> None:
     stacked = torch.vmap(model)(torch.randn(6, 8, 1), torch.randn(6, 8, 4))
     per_example = torch.vmap(model)(torch.randn(6, 1), torch.randn(6, 4))  # inside, each is (1,) and (4,)
     assert stacked.shape == (6, 8, 3) and per_example.shape == (6, 3)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_a_compiled_model_runs_inputs_that_fit_in_one_graph_and_refuses_swapped_ones(dynamic: bool) -> None:
+    model = adder()
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    compiled = torch.compile(model, backend=counter, dynamic=dynamic)
+    batches = range(2, 7) if dynamic else [8, 8, 8]
+    for batch in batches:
+        x, y = torch.randn(batch, 1), torch.randn(batch, 4)
+        assert torch.equal(compiled(x, y), x + y)
+    assert (counter.frame_count, counter.op_count) == (1, 1)  # one graph, the add: no break, no recompile
+    with pytest.raises(ShapeError, match=r"(?s)^Functional input 'a': .*got \(8, 4\)\n.*inputs swapped\?"):
+        compiled(torch.randn(8, 4), torch.randn(8, 1))  # broadcasts to (8, 4) without the check
+    with pytest.raises(ShapeError, match=r"input 'a': .*got \(8, 1, 1\)"):
+        compiled(torch.randn(8, 1, 1), torch.randn(8, 4))
+    x, y = torch.randn(8, 1), torch.randn(8, 4)
+    assert torch.equal(compiled(x, y), x + y)
+
+
+def test_fullgraph_compilation_and_strict_export_refuse_swapped_inputs_naming_the_reason() -> None:
+    """A misfit raises by breaking the graph, which fullgraph=True and strict
+    export refuse: torch's error then says why, never a silently wrong run."""
+    model = adder()
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    compiled = torch.compile(model, backend=counter, fullgraph=True)
+    x, y = torch.randn(8, 1), torch.randn(8, 4)
+    assert torch.equal(compiled(x, y), x + y)
+    assert counter.frame_count == 1
+    reason = "an input of a TorchX Functional does not fit its placeholder"
+    with pytest.raises(torch._dynamo.exc.Unsupported, match=reason):
+        compiled(y, x)
+    assert torch.equal(compiled(x, y), x + y)
+    assert counter.frame_count == 1
+    with pytest.raises(torch._dynamo.exc.Unsupported, match=reason):
+        torch.export.export(model, (y, x), strict=True)
 
 
 def test_a_graph_calling_a_functional_on_placeholders_of_the_wrong_shape_is_told() -> None:

@@ -522,17 +522,35 @@ def _missing_inputs(model: Functional, given: dict[str, Any]) -> TypeError:
 def _check_inputs(model: Functional, given: dict[str, Any]) -> None:
     """Raise the error of the first input that does not fit its placeholder
     (see :func:`_input_error`). The forward calls it when its cheap test of
-    the inputs fails; tracers' proxies, vmap's per-example tensors and
-    torch.compile's traced ones are let through, each as its tracer takes it."""
-    if (
-        torch.compiler.is_dynamo_compiling()
-        or is_fx_tracing()
-        or torch._C._functorch.peek_interpreter_stack()
+    the inputs fails; tracers' proxies and vmap's per-example tensors are let
+    through, each as its tracer takes it. Under torch.compile the fit is traced
+    (shape compares that dynamo guards on: inputs that fit stay in one graph)
+    and a misfit breaks the graph to raise the error as eager does (with
+    ``fullgraph=True``, torch refuses the break and names the reason)."""
+    if not torch.compiler.is_dynamo_compiling():
+        if not is_fx_tracing() and torch._C._functorch.peek_interpreter_stack() is None:
+            _raise_input_error(model, given)
+    elif not all(
+        not isinstance(value, torch.Tensor)
+        or _fits(expected, value)
+        or torch._C._functorch.is_batchedtensor(value)
+        for _, expected, value in _input_leaves(model, given)
     ):
-        return
+        _raise_input_error_eagerly(model, given)
+
+
+def _raise_input_error(model: Functional, given: dict[str, Any]) -> None:
+    """Raise :func:`_input_error`'s error, if any."""
     error = _input_error(model, given)
     if error is not None:
         raise error
+
+
+_raise_input_error_eagerly: Callable[[Functional, dict[str, Any]], None] = torch.compiler.disable(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+    _raise_input_error,
+    reason="an input of a TorchX Functional does not fit its placeholder; "
+    "call the model uncompiled to see which and how to fix it",
+)
 
 
 def _input_error(model: Functional, given: dict[str, Any]) -> LayerError | None:
