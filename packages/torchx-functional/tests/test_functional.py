@@ -417,6 +417,19 @@ def test_a_functional_scripts_and_traces_like_the_hand_written_model() -> None:
     assert torch.equal(torch.fx.symbolic_trace(model)(data), model(data))
 
 
+MERGES = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concat"]
+
+
+@pytest.mark.parametrize("merge", MERGES, ids=MERGES)
+def test_torch_fx_traces_a_functional_merging_two_inputs(merge: str) -> None:
+    a, b = Placeholder((None, 4), name="a"), Placeholder((None, 4), name="b")
+    model = Functional([a, b], L.Linear(3)(getattr(L, merge)()([a, b])))
+    x, y = torch.randn(5, 4), torch.randn(5, 4)
+    traced = torch.fx.symbolic_trace(model)  # was "merge layers combine tensors only, got Proxy, Proxy"
+    assert torch.equal(traced(x, y), model(x, y))
+    assert torch.equal(traced(y, x), model(y, x))
+
+
 def test_an_input_named_like_a_node_after_nfkc_keeps_its_own_value() -> None:
     """Python reads the identifier ``relu`` in fullwidth letters as ``relu``: the input
     must not become the variable of the F.relu node."""

@@ -64,6 +64,18 @@ def test_torch_fx_on_an_unbuilt_model_asks_for_a_build() -> None:
         torch.fx.symbolic_trace(seed_cnn())
 
 
+MERGES = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concat"]
+
+
+@pytest.mark.parametrize("merge", MERGES, ids=MERGES)
+def test_torch_fx_traces_a_merge_inside_a_sequential(merge: str) -> None:
+    model = L.Sequential(L.Lambda(lambda x: [x, x.sin()]), getattr(L, merge)(), L.Linear(3))
+    torchx.build(model, (None, 4))
+    traced = torch.fx.symbolic_trace(model)  # was "merge layers combine tensors only, got Proxy, Proxy"
+    x = torch.randn(5, 4)
+    assert torch.equal(traced(x), model(x))
+
+
 def test_dynamic_quantization_quantizes_the_linear_layers() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's deprecation notice for eager-mode quantization

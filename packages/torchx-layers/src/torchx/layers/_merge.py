@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import torch
 from torch import nn
@@ -20,9 +20,15 @@ from torchx.core import LeafLayer
 __all__ = ["Add", "Average", "Concat", "Maximum", "Minimum", "Multiply", "Subtract"]
 
 
+_COMBINED = (torch.Tensor, torch.fx.Proxy)
+"""What a merge combines: tensors, and the proxies ``torch.fx.symbolic_trace``
+passes in their place (a Proxy subclass, as other tracers use, included)."""
+
+
 def _tensors(inputs: tuple[torch.Tensor | Sequence[torch.Tensor], ...]) -> list[torch.Tensor]:
     values = list(inputs[0]) if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)) else list(inputs)
-    tensors = [value for value in values if isinstance(value, torch.Tensor)]
+    # While fx traces, a Proxy stands for the tensor it records.
+    tensors = cast("list[torch.Tensor]", [value for value in values if isinstance(value, _COMBINED)])
     if len(tensors) != len(values):
         raise TypeError(
             "merge layers combine tensors only, got " + ", ".join(type(v).__name__ for v in values)
