@@ -153,6 +153,8 @@ class Node:
 
     def inputs(self) -> list[Node]:
         """The nodes this node reads."""
+        if not self.kwargs and type(self.args) is tuple and all(type(arg) is Node for arg in self.args):
+            return list(self.args)  # a layer's call
         leaves = leaves_of(self.args) + leaves_of(self.kwargs)
         return [
             leaf.node if isinstance(leaf, (BatchSize, DeviceOf)) else leaf
@@ -193,6 +195,10 @@ class Node:
 
 def _as_meta(value: Any, probe: int) -> Any:
     """``value`` with placeholders replaced by their meta outputs under ``probe``."""
+    if type(value) is tuple and all(type(leaf) is Placeholder for leaf in value):  # a layer's call
+        return tuple(leaf.node.meta_under(probe) for leaf in value)
+    if type(value) is dict and not value:
+        return {}
 
     def convert(leaf: Any) -> Any:
         if isinstance(leaf, (Placeholder, Size)):
@@ -212,6 +218,10 @@ def _as_metas(value: Any, probes: Probes) -> list[Any]:
 
 
 def _as_nodes(value: Any) -> Any:
+    if type(value) is tuple and all(type(leaf) is Placeholder for leaf in value):  # a layer's call
+        return tuple(leaf.node for leaf in value)
+    if type(value) is dict and not value:
+        return {}
     return map_leaves(lambda leaf: leaf.node if isinstance(leaf, (Placeholder, Size)) else leaf, value)
 
 
@@ -329,6 +339,12 @@ def meta_signature(value: Any) -> Hashable:
 def shares_input(output: Any, inputs: Any) -> bool:
     """Whether a meta ``output`` may share memory with ``inputs``: a tensor in
     it is one of them, or a view."""
+    if (
+        type(output) is torch.Tensor
+        and type(inputs) is tuple
+        and all(type(value) is torch.Tensor for value in inputs)
+    ):  # a layer's call: no tree walks
+        return output._is_view() or any(output is value for value in inputs)
     given = {id(leaf) for leaf in leaves_of(inputs) if isinstance(leaf, torch.Tensor)}
     return any(
         isinstance(leaf, torch.Tensor) and (leaf._is_view() or id(leaf) in given)
@@ -524,6 +540,12 @@ def _answering(module: nn.Module | None = None) -> Iterator[None]:
     run 2**depth times): their copies made meanwhile (see :func:`answering_copies`)
     and, given the ``module`` that runs in place (a build), those inside it."""
     token = _ANSWERING.set(True)
+    if module is not None and not module._modules and not isinstance(module, OwnMetaOutput):
+        try:  # a leaf: no graph inside to answer (the common case, without an ExitStack)
+            yield
+        finally:
+            _ANSWERING.reset(token)
+        return
     try:
         with ExitStack() as stack:
             for sub in () if module is None else module.modules():
@@ -544,10 +566,11 @@ def _call_module(
     if isinstance(module, OwnMetaOutput) and not kwargs:  # built, and answers without a meta run
         results = probes.run(lambda probe: module.meta_output(metas[probe]))
         return tuple(output for output, _ in results), results[0][1]
-    if unbuilt_layers(module):
+    unbuilt = unbuilt_layers(module)
+    if unbuilt:
         with (
             _answering(module),
-            all_or_nothing(module),
+            all_or_nothing(module, unbuilt=unbuilt),
             build_target(scope_device(), _scope_dtype()) as target,
             torch.no_grad(),
         ):
@@ -609,6 +632,8 @@ def _new_meta(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
 def may_return_input(module: nn.Module) -> bool:
     """Whether ``module`` may return (a view of) its input in another mode than
     the one it was recorded in: dropout returns its input in eval mode."""
+    if not module._modules:  # a leaf, without a generator
+        return isinstance(module, nn.modules.dropout._DropoutNd)
     return any(isinstance(sub, nn.modules.dropout._DropoutNd) for sub in module.modules())
 
 
@@ -654,7 +679,7 @@ def accept_placeholders(module: nn.Module) -> nn.Module:
     if isinstance(module, Layer):
         return module  # a layer records its placeholder calls itself
     if not isinstance(module.__dict__.get("_compiled_call_impl"), _PlaceholderCalls):
-        module._compiled_call_impl = _PlaceholderCalls(module)
+        module.__dict__["_compiled_call_impl"] = _PlaceholderCalls(module)  # no nn.Module.__setattr__ walk
         ignored = getattr(module, "__jit_ignored_attributes__", [])
         if "_compiled_call_impl" not in ignored:
             # torch.jit.script types each instance attribute by its class annotation, and a class
