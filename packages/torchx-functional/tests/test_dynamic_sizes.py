@@ -18,7 +18,7 @@ from torchx.core import PluginManager, ShapeError, TorchXError
 from torchx.functional import Functional, Placeholder
 from torchx.functional._placeholder import Size
 
-VOCAB, POSITIONS, WIDTH, HEADS = 50, 128, 16, 4  # more positions than the probes (61, 67)
+VOCAB, POSITIONS, WIDTH, HEADS = 50, 128, 16, 4  # more positions than the probes (61, 127)
 LENGTHS = (5, 11)
 
 

@@ -30,7 +30,7 @@ import math
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
@@ -72,7 +72,14 @@ from torchx.core._pending import (
     stand_in_size,
 )
 from torchx.core._record import MODULE_STATE, LayerRecord, init_module_state, layer_view, record_of
-from torchx.core._shapes import Shape, current_build_target, lacks_meta_kernel, meta_copy, run_on_meta
+from torchx.core._shapes import (
+    DYNAMIC_PROBES,
+    Shape,
+    current_build_target,
+    lacks_meta_kernel,
+    meta_copy,
+    run_on_meta,
+)
 from torchx.core._symbolic import find_symbolic
 from torchx.core._torch_style import positional_error
 from torchx.core._transforms import outside_transforms
@@ -526,6 +533,11 @@ class LeafLayer(Layer):
         inferable = type(self).inferable_arguments
         for name, size in inferred.items():
             given = arguments.get(name) if name in inferable else None
+            if given is not None and given != size and _holds_probe_size(size):
+                raise self.shape_error(
+                    f"{name}={short_repr(given)} was given, but {_dynamic_source(self, [name], inputs)}",
+                    fix=f"give the model input {short_repr(given)} there instead of None: a layer has one size",
+                )
             if given is not None and given != size:
                 raise self.shape_error(
                     f"{name}={short_repr(given)} was given, but the input {describe_inputs(inputs)} "
@@ -891,15 +903,25 @@ def closed_form_output(
     ):
         return None
     record = module.__dict__.get("_torchx")
-    layer_class = record.layer_class if isinstance(record, LayerRecord) else None
+    if not isinstance(record, LayerRecord):
+        return None
+    layer_class = record.layer_class
     if (
         not (isinstance(layer_class, type) and issubclass(layer_class, LeafLayer))
         or layer_class.native_class is None
     ):
         return None
+    view: Layer | None = None
+    if record.inferred and not isinstance(module, layer_class):  # built: the inputs must fit
+        view = layer_view(module)
+        assert isinstance(view, LeafLayer)
+        misfit = _misfit(view, module, inputs, record.inferred)
+        if misfit is not None:
+            raise misfit
     if layer_class.same_shape:
         return inputs[0]  # a meta tensor: only its shape and dtype are read
-    view = module if isinstance(module, layer_class) else layer_view(module)
+    if view is None:
+        view = module if isinstance(module, layer_class) else layer_view(module)
     assert isinstance(view, LeafLayer)
     shapes = (tuple(inputs[0].shape),) if single else tuple(tuple(value.shape) for value in inputs)
     shape = view.infer_output_shape(*shapes)
@@ -925,29 +947,71 @@ def explain_failure(module: nn.Module, inputs: tuple[Any, ...], error: BaseExcep
     view = layer_view(module)
     if not isinstance(view, LeafLayer):
         return None
+    return _misfit(view, module, inputs, record.inferred)
+
+
+def _misfit(
+    view: LeafLayer, module: nn.Module, inputs: tuple[Any, ...], built: Mapping[str, Any]
+) -> LayerError | None:
+    """A ShapeError when ``inputs`` need other inferred arguments than ``built``,
+    those ``module`` (whose layer is ``view``) was built with; None when they
+    agree. Under a probe, an argument read off a dynamic dim is named as such:
+    the first probe built the layer for its size, or it was built for a real
+    size that a dynamic dim does not promise."""
     try:
         now = view.infer_arguments(*inputs)
     except ShapeError as mismatch:
         mismatch.source = mismatch.origin = module
         return mismatch
-    changed = [
-        f"{name}={now[name]} (built with {record.inferred[name]})"
-        for name in now
-        if name in record.inferred and now[name] != record.inferred[name]
-    ]
+    changed = tuple(name for name in now if name in built and now[name] != built[name])
     if not changed:
         return None
-    explained = ShapeError(
-        view.layer_label(),
-        f"got input {describe_inputs(inputs)}, which needs {', '.join(changed)}; "
-        "a built layer never rebuilds itself",
-        fix="feed inputs of the size it was built for, or use a new layer for the new size",
-        source=module,
-    )
-    explained.changed = tuple(
-        name for name in now if name in record.inferred and now[name] != record.inferred[name]
-    )
+    dynamic = [name for name in changed if _holds_probe_size(now[name])]
+    if dynamic:
+        source = _dynamic_source(view, dynamic, inputs)
+        fixed = [name for name in dynamic if not _holds_probe_size(built[name], DYNAMIC_PROBES)]
+        if fixed:  # built before, for a real size
+            sizes = ", ".join(f"{name}={short_repr(built[name])}" for name in fixed)
+            problem = f"{source}, but it was built with {sizes}"
+            fix = "give the model input that size there instead of None: a built layer never rebuilds itself"
+        else:  # built by the first probe, for its stand-in size
+            problem = f"{source}, so the layer would be built for one size of it"
+            fix = "make that dim static: give the model input a size there instead of None"
+    else:
+        sizes = ", ".join(
+            f"{name}={short_repr(now[name])} (built with {short_repr(built[name])})" for name in changed
+        )
+        problem = (
+            f"got input {describe_inputs(inputs)}, which needs {sizes}; a built layer never rebuilds itself"
+        )
+        fix = "feed inputs of the size it was built for, or use a new layer for the new size"
+    explained = ShapeError(view.layer_label(), problem, fix=fix, source=module)
+    explained.changed = changed
     return explained
+
+
+def _holds_probe_size(value: Any, probes: Container[int] | None = None) -> bool:
+    """Whether an inferred argument's ``value`` (a size, or a tuple of sizes)
+    holds the stand-in size of a dynamic dim in the probe running now (or, given
+    ``probes``, in any of them)."""
+    sizes = value if isinstance(value, tuple) else (value,)
+    return any(
+        isinstance(size, int) and (is_probe_size(size) if probes is None else size in probes)
+        for size in sizes
+    )
+
+
+def _dynamic_source(view: LeafLayer, names: Sequence[str], inputs: tuple[Any, ...]) -> str:
+    """Where ``names``, inferred arguments read off dynamic dims, come from:
+    ``in_features would come from the last dim of its input (None, None), a dynamic (None) dim``."""
+    shown = describe_inputs(inputs)
+    rule = view.inferred_arguments.get(names[0]) if len(names) == 1 else None
+    if rule is None:
+        inputs_are = "its inputs" if len(inputs) > 1 else "its input"
+        return f"{', '.join(names)} would come from dynamic (None) dims of {inputs_are} {shown}"
+    dim = "the last dim" if rule.dim == -1 else f"dim {rule.dim}"
+    of = f"input {rule.input} of its inputs" if len(inputs) > 1 else "its input"
+    return f"{names[0]} would come from {dim} of {of} {shown}, a dynamic (None) dim"
 
 
 def is_shape_problem(error: BaseException) -> bool:

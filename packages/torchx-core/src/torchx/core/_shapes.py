@@ -126,11 +126,17 @@ def is_dynamic(value: InputLike) -> bool:
 
 _META = torch.device("meta")
 
-DYNAMIC_PROBES = (61, 67)
+DYNAMIC_PROBES = (61, 127)
 """Sizes a dynamic (``None``) dim takes in the two inference probes: large
 enough for kernels and strided downsampling, free on the meta device, and
 unusual, so that messages can print them as ``None`` (a real dim rarely has
-one of these sizes)."""
+one of these sizes). They lie 66 apart, so that a length divided by a stride
+or pool of up to 66 (``(T - k) // s + 1``), or by strides multiplying to at most 66, differs
+between them: an output dim that varies with ``T`` is never recorded static.
+The larger stays within 128, a common length of position tables sliced by
+``T`` (``table[:, :T]`` must have ``T`` rows at both probes). Both are prime,
+so an element count with one as a factor reads back unambiguously in
+messages."""
 
 
 _SWAPPING = threading.RLock()

@@ -1,6 +1,6 @@
 """Slices of a dynamic dim whose length the two probes cannot see vary.
 
-A dynamic dim takes two large sizes in the probes (61 and 67), so a slice by
+A dynamic dim takes two large sizes in the probes (61 and 127), so a slice by
 static bounds (``x[:, :10]``, ``x[:, -10:]``, ``x.split(10, 1)``) is 10 long
 under both, and would be recorded as a static 10; yet at run time it has
 ``min(10, T)`` rows, as torch.export says. Such an output dim is recorded
