@@ -598,3 +598,52 @@ def test_a_non_finite_number_is_refused_where_a_layer_asks_for_a_finite_one(regi
     spec = {"type": "Norm", "args": {"momentum": {"float": "nan"}}}
     with pytest.raises(SpecError, match=r"^\$\.args\.momentum: expected a finite number, got nan$"):
         from_spec(spec, registry=registry)
+
+
+@pytest.mark.parametrize(
+    ("spec", "where", "key"),
+    [
+        ({"type": "Dense", "args": {"out_features": {"$int": [2, 8]}}}, r"\$\.args\.out_features", "$int"),
+        (
+            {"type": "Chain", "children": [{"type": "Norm"}, {"$choice": [{"type": "Norm"}]}]},
+            r"\$\.children\[1\]",
+            "$choice",
+        ),
+        ({"type": "Dense", "args": {"out_features": 2, "bias": {"$flip": True}}}, r"\$\.args\.bias", "$flip"),
+    ],
+    ids=["int-argument", "choice-of-layers", "any-dollar-key"],
+)
+def test_a_search_marker_in_a_plain_spec_says_to_read_it_as_a_space(
+    registry: LayerRegistry, spec: dict[str, Any], where: str, key: str
+) -> None:
+    message = rf"^{where}: '\{key}' is a search-space marker, .*read the file with torchx\.tune\.load_space"
+    with pytest.raises(SpecError, match=message):
+        from_spec(spec, registry=registry)
+
+
+def test_a_search_marker_in_a_spec_file_is_refused_by_load_spec(
+    registry: LayerRegistry, tmp_path: Path
+) -> None:
+    path = tmp_path / "space.yaml"
+    path.write_text("type: Dense\nargs: {out_features: {$int: [2, 8], name: width}}\n")
+    with pytest.raises(SpecError, match=r"^\$\.args\.out_features: '\$int' is a search-space marker"):
+        load_spec(path, registry=registry)
+
+
+def test_read_spec_file_gives_the_data_with_markers_within_the_bounds_of_a_spec(tmp_path: Path) -> None:
+    from torchx.plugin import MAX_SPEC_VALUES, read_spec_file
+
+    path = tmp_path / "space.yaml"
+    path.write_text("type: Dense\nargs: {out_features: {$int: [2, 8]}}\n")
+    assert read_spec_file(path) == {"type": "Dense", "args": {"out_features": {"$int": [2, 8]}}}
+    (tmp_path / "space.json").write_text('{"type": "Dense", "args": {"out_features": {"$int": [2, 8]}}}')
+    assert read_spec_file(str(tmp_path / "space.json")) == read_spec_file(path)
+    lines = ["type: Dense", "notes:", "  - &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"  - &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 12)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines))
+    with pytest.raises(
+        SpecError, match=rf"^\$\.notes\[\d+\].*: the spec expands to more than {MAX_SPEC_VALUES:,}"
+    ):
+        read_spec_file(tmp_path / "bomb.yaml")
+    with pytest.raises(SpecError, match=r"spec files end in \.json, \.yaml or \.yml"):
+        read_spec_file(tmp_path / "space.txt")

@@ -25,7 +25,10 @@ nothing of core but this namespace and ``torchx``, ``torchx.core`` and
   checks its input files with :func:`input_path` and its output files with
   :func:`output_path`, writes them inside
   :func:`writing` (several that belong together with :func:`write_together`),
-  and refuses bad arguments with :class:`UsageError`.
+  and refuses bad arguments with :class:`UsageError`;
+- a reader of documents written like specs (torchx-tune's search spaces)
+  reads them with :func:`read_spec_file`, within the bounds a spec has
+  (:data:`MAX_SPEC_VALUES`, :data:`MAX_LAYERS`, :data:`MAX_DEPTH`).
 
 A container that runs its children itself, or a graph front-end such as
 torchx-functional's, also uses:
@@ -126,8 +129,12 @@ from torchx.core._shapes import to_meta as to_meta
 from torchx.core._spec_values import TaggedReader as TaggedReader
 from torchx.core._spec_values import TaggedValues as TaggedValues
 from torchx.core._spec_values import ValueFold as ValueFold
+from torchx.core._specs import MAX_DEPTH as MAX_DEPTH
+from torchx.core._specs import MAX_LAYERS as MAX_LAYERS
+from torchx.core._specs import MAX_SPEC_VALUES as MAX_SPEC_VALUES
 from torchx.core._specs import SpecReader as SpecReader
 from torchx.core._specs import SpecWriter as SpecWriter
+from torchx.core._specs import read_spec_file as read_spec_file
 from torchx.core._summary import Summary as Summary
 from torchx.core._summary import format_table as format_table
 from torchx.core._symbolic import find_symbolic as find_symbolic
@@ -151,6 +158,9 @@ __all__ = [
     "Layer",
     "LayerRegistry",
     "LeafLayer",
+    "MAX_DEPTH",
+    "MAX_LAYERS",
+    "MAX_SPEC_VALUES",
     "MigrationRegistry",
     "NonFinite",
     "NonNegativeFloat",
@@ -204,6 +214,7 @@ __all__ = [
     "layer_view",
     "load_model",
     "output_path",
+    "read_spec_file",
     "record_of",
     "rename_argument",
     "run_on_meta",

@@ -61,6 +61,7 @@ __all__ = [
     "load_spec",
     "parse_spec",
     "read_document",
+    "read_spec_file",
     "save_spec",
     "to_spec",
 ]
@@ -425,10 +426,11 @@ def _check_int(value: Any, where: tuple[Any, ...]) -> None:
         raise SpecError(_path(where), f"an integer of about {int_digits(value):,} digits; {_TOO_BIG}")
 
 
-def _measure(document: Any) -> None:
+def _measure(document: Any, *, markers: bool = False) -> None:
     """Refuse ``document`` if, with every shared subtree (a YAML alias) counted once
     per use, it holds more than MAX_SPEC_VALUES values or MAX_LAYERS layer objects,
-    or if it holds itself or an integer of more than MAX_INT_DIGITS digits.
+    or if it holds itself or an integer of more than MAX_INT_DIGITS digits; unless
+    ``markers``, an object with a key starting with ``$`` (a search-space marker) too.
 
     Each distinct list and object is visited once (its expanded size is kept by
     ``id``; every one stays alive in ``document`` meanwhile), and without recursion,
@@ -477,6 +479,12 @@ def _measure(document: Any) -> None:
             for key in data:
                 if type(key) is not str:
                     _check_int(key, (key, entry, key))
+                elif not markers and key.startswith("$"):
+                    raise SpecError(
+                        _path(entry),
+                        f"{short_repr(key)} is a search-space marker, which a plain spec cannot hold: "
+                        "read the file with torchx.tune.load_space (torchx-tune) and sample a spec from it",
+                    )
         for key, item in data.items() if mapping else enumerate(data):
             kind = type(item)
             if kind in _SCALARS:
@@ -576,12 +584,31 @@ def _format(path: Path) -> str:
 
 def load_spec(path: str | Path, *, registry: LayerRegistry | None = None) -> Layer:
     """Read a ``.json``/``.yaml`` spec file and construct its (unbuilt) model."""
-    path = Path(path)
+    return from_spec(_read_file(Path(path)), registry=registry)
+
+
+def read_spec_file(path: str | Path) -> Any:
+    """The data of a ``.json``/``.yaml`` spec file, read and bounded exactly as
+    :func:`load_spec` reads it (its text, its values and layers once YAML aliases
+    are expanded, its integers), without constructing anything. Objects with a
+    key starting with ``$`` (search-space markers, which a spec itself may not
+    hold) are kept: this is how a reader of documents *like* specs stays within
+    the same bounds.
+
+    :raises SpecError: the file is not such a document, or is past a bound.
+    """
+    document = _read_file(Path(path))
+    _measure(document, markers=True)
+    return document
+
+
+def _read_file(path: Path) -> Any:
+    """The document in a ``.json``/``.yaml`` spec file, parsed (not yet measured)."""
     kind = _format(path)
     _check_file_size(path)
     with path.open(encoding="utf-8") as file:
         text = file.read(MAX_SPEC_BYTES + 1)  # a device or a pipe has no size to check
-    return from_spec(parse_spec(text, kind, where=str(path)), registry=registry)
+    return parse_spec(text, kind, where=str(path))
 
 
 def _check_file_size(path: Path) -> None:
