@@ -1,0 +1,250 @@
+"""``search``: an Optuna study over a search space, each candidate checked for free before training.
+
+One trial (Optuna's ask and tell): sample a plain spec from the space, key it
+(the SHA-256 of its canonical JSON), check it on the meta device (a candidate
+that does not build or breaks a constraint is PRUNED with
+``user_attrs["pruned_reason"]``), then train it once per study: where a trial
+of the same architecture is COMPLETE its value is reused
+(``user_attrs["reused_from"]``), where one is RUNNING (another worker) the
+trial waits for it. Otherwise the model is built for real and
+``objective(model, trial)`` gives the value; an exception from it is a FAIL
+with ``user_attrs["error"]`` and the search goes on.
+
+Training once across workers is a per-architecture lock written in the study
+itself (Lamport's bakery: a trial keys itself, takes a ticket one above those
+of its architecture's trials, and trains only when no trial of the
+architecture is taking a ticket or holds a smaller one), so it needs nothing
+from the storage but the reads and writes of trial attributes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import optuna
+from optuna.trial import FixedTrial, FrozenTrial, TrialState
+
+from torchx.core import build, from_spec
+from torchx.tune._checks import Check, Constraints, Input, check, model_inputs, one_line
+
+__all__ = ["SearchResult", "Sampler", "search", "spec_key"]
+
+POLL_SECONDS = 0.2
+"""How often a trial waiting for another worker's training of its architecture reads the study again."""
+
+_SQLITE = "sqlite:///"
+_SQLITE_TIMEOUT_S = 60
+"""How long a SQLite write waits for another worker's transaction."""
+
+
+class Sampler(Protocol):
+    """What ``search`` needs of a space: a plain spec drawn through an Optuna trial."""
+
+    def sample(self, trial: Any) -> dict[str, Any]: ...
+
+
+Objective = Callable[[Any, optuna.Trial], float]
+"""``objective(model, trial) -> float``: train the built model, return the value to optimise."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The study, its best trial and that trial's plain spec (None while no trial is COMPLETE)."""
+
+    study: optuna.Study
+    best_trial: FrozenTrial | None
+    best_spec: dict[str, Any] | None
+
+
+def spec_key(spec: Mapping[str, Any]) -> str:
+    """The architecture's key: the SHA-256 of ``spec`` as JSON with sorted keys (equal specs, equal keys)."""
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def search(
+    space: Sampler,
+    objective: Objective,
+    *,
+    input: Input | Sequence[Input],
+    n_trials: int,
+    storage: str | optuna.storages.BaseStorage | None = None,
+    study: str | None = None,
+    constraints: Constraints | None = None,
+    sampler: optuna.samplers.BaseSampler | None = None,
+    pruner: optuna.pruners.BasePruner | None = None,
+    direction: Literal["minimize", "maximize"] = "minimize",
+) -> SearchResult:
+    """Run ``n_trials`` more trials of the study ``study`` in ``storage`` over ``space``.
+
+    ``input`` is the model's input shape (``None``: a dynamic dim), or a sequence of them.
+    ``storage`` is an Optuna storage or an SQLAlchemy URL (``"sqlite:///study.db"``; default: in
+    memory); the study is created there or, where it exists, continued, so several processes on
+    one storage share the study. ``objective(model, trial)`` receives the model built on torch's
+    default device (parameters allocated: an optimizer can be made at once) and the Optuna trial
+    (for ``trial.report`` and ``trial.should_prune``); raising ``optuna.TrialPruned`` prunes it.
+    A KeyboardInterrupt marks the running trial FAIL (``user_attrs["error"]``) and is raised again.
+    """
+    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 0:
+        raise ValueError(f"search: n_trials must be an int >= 0, got {n_trials!r}; fix: pass n_trials=20")
+    opened = _open_study(storage, study, sampler=sampler, pruner=pruner, direction=direction)
+    inputs = model_inputs(input)
+    for _ in range(n_trials):
+        _run_trial(opened, space, objective, inputs, constraints)
+    return _result(opened, space)
+
+
+def _run_trial(
+    study: optuna.Study,
+    space: Sampler,
+    objective: Objective,
+    inputs: tuple[Input, ...],
+    constraints: Constraints | None,
+) -> None:
+    """Ask for a trial, evaluate it and tell its outcome; anything escaping marks it FAIL first."""
+    trial = study.ask()
+    try:
+        state, value = _evaluate(study, trial, space, objective, inputs, constraints)
+    except BaseException as error:
+        trial.set_user_attr("error", one_line(error))
+        study.tell(trial, state=TrialState.FAIL)
+        raise
+    study.tell(trial, value, state=state)
+
+
+def _evaluate(
+    study: optuna.Study,
+    trial: optuna.Trial,
+    space: Sampler,
+    objective: Objective,
+    inputs: tuple[Input, ...],
+    constraints: Constraints | None,
+) -> tuple[TrialState, float | None]:
+    spec = space.sample(trial)
+    key = spec_key(spec)
+    checked = check(spec, inputs, constraints)
+    _record(trial, checked)
+    if checked.reason is not None:
+        trial.set_user_attr("pruned_reason", checked.reason)
+        return TrialState.PRUNED, None
+    done = _trained_elsewhere(study, trial, key)
+    if done is not None:
+        trial.set_user_attr("reused_from", done.user_attrs.get("reused_from", done.number))
+        return TrialState.COMPLETE, done.value
+    try:
+        return TrialState.COMPLETE, float(objective(build(from_spec(spec), *inputs), trial))
+    except optuna.TrialPruned:
+        return TrialState.PRUNED, None
+    except Exception as error:  # noqa: BLE001 - any failure of the user's training fails this trial only
+        trial.set_user_attr("error", one_line(error))
+        return TrialState.FAIL, None
+
+
+def _record(trial: optuna.Trial, checked: Check) -> None:
+    for name in ("params", "mult_adds", "activation_bytes"):
+        trial.set_user_attr(name, getattr(checked, name))
+
+
+def _trained_elsewhere(study: optuna.Study, trial: optuna.Trial, key: str) -> FrozenTrial | None:
+    """A COMPLETE trial of the architecture ``key`` (after waiting for one that another worker is
+    training), or None when ``trial`` is to train it: the bakery lock of the module's docstring."""
+    trial.set_user_attr("spec_key", key)
+    ticket = 1 + max((_ticket(other) or 0 for other in _same(study, trial, key)), default=0)
+    trial.set_user_attr("ticket", ticket)
+    while True:
+        others = _same(study, trial, key)
+        done = next((other for other in others if other.state == TrialState.COMPLETE), None)
+        if done is not None:
+            return done
+        if not any(_ahead(other, ticket, trial.number) for other in others):
+            return None
+        time.sleep(POLL_SECONDS)
+
+
+def _same(study: optuna.Study, trial: optuna.Trial, key: str) -> list[FrozenTrial]:
+    """The study's other trials of the architecture ``key``."""
+    return [
+        other
+        for other in study.get_trials(deepcopy=False)
+        if other.number != trial.number and other.user_attrs.get("spec_key") == key
+    ]
+
+
+def _ticket(trial: FrozenTrial) -> int | None:
+    ticket = trial.user_attrs.get("ticket")
+    return ticket if isinstance(ticket, int) else None
+
+
+def _ahead(other: FrozenTrial, ticket: int, number: int) -> bool:
+    """Whether the trial with ``ticket`` and ``number`` waits for ``other``: a RUNNING trial still
+    taking its ticket, or holding a smaller one (trial numbers break ties)."""
+    if other.state != TrialState.RUNNING:
+        return False
+    theirs = _ticket(other)
+    return theirs is None or (theirs, other.number) < (ticket, number)
+
+
+def _result(study: optuna.Study, space: Sampler) -> SearchResult:
+    """The best COMPLETE trial and its spec, drawn again from the space with the trial's parameters."""
+    if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        return SearchResult(study, None, None)
+    best = study.best_trial
+    return SearchResult(study, best, space.sample(FixedTrial(best.params, best.number)))
+
+
+def _open_study(
+    storage: str | optuna.storages.BaseStorage | None,
+    name: str | None,
+    *,
+    sampler: optuna.samplers.BaseSampler | None,
+    pruner: optuna.pruners.BasePruner | None,
+    direction: Literal["minimize", "maximize"],
+) -> optuna.Study:
+    """Create the study, or load it where it exists; on an SQLite file, under a file lock next to
+    it (two processes creating one database's tables at once would fail)."""
+    with _creation_lock(storage):
+        return optuna.create_study(
+            storage=_sqlite_storage(storage) if isinstance(storage, str) else storage,
+            sampler=sampler,
+            pruner=pruner,
+            study_name=name,
+            direction=direction,
+            load_if_exists=True,
+        )
+
+
+def _sqlite_path(storage: object) -> Path | None:
+    """The database file of an SQLite URL (None: another storage, or an in-memory database)."""
+    if not isinstance(storage, str) or not storage.startswith(_SQLITE):
+        return None
+    database = storage[len(_SQLITE) :].split("?", 1)[0]
+    return None if database in ("", ":memory:") else Path(database)
+
+
+def _sqlite_storage(url: str) -> str | optuna.storages.RDBStorage:
+    """An SQLite URL as a storage whose writes wait for other workers' transactions."""
+    if _sqlite_path(url) is None:
+        return url
+    return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": _SQLITE_TIMEOUT_S}})
+
+
+@contextlib.contextmanager
+def _creation_lock(storage: object) -> Iterator[None]:
+    path = _sqlite_path(storage)
+    if path is None:
+        yield
+        return
+    with open(f"{path}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

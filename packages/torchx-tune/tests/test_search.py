@@ -1,0 +1,235 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+import torch
+from optuna.trial import TrialState
+
+from torchx.core import from_spec
+from torchx.tune._checks import Constraints
+from torchx.tune._search import search, spec_key
+
+WORKER = Path(__file__).with_name("tune_worker.py")
+
+
+def mlp(width: int) -> dict[str, Any]:
+    return {
+        "type": "Sequential",
+        "layers": [{"type": "Linear", "args": {"out_features": width}}, {"type": "ReLU"}],
+    }
+
+
+class Choices:
+    """A stand-in space: one of ``specs``, chosen by the trial's parameter ``arch``."""
+
+    def __init__(self, *specs: dict[str, Any]) -> None:
+        self.specs = specs
+
+    def sample(self, trial: Any) -> dict[str, Any]:
+        return self.specs[trial.suggest_categorical("arch", list(range(len(self.specs))))]
+
+
+class Objective:
+    """Counts its calls; the value is the model's parameter count."""
+
+    def __init__(self) -> None:
+        self.models: list[torch.nn.Module] = []
+
+    def __call__(self, model: torch.nn.Module, trial: optuna.Trial) -> float:
+        self.models.append(model)
+        return float(sum(parameter.numel() for parameter in model.parameters()))
+
+
+@pytest.fixture(autouse=True)
+def quiet_optuna() -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def states(study: optuna.Study) -> list[str]:
+    return [trial.state.name for trial in study.trials]
+
+
+def test_the_objective_gets_the_built_model_and_the_best_spec_comes_back() -> None:
+    objective = Objective()
+    result = search(Choices(mlp(3), mlp(9)), objective, input=(None, 4), n_trials=6, study="s")
+    assert objective.models and all(isinstance(model[0], torch.nn.Linear) for model in objective.models)
+    first = objective.models[0]
+    assert not any(parameter.is_meta for parameter in first.parameters())
+    torch.optim.SGD(first.parameters(), lr=0.1)  # optimizer-ready
+    assert result.best_trial is not None and result.best_trial.value == 4 * 3 + 3
+    assert result.best_spec == mlp(3)
+    assert from_spec(result.best_spec)(torch.zeros(2, 4)).shape == (2, 3)
+    assert result.study.study_name == "s"
+
+
+def test_candidates_that_fail_the_checks_are_pruned_with_the_reason() -> None:
+    objective = Objective()
+    too_big = {
+        "type": "Sequential",
+        "layers": [{"type": "Conv2d", "args": {"out_channels": 2, "kernel_size": 9}}],
+    }
+    space = Choices(mlp(3), mlp(50), too_big)
+    storage = optuna.storages.InMemoryStorage()
+    for arch in range(3):
+        optuna.create_study(storage=storage, study_name="s", load_if_exists=True).enqueue_trial(
+            {"arch": arch}
+        )
+    constraints = Constraints(max_params=100)
+    result = search(
+        space, objective, input=(None, 4), n_trials=3, storage=storage, study="s", constraints=constraints
+    )
+    trials = sorted(result.study.trials, key=lambda trial: trial.params["arch"])
+    assert [trial.state for trial in trials] == [TrialState.COMPLETE, TrialState.PRUNED, TrialState.PRUNED]
+    assert [trial.user_attrs["params"] for trial in trials] == [15, 250, None]
+    assert "pruned_reason" not in trials[0].user_attrs
+    assert trials[1].user_attrs["pruned_reason"] == "250 parameters, more than max_params=100"
+    assert (
+        trials[2].user_attrs["pruned_reason"].startswith("does not build: ShapeError: Sequential[0] Conv2d")
+    )
+    assert len(objective.models) == 1
+
+
+def test_an_architecture_is_trained_once_and_its_value_reused() -> None:
+    objective = Objective()
+    result = search(Choices(mlp(3)), objective, input=(None, 4), n_trials=3)
+    assert len(objective.models) == 1
+    assert [trial.value for trial in result.study.trials] == [15.0, 15.0, 15.0]
+    assert [trial.user_attrs.get("reused_from") for trial in result.study.trials] == [None, 0, 0]
+    assert {trial.user_attrs["spec_key"] for trial in result.study.trials} == {spec_key(mlp(3))}
+
+
+def test_spec_key_ignores_the_order_of_keys() -> None:
+    assert spec_key({"type": "ReLU", "name": "a"}) == spec_key({"name": "a", "type": "ReLU"})
+    assert spec_key(mlp(3)) != spec_key(mlp(4))
+
+
+def test_n_trials_counts_more_trials_on_the_same_study() -> None:
+    storage = optuna.storages.InMemoryStorage()
+    space = Choices(*(mlp(width) for width in range(1, 9)))
+    search(space, Objective(), input=(None, 4), n_trials=4, storage=storage, study="s")
+    result = search(space, Objective(), input=(None, 4), n_trials=4, storage=storage, study="s")
+    assert len(result.study.trials) == 8
+    assert search(
+        space, Objective(), input=(None, 4), n_trials=0, storage=storage, study="s"
+    ).study.trials == (result.study.trials)
+
+
+def test_a_failing_objective_fails_its_trial_and_the_search_goes_on() -> None:
+    def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        raise ValueError("diverged\nat step 3")
+
+    result = search(Choices(mlp(3)), objective, input=(None, 4), n_trials=2)
+    assert states(result.study) == ["FAIL", "FAIL"]  # a failed architecture is tried again
+    assert [trial.user_attrs["error"] for trial in result.study.trials] == [
+        "ValueError: diverged; at step 3"
+    ] * 2
+    assert (result.best_trial, result.best_spec) == (None, None)
+
+
+def test_trial_pruned_from_the_objective_prunes_the_trial() -> None:
+    def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        trial.report(0.5, step=1)
+        raise optuna.TrialPruned
+
+    result = search(Choices(mlp(3)), objective, input=(None, 4), n_trials=1)
+    assert states(result.study) == ["PRUNED"]
+    assert "pruned_reason" not in result.study.trials[0].user_attrs
+
+
+def test_an_interrupt_fails_the_running_trial_and_is_raised_again() -> None:
+    storage = optuna.storages.InMemoryStorage()
+    space = Choices(mlp(3), mlp(5))
+
+    def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        if trial.number == 1:
+            raise KeyboardInterrupt
+        return 1.0
+
+    with pytest.raises(KeyboardInterrupt):
+        search(space, objective, input=(None, 4), n_trials=5, storage=storage, study="s")
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert states(study) == ["COMPLETE", "FAIL"]
+    assert study.trials[1].user_attrs["error"] == "KeyboardInterrupt"
+    assert (
+        len(search(space, Objective(), input=(None, 4), n_trials=2, storage=storage, study="s").study.trials)
+        == 4
+    )
+
+
+def test_a_trial_waits_for_another_worker_training_its_architecture() -> None:
+    storage = optuna.storages.InMemoryStorage()
+    started, finish = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def slow(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        calls.append(trial.number)
+        started.set()
+        assert finish.wait(10)
+        return 2.0
+
+    search(Choices(mlp(3)), slow, input=(None, 4), n_trials=0, storage=storage, study="s")
+    first = threading.Thread(
+        target=search,
+        args=(Choices(mlp(3)), slow),
+        kwargs={"input": (None, 4), "n_trials": 1, "storage": storage, "study": "s"},
+    )
+    first.start()
+    assert started.wait(10)
+    second: list[Any] = []
+    waiting = threading.Thread(
+        target=lambda: second.append(
+            search(Choices(mlp(3)), slow, input=(None, 4), n_trials=1, storage=storage, study="s")
+        )
+    )
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive()  # waiting for the first trial
+    finish.set()
+    first.join(10)
+    waiting.join(10)
+    assert calls == [0]
+    assert [(trial.value, trial.user_attrs.get("reused_from")) for trial in second[0].study.trials] == [
+        (2.0, None),
+        (2.0, 0),
+    ]
+
+
+def run_workers(storage: str, study: str, n_trials: int, workers: int, tmp_path: Path) -> Path:
+    """Start ``workers`` processes at once on one study; the folder of their objective calls."""
+    calls, ready = tmp_path / "calls", tmp_path / "ready"
+    calls.mkdir()
+    ready.mkdir()
+    command = [
+        sys.executable,
+        str(WORKER),
+        storage,
+        study,
+        str(n_trials),
+        str(calls),
+        str(ready),
+        str(workers),
+    ]
+    processes = [subprocess.Popen(command, stderr=subprocess.PIPE, text=True) for _ in range(workers)]
+    for process in processes:
+        _, errors = process.communicate(timeout=120)
+        assert process.returncode == 0, errors
+    return calls
+
+
+def test_two_workers_create_one_study_at_once_and_train_each_architecture_once(tmp_path: Path) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'study.db'}"  # a new file: both workers create its tables at the same moment
+    )
+    calls = run_workers(url, "shared", 4, 2, tmp_path)
+    study = optuna.load_study(study_name="shared", storage=url)
+    assert len(study.trials) == 8
+    assert all(trial.state == TrialState.COMPLETE for trial in study.trials)
+    trained = [path.name.rsplit("-", 1)[0] for path in calls.iterdir()]
+    assert len(trained) == len(set(trained))  # the workers sample 3 architectures 8 times
+    assert len(trained) == len({trial.user_attrs["spec_key"] for trial in study.trials})
