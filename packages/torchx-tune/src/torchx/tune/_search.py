@@ -35,7 +35,7 @@ from optuna.trial import FixedTrial, FrozenTrial, TrialState
 from torchx.core import build, from_spec
 from torchx.tune._checks import Check, Constraints, Input, check, model_inputs, one_line
 
-__all__ = ["SearchResult", "Sampler", "search", "spec_key"]
+__all__ = ["SearchResult", "SearchSpace", "search", "spec_key"]
 
 POLL_SECONDS = 0.2
 """How often a trial waiting for another worker's training of its architecture reads the study again."""
@@ -45,7 +45,7 @@ _SQLITE_TIMEOUT_S = 60
 """How long a SQLite write waits for another worker's transaction."""
 
 
-class Sampler(Protocol):
+class SearchSpace(Protocol):
     """What ``search`` needs of a space: a plain spec drawn through an Optuna trial."""
 
     def sample(self, trial: Any) -> dict[str, Any]: ...
@@ -71,7 +71,7 @@ def spec_key(spec: Mapping[str, Any]) -> str:
 
 
 def search(
-    space: Sampler,
+    space: SearchSpace,
     objective: Objective,
     *,
     input: Input | Sequence[Input],
@@ -104,7 +104,7 @@ def search(
 
 def _run_trial(
     study: optuna.Study,
-    space: Sampler,
+    space: SearchSpace,
     objective: Objective,
     inputs: tuple[Input, ...],
     constraints: Constraints | None,
@@ -123,7 +123,7 @@ def _run_trial(
 def _evaluate(
     study: optuna.Study,
     trial: optuna.Trial,
-    space: Sampler,
+    space: SearchSpace,
     objective: Objective,
     inputs: tuple[Input, ...],
     constraints: Constraints | None,
@@ -192,7 +192,7 @@ def _ahead(other: FrozenTrial, ticket: int, number: int) -> bool:
     return theirs is None or (theirs, other.number) < (ticket, number)
 
 
-def _result(study: optuna.Study, space: Sampler) -> SearchResult:
+def _result(study: optuna.Study, space: SearchSpace) -> SearchResult:
     """The best COMPLETE trial and its spec, drawn again from the space with the trial's parameters."""
     if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         return SearchResult(study, None, None)
