@@ -1,0 +1,307 @@
+"""``torchx tune`` and ``torchx tune-report``.
+
+``torchx tune space.yaml --objective train.py:objective --input None,1,8,8 --trials 20``
+runs 20 more trials of the study (default: named after the space file, in
+``sqlite:///study.db``), shows its progress, prints the best trials, and with
+``-o best.yaml --weights best.safetensors`` writes the best spec and the
+checkpoint its objective saved (:func:`~torchx.tune.save_weights`), which
+``torchx.load_model`` reads back. The objective file is the user's own code,
+loaded from the path given: the one place the command line runs user code.
+``torchx tune-report --storage URL --study NAME -o report.html`` (or ``.png``)
+writes :func:`~torchx.tune._report.write_report`'s report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import optuna
+import sqlalchemy.exc
+from optuna.trial import TrialState
+
+from torchx.core import from_spec, save_spec
+from torchx.plugin import (
+    UsageError,
+    add_input_arguments,
+    format_table,
+    input_path,
+    inputs_of,
+    output_path,
+    write_together,
+)
+from torchx.tune._checks import Constraints, one_line
+from torchx.tune._report import HEADERS, REPORT_SUFFIXES, best_trials, trial_rows, write_report
+from torchx.tune._search import Objective, SearchResult, _sqlite_path, search
+from torchx.tune._space import load_space
+from torchx.tune._weights import DEFAULT_FOLDER, trial_weights, weights_folder
+
+__all__ = ["configure_tune", "configure_tune_report", "load_objective", "tune", "tune_report"]
+
+DEFAULT_STORAGE = "sqlite:///study.db"
+TOP_TRIALS = 10
+"""How many of the best trials ``torchx tune`` prints at the end."""
+
+INTERRUPTED = 130
+"""The exit status of a search stopped by Ctrl-C (128 + SIGINT), as a shell reports it."""
+
+_STORAGE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, ImportError, OSError, ValueError)
+"""What opening a storage URL raises: a bad URL or database, a missing driver, an unwritable folder."""
+
+
+def configure_tune(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "space", help="the search space: a .json or .yaml spec with $int/$float/$choice/$repeat markers"
+    )
+    parser.add_argument(
+        "--objective",
+        required=True,
+        metavar="FILE[:FUNCTION]",
+        help="the Python file and function (default: objective) that trains a built model and returns its "
+        "value: objective(model, trial) -> float; this file is run, as python would run it",
+    )
+    add_input_arguments(parser, required=True)
+    parser.add_argument("--trials", type=_count, required=True, help="how many more trials to run (0: none)")
+    _add_study_arguments(parser, storage_default=DEFAULT_STORAGE)
+    parser.add_argument("--direction", choices=("minimize", "maximize"), default="minimize")
+    for name, unit in (("params", "parameters"), ("mult-adds", "multiply-adds of one forward")):
+        parser.add_argument(
+            f"--max-{name}", type=_limit, metavar="N", help=f"prune candidates with more {unit}"
+        )
+    parser.add_argument(
+        "--max-activation-mb",
+        type=_limit,
+        metavar="MB",
+        help="prune candidates whose largest activation is larger",
+    )
+    parser.add_argument("-o", "--output", help="write the best trial's spec (.yaml, .yml or .json)")
+    parser.add_argument(
+        "--weights", help="write the checkpoint the best trial's objective saved (.safetensors)"
+    )
+
+
+def tune(options: argparse.Namespace) -> int:
+    """Search a space of architectures: each candidate checked for free, then trained by your objective."""
+    if options.dtype is not None:
+        raise UsageError(
+            "--dtype: a search builds in float32; give an input's dtype with its shape: --input None,20:int64"
+        )
+    output = None if options.output is None else output_path(options.output, (".yaml", ".yml", ".json"))
+    weights = None if options.weights is None else output_path(options.weights, (".safetensors",))
+    space = load_space(input_path(options.space))
+    objective = load_objective(options.objective)
+    study = options.study or Path(options.space).stem
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # the progress line says what Optuna would log
+    constraints = Constraints(options.max_params, options.max_mult_adds, options.max_activation_mb)
+
+    def run(n_trials: int) -> SearchResult:
+        return search(
+            space,
+            objective,
+            input=inputs_of(options),
+            n_trials=n_trials,
+            storage=options.storage,
+            study=study,
+            constraints=constraints,
+            direction=options.direction,
+        )
+
+    try:
+        result = run(0)  # opens (or creates) the study, so that a bad storage fails before any work
+    except _STORAGE_ERRORS as error:
+        raise UsageError(f"--storage {options.storage}: cannot be opened: {one_line(error)}") from error
+    progress = _Progress(options.trials)
+    with weights_folder(_weights_folder(options.storage)):
+        try:
+            for done in range(1, options.trials + 1):
+                result = run(1)
+                progress.update(done, result.study)
+        except KeyboardInterrupt:
+            progress.close()
+            print(
+                f"torchx tune: interrupted; the study {study!r} is kept in {options.storage}: "
+                "the same command continues it",
+                file=sys.stderr,
+            )
+            return INTERRUPTED
+    progress.close()
+    _print_best(result.study)
+    return _write_best(result, output, weights)
+
+
+def configure_tune_report(parser: argparse.ArgumentParser) -> None:
+    _add_study_arguments(parser, storage_default=None)
+    parser.add_argument(
+        "-o", "--output", default="report.html", help="the report to write: .html (a page) or .png (an image)"
+    )
+
+
+def tune_report(options: argparse.Namespace) -> int:
+    """Write a study's trials table and plots (objective vs parameters, parameter importances)."""
+    output = output_path(options.output, REPORT_SUFFIXES)
+    database = _sqlite_path(options.storage)
+    if database is not None and not database.is_file():  # opening it would make an empty database
+        raise UsageError(f"--storage {options.storage}: no such database file {database}")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        names = optuna.get_all_study_names(storage=options.storage)
+    except _STORAGE_ERRORS as error:
+        raise UsageError(f"--storage {options.storage}: cannot be opened: {one_line(error)}") from error
+    name = options.study
+    if name is None and len(names) == 1:
+        name = names[0]
+    if name not in names:
+        held = f"it holds {', '.join(repr(held) for held in names)}" if names else "it holds no study"
+        what = "no study given, and" if name is None else f"no study {name!r}:"
+        raise UsageError(f"--storage {options.storage}: {what} {held}; fix: --study NAME")
+    write_report(optuna.load_study(study_name=name, storage=options.storage), output)
+    print(f"wrote {output}")
+    return 0
+
+
+def load_objective(text: str) -> Objective:
+    """The function ``FILE:FUNCTION`` names (``FILE`` alone: its ``objective``), its file run as a module."""
+    file, _, name = text.rpartition(":") if ":" in text else (text, "", "objective")
+    if not name.isidentifier():
+        raise UsageError(
+            f"--objective {text}: {name!r} is not a function name; give FILE:FUNCTION, e.g. train.py:objective"
+        )
+    path = input_path(file)
+    spec = importlib.util.spec_from_file_location(f"torchx_tune_objective_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"--objective {text}: {file} is not a Python file (.py)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    sys.path.insert(0, str(path.parent.resolve()))  # its own imports work as when python runs it
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        raise UsageError(f"--objective {text}: running {file} raised {one_line(error)}") from error
+    function = getattr(module, name, None)
+    if not callable(function):
+        defined = sorted(key for key, value in vars(module).items() if _defined_in(value, module.__name__))
+        listed = f" (it defines {', '.join(defined)})" if defined else ""
+        raise UsageError(f"--objective {text}: {file} defines no function {name!r}{listed}")
+    objective: Objective = function
+    return objective
+
+
+def _defined_in(value: object, module: str) -> bool:
+    return callable(value) and getattr(value, "__module__", None) == module
+
+
+def _add_study_arguments(parser: argparse.ArgumentParser, *, storage_default: str | None) -> None:
+    parser.add_argument(
+        "--storage",
+        default=storage_default,
+        required=storage_default is None,
+        metavar="URL",
+        help="the study's Optuna storage: an SQLAlchemy URL, sqlite:///study.db on one machine, "
+        f"postgresql://... for workers on several{'' if storage_default is None else f' (default: {storage_default})'}",
+    )
+    parser.add_argument(
+        "--study",
+        help="the study's name in the storage (torchx tune: default the space file's name; "
+        "tune-report: default the storage's only study)",
+    )
+
+
+def _count(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of trials >= 0")
+    return int(text)
+
+
+def _limit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number > 0, such as 1e6")
+    return value
+
+
+def _weights_folder(storage: str) -> Path:
+    """Where the objective's :func:`~torchx.tune.save_weights` writes: beside an SQLite file
+    (``study.db``: ``study-weights/``), else ``torchx-tune-weights`` here."""
+    database = _sqlite_path(storage)
+    return DEFAULT_FOLDER if database is None else database.with_name(f"{database.stem}-weights")
+
+
+class _Progress:
+    """Trials done, pruned, failed and the best value: a tqdm bar where tqdm is installed, else a line per trial."""
+
+    def __init__(self, total: int) -> None:
+        self._total = total
+        self._bar: Any = None
+        try:
+            tqdm = importlib.import_module("tqdm")  # optional, and untyped
+        except ModuleNotFoundError:
+            return
+        self._bar = tqdm.tqdm(total=total, unit="trial", file=sys.stderr, disable=total == 0)
+
+    def update(self, done: int, study: optuna.Study) -> None:
+        states = [trial.state for trial in study.get_trials(deepcopy=False)]
+        best = best_trials(study)
+        text = f"{states.count(TrialState.PRUNED)} pruned, {states.count(TrialState.FAIL)} failed, " + (
+            f"best {best[0].value:.6g} (trial {best[0].number})" if best else "no best yet"
+        )
+        if self._bar is None:
+            print(f"trial {done}/{self._total}: {text}", file=sys.stderr, flush=True)
+        else:
+            self._bar.set_postfix_str(text, refresh=False)
+            self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _print_best(study: optuna.Study) -> None:
+    best = best_trials(study)[:TOP_TRIALS]
+    total = len(study.trials)
+    if not best:
+        print(f"study {study.study_name!r}: {total} trials, none complete")
+        return
+    print(f"study {study.study_name!r}: {total} trials; the best {len(best)}:")
+    print("\n".join(format_table(HEADERS, trial_rows(best), numeric=0)))
+
+
+def _write_best(result: SearchResult, output: Path | None, weights: Path | None) -> int:
+    """Write the best spec to ``output`` and the checkpoint its objective saved to ``weights``
+    (both or neither); 1 when the study has no such trial or checkpoint."""
+    if output is None and weights is None:
+        return 0
+    best, spec = result.best_trial, result.best_spec
+    if best is None or spec is None:
+        print(
+            f"torchx tune: no trial of study {result.study.study_name!r} is complete: nothing written",
+            file=sys.stderr,
+        )
+        return 1
+    writes: dict[Path, Callable[[Path], object]] = {}
+    if output is not None:
+        writes[output] = lambda path: save_spec(from_spec(spec), path)
+    if weights is not None:
+        saved = trial_weights(best, result.study.trials)
+        if saved is None or not saved.is_file():
+            print(
+                f"torchx tune: the best trial ({best.number}) has no saved weights"
+                + ("" if saved is None else f" ({saved} is gone)")
+                + ": the objective saves them with torchx.tune.save_weights(trial, model); nothing written",
+                file=sys.stderr,
+            )
+            return 1
+        source: Path = saved
+        writes[weights] = lambda path: shutil.copyfile(source, path)
+    write_together(writes)
+    for path in writes:
+        print(f"wrote {path}")
+    return 0

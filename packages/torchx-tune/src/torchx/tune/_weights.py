@@ -1,0 +1,72 @@
+"""How an objective hands its trained weights back: ``save_weights(trial, model)``.
+
+The objective calls it once it has trained the model; the checkpoint (the
+weights and the spec, as ``model.save`` writes it) goes to
+``<folder>/<study>-trial-<number>.safetensors`` and its path into the
+trial's user attribute ``"weights"``, where ``torchx tune --weights`` and
+:func:`trial_weights` find it. The folder is ``torchx-tune-weights`` in the
+working directory, or what :func:`weights_folder` sets (``torchx tune``
+sets the folder beside its SQLite file: ``study.db`` keeps its weights in
+``study-weights/``). Workers on several machines need a folder they share.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+__all__ = ["DEFAULT_FOLDER", "WEIGHTS_ATTR", "save_weights", "trial_weights", "weights_folder"]
+
+DEFAULT_FOLDER = Path("torchx-tune-weights")
+WEIGHTS_ATTR = "weights"
+"""The user attribute holding the path of a trial's saved checkpoint."""
+
+_folder: ContextVar[Path | None] = ContextVar("torchx_tune_weights_folder", default=None)
+
+
+@contextmanager
+def weights_folder(path: str | Path) -> Iterator[Path]:
+    """Within the block, :func:`save_weights` writes into ``path`` (made where missing)."""
+    token = _folder.set(Path(path))
+    try:
+        yield Path(path)
+    finally:
+        _folder.reset(token)
+
+
+def save_weights(trial: Any, model: Any) -> Path:
+    """Save the trained ``model`` (a TorchX container: a Sequential, a Functional) as the weights of
+    ``trial`` (an Optuna trial), and return the checkpoint's path.
+
+    :raises TypeError: ``model`` cannot write a TorchX checkpoint (a single built layer: make the
+        space's top layer a Sequential).
+    """
+    save = getattr(model, "save", None)
+    if not callable(save):
+        raise TypeError(
+            f"save_weights: a {type(model).__name__} cannot write a TorchX checkpoint; "
+            "fix: make the search space's top layer a Sequential (or a Functional)"
+        )
+    folder = _folder.get() or DEFAULT_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    study = re.sub(r"[^\w.-]", "_", str(getattr(getattr(trial, "study", None), "study_name", "study")))
+    path = (folder / f"{study}-trial-{trial.number}.safetensors").resolve()
+    save(path)
+    trial.set_user_attr(WEIGHTS_ATTR, str(path))
+    return path
+
+
+def trial_weights(trial: FrozenTrial, trials: list[FrozenTrial]) -> Path | None:
+    """The checkpoint ``trial`` saved, or (a trial that reused another's value) the one the trained
+    trial saved, from the study's ``trials``; None when there is none."""
+    source = trial.user_attrs.get("reused_from")
+    if isinstance(source, int) and WEIGHTS_ATTR not in trial.user_attrs:
+        trial = next((other for other in trials if other.number == source), trial)
+    path = trial.user_attrs.get(WEIGHTS_ATTR)
+    return Path(path) if isinstance(path, str) else None
