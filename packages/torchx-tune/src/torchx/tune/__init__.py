@@ -1,0 +1,17 @@
+"""Architecture search as data: search spaces written in TorchX specs.
+
+``torchx.tune.load_space("space.yaml")`` reads a spec whose values may be search
+markers (``$int``, ``$float``, ``$choice``, ``$repeat``: see :mod:`torchx.tune._space`
+for the syntax); ``space.sample(trial)`` gives a plain spec for an Optuna trial and
+``space.size()`` how many architectures the space holds.
+"""
+
+from torchx.tune._space import MAX_REPEAT as MAX_REPEAT
+from torchx.tune._space import Parameter as Parameter
+from torchx.tune._space import Space as Space
+from torchx.tune._space import Trial as Trial
+from torchx.tune._space import load_space as load_space
+from torchx.tune._space import parse_space as parse_space
+from torchx.tune._version import __version__ as __version__
+
+__all__ = ["MAX_REPEAT", "Parameter", "Space", "Trial", "__version__", "load_space", "parse_space"]

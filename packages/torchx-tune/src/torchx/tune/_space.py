@@ -1,0 +1,774 @@
+"""Search spaces: TorchX specs whose values may be search markers.
+
+A marker is an object with one key starting with ``$``, beside its options:
+
+- ``{"$int": [low, high]}``, with ``"step": n`` or ``"log": true``: an integer
+  (Optuna's ``suggest_int``);
+- ``{"$float": [low, high]}``, with ``"step": x`` or ``"log": true``: a number
+  (``suggest_float``);
+- ``{"$choice": [a, b, ...]}``: one of the options, which may be layers, lists of
+  layers (spliced into a ``"layers"`` list, ``[]`` being "no layer") and may hold
+  markers (a conditional space); when every option is a scalar Optuna samples the
+  value, else the option's index;
+- ``{"$repeat": {"times": t, "layers": [...], "shared": false}}``, an item of a
+  ``"layers"`` list: the block repeated ``t`` times (an integer, or an ``$int`` or
+  ``$choice`` marker: searchable depth); each repetition samples its own markers
+  unless ``"shared": true``.
+
+``"name"`` on an ``$int``, ``$float`` or ``$choice`` makes every marker of that name one
+parameter (their declarations must be equal). An unnamed marker is named by its
+place in the document (``layers[3].args.out_features``); in the ``k``-th repetition of
+an unshared ``$repeat`` at ``layers[2]`` its name holds the repetition
+(``layers[2].$repeat[k].layers[0].args.out_features``). Names depend on the document
+only, so they are the same in every run and every process.
+
+Reading a space never runs code and is bounded as a spec is: the file by
+:func:`torchx.plugin.read_spec_file`, and every sample holds at most
+:data:`~torchx.plugin.MAX_LAYERS` layers and :data:`~torchx.plugin.MAX_SPEC_VALUES`
+values (repeats and choices expanded), so a repeat of 10**9 is refused when read.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Protocol
+
+from torchx.core import SpecError
+from torchx.plugin import MAX_DEPTH, MAX_LAYERS, MAX_SPEC_VALUES, read_spec_file, short_repr
+
+__all__ = ["MAX_REPEAT", "Parameter", "Space", "Trial", "load_space", "parse_space"]
+
+MAX_REPEAT = 1000
+"""Most repetitions a ``$repeat`` may make."""
+
+MAX_NESTING = 4 * MAX_DEPTH
+"""Deepest nesting of values a space may have (a layer level of a spec takes a few)."""
+
+_OPTIONS = {
+    "$int": ("step", "log", "name"),
+    "$float": ("step", "log", "name"),
+    "$choice": ("name",),
+    "$repeat": (),
+}
+"""The markers, and the keys each takes beside its own."""
+_REPEAT_KEYS = ("times", "layers", "shared")
+_SCALARS = (str, int, float, bool, type(None))
+
+_VALUE, _LAYERS, _ITEM, _ROOT = "value", "layers", "item", "root"
+"""What stands at a place: any value, a list of layers (the value of ``"layers"``),
+an item of such a list (a layer, a list of layers spliced, a ``$repeat``), the document."""
+
+
+class Trial(Protocol):
+    """What a space samples with: ``optuna.trial.Trial``, ``optuna.trial.FixedTrial``,
+    or any object with these three methods."""
+
+    def suggest_int(self, name: str, low: int, high: int, *, step: int = 1, log: bool = False) -> int: ...
+
+    def suggest_float(
+        self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False
+    ) -> float: ...
+
+    def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a space, as Optuna samples it.
+
+    ``kind`` is ``"int"``, ``"float"`` or ``"choice"``. A choice samples ``choices``:
+    the ``options`` themselves when all are scalars, else their indices. ``where`` is
+    the place of its first marker in the document.
+    """
+
+    name: str
+    kind: str
+    low: int | float | None = None
+    high: int | float | None = None
+    step: int | float | None = None
+    log: bool = False
+    choices: tuple[Any, ...] = ()
+    options: tuple[Any, ...] = ()
+    where: str = field(default="$", compare=False)
+
+    @property
+    def size(self) -> int | None:
+        """How many values it takes; None when continuous (a ``$float`` without a step)."""
+        if self.kind == "choice":
+            return len(self.choices)
+        if self.step is None:
+            return None
+        return int((Decimal(str(self.high)) - Decimal(str(self.low))) / Decimal(str(self.step))) + 1
+
+    def describe(self) -> str:
+        """The declaration, as messages show it: ``$int [8, 64] step 8``."""
+        if self.kind == "choice":
+            return f"$choice of {len(self.choices)} options {short_repr(list(self.options))}"
+        step = self.step if self.kind == "float" or self.step != 1 else None
+        shown = f" step {step}" if step is not None else ""
+        return f"${self.kind} [{self.low}, {self.high}]{shown}" + (" log" if self.log else "")
+
+
+_Key = frozenset[tuple[str, Any]]
+_Counts = dict[_Key, int]
+"""Samples counted by what they give the parameters that occur in several places
+(a name shared by markers: see :meth:`Space.size`), each key with its number."""
+_NONE: _Key = frozenset()
+_ACTIVE = "<sampled>"
+"""The value in a key of a parameter whose value changes nothing but itself."""
+
+
+class _Census:
+    """The parameters of a space, found by walking it with every repetition expanded."""
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Parameter] = {}
+        self.occurrences: dict[str, int] = {}
+        self.structural: set[str] = set()
+        """Names whose value shapes the rest: choices, and the times of repeats."""
+
+    def add(self, parameter: Parameter, *, structural: bool = False) -> None:
+        name = parameter.name
+        first = self.parameters.setdefault(name, parameter)
+        if first != parameter:
+            raise SpecError(
+                parameter.where,
+                f"the parameter {name!r} is a {parameter.describe()} here but a {first.describe()} at "
+                f"{first.where}; markers of one name are one parameter: declare it the same in both "
+                "places, or give them different names",
+            )
+        self.occurrences[name] = self.occurrences.get(name, 0) + 1
+        if structural:
+            self.structural.add(name)
+
+
+class _Counting:
+    """What :meth:`_Node.count` needs: the census, and which names occur more than once."""
+
+    def __init__(self, census: _Census) -> None:
+        self.parameters = census.parameters
+        self.structural = census.structural
+        self.tied = {name for name, count in census.occurrences.items() if count > 1}
+
+    def parameter(self, name: str) -> _Counts:
+        """The samples of one occurrence of parameter ``name``."""
+        parameter = self.parameters[name]
+        if name not in self.tied:
+            return {_NONE: parameter.size or 0}
+        if name in self.structural:
+            return {frozenset({(name, value)}): 1 for value in _values(parameter)}
+        return {frozenset({(name, _ACTIVE)}): 1}
+
+    def total(self, counts: _Counts) -> int:
+        """The number of samples in ``counts``, each parameter that occurs in several
+        places and changes nothing but itself counted once, where it was sampled."""
+        total = 0
+        for key, count in counts.items():
+            for name, _ in key:
+                if name not in self.structural:
+                    count *= self.parameters[name].size or 0
+            total += count
+        return total
+
+
+def _values(parameter: Parameter) -> Sequence[Any]:
+    """The values of a discrete parameter that shapes a space (a choice, or the times of a repeat)."""
+    if parameter.kind == "choice":
+        return parameter.choices
+    assert (
+        isinstance(parameter.low, int) and isinstance(parameter.high, int) and isinstance(parameter.step, int)
+    )
+    return range(parameter.low, parameter.high + 1, parameter.step)
+
+
+def _join(a: _Counts, b: _Counts) -> _Counts:
+    """The samples of two parts of a space sampled together: pairs that agree on their shared names."""
+    if a == {_NONE: 1}:
+        return b
+    joined: _Counts = {}
+    for key_a, count_a in a.items():
+        values = dict(key_a)
+        for key_b, count_b in b.items():
+            if all(values.get(name, value) == value for name, value in key_b):
+                key = key_a | key_b
+                joined[key] = joined.get(key, 0) + count_a * count_b
+    return joined
+
+
+def _add(a: _Counts, b: _Counts) -> _Counts:
+    """The samples of either (parts told apart by the value of a parameter)."""
+    added = dict(a)
+    for key, count in b.items():
+        added[key] = added.get(key, 0) + count
+    return added
+
+
+def _name(pieces: tuple[str, ...], repetitions: tuple[int, ...] = ()) -> str:
+    """The name of the marker at ``pieces`` (its place, split where an unshared repeat
+    numbers its repetitions) in those ``repetitions``: ``layers[2].$repeat[1].layers[0]``;
+    with none given, its place as written."""
+    if not repetitions:
+        text = "".join(pieces)
+    else:
+        text = pieces[0] + "".join(
+            f"[{rep}]{piece}" for rep, piece in zip(repetitions, pieces[1:], strict=True)
+        )
+    return text[2:] if text.startswith("$.") else text
+
+
+class _Node:
+    """A compiled part of a space. ``work`` is its size with every option and repetition
+    expanded, ``layers`` the most layers one sample of it holds."""
+
+    splices = False
+    """Whether a list it gives is spliced into the ``"layers"`` list it stands in."""
+    work = 1
+    layers = 0
+    plain = False
+    """Whether it holds no marker (so it is the same node wherever it stands)."""
+
+    def sample(self, trial: Trial, repetitions: tuple[int, ...]) -> Any:
+        raise NotImplementedError
+
+    def visit(self, census: _Census, repetitions: tuple[int, ...]) -> None:
+        """Add the parameters under it to ``census``."""
+
+    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
+        return {_NONE: 1}
+
+
+@dataclass(frozen=True)
+class _Constant(_Node):
+    value: Any  # a scalar
+    plain = True
+
+    def sample(self, trial: Trial, repetitions: tuple[int, ...]) -> Any:
+        return self.value
+
+
+@dataclass(frozen=True)
+class _Object(_Node):
+    items: tuple[tuple[Any, _Node], ...]
+    work: int
+    layers: int
+    plain: bool
+
+    def sample(self, trial: Trial, repetitions: tuple[int, ...]) -> Any:
+        return {key: node.sample(trial, repetitions) for key, node in self.items}
+
+    def visit(self, census: _Census, repetitions: tuple[int, ...]) -> None:
+        for _, node in self.items:
+            node.visit(census, repetitions)
+
+    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
+        counts: _Counts = {_NONE: 1}
+        for _, node in self.items:
+            counts = _join(counts, node.count(counting, repetitions))
+        return counts
+
+
+@dataclass(frozen=True)
+class _List(_Node):
+    items: tuple[_Node, ...]
+    work: int
+    layers: int
+    plain: bool
+
+    def sample(self, trial: Trial, repetitions: tuple[int, ...]) -> Any:
+        sampled: list[Any] = []
+        for node in self.items:
+            value = node.sample(trial, repetitions)
+            if node.splices and isinstance(value, list):
+                sampled += value
+            else:
+                sampled.append(value)
+        return sampled
+
+    def visit(self, census: _Census, repetitions: tuple[int, ...]) -> None:
+        for node in self.items:
+            node.visit(census, repetitions)
+
+    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
+        counts: _Counts = {_NONE: 1}
+        for node in self.items:
+            counts = _join(counts, node.count(counting, repetitions))
+        return counts
+
+
+@dataclass(frozen=True)
+class _Marker(_Node):
+    """An ``$int``, ``$float`` or ``$choice``: one parameter."""
+
+    declared: Parameter  # named by its given name, or by its place with no repetitions
+    pieces: tuple[str, ...] | None  # its place, split at unshared repeats; None when named
+
+    def parameter(self, repetitions: tuple[int, ...]) -> Parameter:
+        if self.pieces is None:
+            return self.declared
+        return dataclasses.replace(self.declared, name=_name(self.pieces, repetitions))
+
+    def sample(self, trial: Trial, repetitions: tuple[int, ...]) -> Any:
+        p = self.parameter(repetitions)
+        if p.kind == "int":
+            assert isinstance(p.low, int) and isinstance(p.high, int) and isinstance(p.step, int)
+            return trial.suggest_int(p.name, p.low, p.high, step=p.step, log=p.log)
+        assert p.low is not None and p.high is not None
+        return trial.suggest_float(p.name, p.low, p.high, step=p.step, log=p.log)
+
+    def visit(self, census: _Census, repetitions: tuple[int, ...]) -> None:
+        census.add(self.parameter(repetitions))
+
+    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
+        return counting.parameter(self.parameter(repetitions).name)
+
+
+@dataclass(frozen=True)
+class _Choice(_Marker):
+    nodes: tuple[_Node, ...]
+    scalars: bool  # the options are the values sampled (else their indices are)
+    splices: bool
+    work: int
+    layers: int
+
+    def sample(self, trial: Trial, repetitions: tuple[int, ...]) -> Any:
+        p = self.parameter(repetitions)
+        chosen = trial.suggest_categorical(p.name, p.choices)
+        return chosen if self.scalars else self.nodes[chosen].sample(trial, repetitions)
+
+    def visit(self, census: _Census, repetitions: tuple[int, ...]) -> None:
+        census.add(self.parameter(repetitions), structural=True)
+        for node in self.nodes:
+            node.visit(census, repetitions)
+
+    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
+        name = self.parameter(repetitions).name
+        counts: _Counts = {}
+        for value, node in zip(self.declared.choices, self.nodes, strict=True):
+            option = node.count(counting, repetitions)
+            if name in counting.tied:
+                option = _join({frozenset({(name, value)}): 1}, option)
+            counts = _add(counts, option)
+        return counts
+
+
+@dataclass(frozen=True)
+class _Repeat(_Node):
+    times: _Node  # a _Constant or a _Marker of integers
+    block: _List
+    shared: bool
+    most: int  # the most repetitions
+    work: int
+    layers: int
+    splices = True
+
+    def sample(self, trial: Trial, repetitions: tuple[int, ...]) -> Any:
+        sampled: list[Any] = []
+        for k in range(self.times.sample(trial, repetitions)):
+            sampled += self.block.sample(trial, repetitions if self.shared else (*repetitions, k))
+        return sampled
+
+    def visit(self, census: _Census, repetitions: tuple[int, ...]) -> None:
+        if isinstance(self.times, _Marker):
+            census.add(self.times.parameter(repetitions), structural=True)
+        for k in range(1 if self.shared else self.most):
+            self.block.visit(census, repetitions if self.shared else (*repetitions, k))
+
+    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
+        if isinstance(self.times, _Marker):
+            name = self.times.parameter(repetitions).name
+            keys = {
+                t: frozenset({(name, t)}) if name in counting.tied else _NONE
+                for t in _values(counting.parameters[name])
+            }
+        else:
+            keys = {self.most: _NONE}
+        counts: _Counts = {}
+        made: _Counts = {_NONE: 1}  # the samples of the first t repetitions
+        for t in range(max(keys) + 1):
+            if t and (not self.shared or t == 1):
+                made = _join(
+                    made, self.block.count(counting, repetitions if self.shared else (*repetitions, t - 1))
+                )
+            if t in keys:
+                counts = _add(counts, _join({keys[t]: 1}, made))
+        return counts
+
+
+class Space:
+    """A search space: a spec with markers, validated (see :func:`parse_space`).
+
+    ``sample(trial)`` gives a plain spec; ``parameters`` lists what a trial may sample,
+    ``size()`` how many architectures the space holds. A space is immutable.
+    """
+
+    __slots__ = ("_counting", "_parameters", "_root", "_size", "_spec")
+
+    def __init__(self, spec: Mapping[str, Any], root: _Node, census: _Census) -> None:
+        self._spec = copy.deepcopy(dict(spec))
+        self._root = root
+        self._parameters = tuple(census.parameters.values())
+        self._counting = _Counting(census)
+        self._size: list[int | None] = []
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The space as written (a copy)."""
+        return copy.deepcopy(self._spec)
+
+    @property
+    def parameters(self) -> tuple[Parameter, ...]:
+        """Every parameter a sample may hold, in the order of the document (those of
+        every possible repetition of an unshared ``$repeat`` included)."""
+        return self._parameters
+
+    def sample(self, trial: Trial) -> dict[str, Any]:
+        """A plain spec (no marker left, sharing nothing with the space or with other
+        samples), each marker's value asked of ``trial`` under the marker's name."""
+        sampled: dict[str, Any] = self._root.sample(trial, ())
+        return sampled
+
+    def size(self) -> int | None:
+        """How many architectures the space holds: the number of different sets of
+        values a sample may ask (a choice counts the architectures of each option, a
+        repetition those of its block, a name once); None when a ``$float`` without a
+        ``step`` makes it continuous. Two sets of values may still give one spec, when
+        the options of a choice overlap."""
+        if not self._size:
+            continuous = any(parameter.size is None for parameter in self._parameters)
+            counting = self._counting
+            self._size.append(None if continuous else counting.total(self._root.count(counting, ())))
+        return self._size[0]
+
+    def __repr__(self) -> str:
+        size = self.size()
+        shown = "continuous" if size is None else f"{size:,} architectures"
+        return f"Space({len(self._parameters)} parameters, {shown})"
+
+
+def load_space(path: str | Path) -> Space:
+    """Read and validate the search space in a ``.json``/``.yaml`` file, bounded as a spec file is.
+
+    :raises SpecError: the file is not a valid space (the error names the place).
+    """
+    return parse_space(read_spec_file(path))
+
+
+def parse_space(data: Mapping[str, Any]) -> Space:
+    """Validate a search space given as data (a spec whose values may be markers).
+
+    :raises SpecError: a bad marker (an unknown ``$`` key, an empty choice, bounds out of
+        order or not numbers, a step or log that cannot be, a ``$repeat`` outside a
+        ``"layers"`` list or too long, one name for two different markers), named by its place.
+    """
+    root = _Compiler().compile(data, ("$",), _ROOT, 0)
+    census = _Census()
+    root.visit(census, ())
+    return Space(data, root, census)
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"{type(value).__name__} {short_repr(value)}"
+
+
+def _closest(key: Any, known: Sequence[str]) -> str:
+    """`` (did you mean '$int'?)`` for a misspelt ``key``, if one of ``known`` is close."""
+    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _option_role(role: str, option: Any) -> str:
+    """What an option of a choice standing as ``role`` is: a list in a ``"layers"``
+    list is a list of layers (spliced), anything else stands where the choice does."""
+    return _LAYERS if role == _ITEM and isinstance(option, (list, tuple)) else role
+
+
+def _child(pieces: tuple[str, ...], key: Any) -> tuple[str, ...]:
+    """``pieces`` extended to the child ``key`` (an index, or a key of an object)."""
+    if isinstance(key, int):
+        step = f"[{key}]"
+    elif isinstance(key, str) and len(key) <= 60:
+        step = f".{key}"
+    else:
+        step = f"[{short_repr(key)}]"
+    return (*pieces[:-1], pieces[-1] + step)
+
+
+class _Compiler:
+    """Turns space data into nodes, checking every marker."""
+
+    def __init__(self) -> None:
+        self.plain: dict[int, _Node] = {}
+        """The node of each object and list without markers, by ``id``: a part used in
+        several places (a YAML alias) is compiled once. The data outlives the compiler."""
+
+    def compile(self, data: Any, pieces: tuple[str, ...], role: str, depth: int) -> _Node:
+        where = "".join(pieces)
+        if depth > MAX_NESTING:
+            raise SpecError(where, f"the space nests deeper than {MAX_NESTING} levels")
+        done = self.plain.get(id(data))
+        if done is not None:
+            return self.bounded(done, where)
+        if isinstance(data, Mapping):
+            markers = sorted(str(key) for key in data if isinstance(key, str) and key.startswith("$"))
+            if markers:
+                return self.marker(data, markers, pieces, role, depth)
+            items = tuple(
+                (
+                    key,
+                    self.compile(
+                        value, _child(pieces, key), _LAYERS if key == "layers" else _VALUE, depth + 1
+                    ),
+                )
+                for key, value in data.items()
+            )
+            work = 1 + len(items) + sum(node.work for _, node in items)
+            layers = int("type" in data) + sum(node.layers for _, node in items)
+            plain = all(node.plain for _, node in items)
+            return self.kept(data, self.bounded(_Object(items, work, layers, plain), where))
+        if role == _ROOT:
+            raise SpecError(
+                where, f"a space is a spec object with a 'type' (or a $choice of them), got {_kind(data)}"
+            )
+        if isinstance(data, (list, tuple)):
+            role = _ITEM if role == _LAYERS else _VALUE
+            nodes = tuple(
+                self.compile(item, _child(pieces, i), role, depth + 1) for i, item in enumerate(data)
+            )
+            work = 1 + sum(node.work for node in nodes)
+            plain = all(node.plain for node in nodes)
+            return self.kept(
+                data, self.bounded(_List(nodes, work, sum(node.layers for node in nodes), plain), where)
+            )
+        return _Constant(data)
+
+    def kept(self, data: Any, node: _Node) -> _Node:
+        if node.plain:
+            self.plain[id(data)] = node
+        return node
+
+    def bounded(self, node: _Node, where: str) -> _Node:
+        """``node``, if a sample of it stays within a spec's bounds."""
+        if node.work > MAX_SPEC_VALUES:
+            raise SpecError(
+                where,
+                f"the space expands to more than {MAX_SPEC_VALUES:,} values here (every option of a choice, "
+                "every repetition and every use of a shared part counted); a spec holds at most that many: "
+                "write a smaller space",
+            )
+        if node.layers > MAX_LAYERS:
+            raise SpecError(
+                where,
+                f"a sample can hold {node.layers:,} layers here; a spec holds at most {MAX_LAYERS:,}: "
+                "repeat fewer times",
+            )
+        return node
+
+    def marker(
+        self, data: Mapping[str, Any], markers: list[str], pieces: tuple[str, ...], role: str, depth: int
+    ) -> _Node:
+        where = "".join(pieces)
+        if len(markers) > 1:
+            raise SpecError(where, f"an object holds one marker, got {', '.join(markers)}: nest them instead")
+        (marker,) = markers
+        if marker not in _OPTIONS:
+            raise SpecError(
+                where,
+                f"unknown marker {marker!r}{_closest(marker, list(_OPTIONS))}; the markers are "
+                "$int, $float, $choice and $repeat",
+            )
+        for key in data:
+            if key != marker and key not in _OPTIONS[marker]:
+                takes = ", ".join(repr(option) for option in _OPTIONS[marker])
+                fix = (
+                    f"it takes {takes} beside it"
+                    if takes
+                    else "its options go inside it: 'times', 'layers', 'shared'"
+                )
+                raise SpecError(
+                    f"{where}.{key}",
+                    f"unknown key of a {marker} marker{_closest(key, _OPTIONS[marker])}; {fix}",
+                )
+        name = data.get("name")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise SpecError(
+                f"{where}.name", f"expected the name of the parameter (a non-empty string), got {_kind(name)}"
+            )
+        if marker == "$repeat":
+            return self.repeat(data[marker], pieces, role, depth)
+        if marker == "$choice":
+            return self.choice(data, pieces, role, depth)
+        if role != _VALUE:
+            what = "the spec" if role == _ROOT else "a layer (or a list of layers)"
+            raise SpecError(where, f"a {marker} marker gives a number, but {what} stands here")
+        return self.number(data, marker, pieces)
+
+    def number(self, data: Mapping[str, Any], marker: str, pieces: tuple[str, ...]) -> _Marker:
+        where = "".join(pieces)
+        integer = marker == "$int"
+        bounds = data[marker]
+        expected = "integers" if integer else "numbers"
+        if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+            raise SpecError(f"{where}.{marker}", f"expected [low, high] ({expected}), got {_kind(bounds)}")
+        for label, bound in zip(("low", "high"), bounds, strict=True):
+            good = (
+                isinstance(bound, int)
+                if integer
+                else isinstance(bound, (int, float)) and math.isfinite(bound)
+            )
+            if isinstance(bound, bool) or not good:
+                kind = "an integer" if integer else "a finite number"
+                raise SpecError(f"{where}.{marker}", f"{label} must be {kind}, got {_kind(bound)}")
+        low, high = bounds if integer else (float(bounds[0]), float(bounds[1]))
+        if low > high:
+            raise SpecError(
+                f"{where}.{marker}",
+                f"low {bounds[0]} is greater than high {bounds[1]}: write [{bounds[1]}, {bounds[0]}]",
+            )
+        log = data.get("log", False)
+        if not isinstance(log, bool):
+            raise SpecError(f"{where}.log", f"expected true or false, got {_kind(log)}")
+        if log and low <= 0:
+            raise SpecError(f"{where}.log", f"a log scale needs low > 0, got low {bounds[0]}")
+        step = data.get("step", 1 if integer else None)
+        if "step" in data:
+            good = (
+                isinstance(step, int) if integer else isinstance(step, (int, float)) and math.isfinite(step)
+            )
+            if isinstance(step, bool) or not good or step <= 0:
+                kind = "a positive integer" if integer else "a positive number"
+                raise SpecError(f"{where}.step", f"expected {kind}, got {_kind(step)}")
+            if log:
+                raise SpecError(
+                    f"{where}.step",
+                    "a step and a log scale cannot go together (Optuna samples one or the other)",
+                )
+            step = step if integer else float(step)
+            span, gap = Decimal(str(high)) - Decimal(str(low)), Decimal(str(step))
+            if span % gap:
+                end = Decimal(str(low)) + (span // gap) * gap
+                raise SpecError(
+                    f"{where}.step",
+                    f"[{bounds[0]}, {bounds[1]}] is not a whole number of steps of {step}: end it at {end} or {end + gap}",
+                )
+        declared = Parameter(
+            name=data.get("name") or _name(pieces),
+            kind="int" if integer else "float",
+            low=low,
+            high=high,
+            step=step,
+            log=log,
+            where=where,
+        )
+        return _Marker(declared, None if "name" in data else pieces)
+
+    def choice(self, data: Mapping[str, Any], pieces: tuple[str, ...], role: str, depth: int) -> _Choice:
+        where = "".join(pieces)
+        options = data["$choice"]
+        if not isinstance(options, (list, tuple)):
+            raise SpecError(f"{where}.$choice", f"expected a list of options, got {_kind(options)}")
+        if not options:
+            raise SpecError(f"{where}.$choice", "an empty choice: list at least one option")
+        scalars = all(isinstance(option, _SCALARS) for option in options)
+        if scalars:
+            seen: dict[Any, int] = {}
+            for i, option in enumerate(options):
+                first = seen.setdefault(option, i)
+                if first != i:
+                    raise SpecError(
+                        f"{where}.$choice[{i}]",
+                        f"{_kind(option)} equals option [{first}] ({_kind(options[first])}) as Optuna compares "
+                        "choices (==): list each value once",
+                    )
+        choice_pieces = (*pieces[:-1], pieces[-1] + ".$choice")
+        nodes = tuple(
+            self.compile(option, _child(choice_pieces, i), _option_role(role, option), depth + 1)
+            for i, option in enumerate(options)
+        )
+        declared = Parameter(
+            name=data.get("name") or _name(pieces),
+            kind="choice",
+            choices=tuple(options) if scalars else tuple(range(len(options))),
+            options=tuple(copy.deepcopy(list(options))),
+            where=where,
+        )
+        work = 1 + sum(node.work for node in nodes)
+        layers = max(node.layers for node in nodes)
+        node = _Choice(
+            declared, None if "name" in data else pieces, nodes, scalars, role == _ITEM, work, layers
+        )
+        self.bounded(node, where)
+        return node
+
+    def repeat(self, body: Any, pieces: tuple[str, ...], role: str, depth: int) -> _Repeat:
+        where = "".join(pieces) + ".$repeat"
+        if role != _ITEM:
+            raise SpecError(
+                "".join(pieces),
+                "a $repeat repeats layers, so it stands as an item of a 'layers' list "
+                "(layers: [..., {$repeat: {times: 2, layers: [...]}}])",
+            )
+        if not isinstance(body, Mapping):
+            raise SpecError(where, f"expected an object with 'times' and 'layers', got {_kind(body)}")
+        for key in body:
+            if key not in _REPEAT_KEYS:
+                raise SpecError(
+                    f"{where}.{key}",
+                    f"unknown key{_closest(key, _REPEAT_KEYS)}; a $repeat takes 'times', 'layers' and 'shared'",
+                )
+        for key in ("times", "layers"):
+            if key not in body:
+                raise SpecError(
+                    f"{where}.{key}", "missing: a $repeat takes 'times' (how many) and 'layers' (the block)"
+                )
+        shared = body.get("shared", False)
+        if not isinstance(shared, bool):
+            raise SpecError(f"{where}.shared", f"expected true or false, got {_kind(shared)}")
+        block = body["layers"]
+        if not isinstance(block, (list, tuple)) or not block:
+            raise SpecError(f"{where}.layers", f"expected a non-empty list of layers, got {_kind(block)}")
+        times, most = self.times(body["times"], (*pieces[:-1], pieces[-1] + ".$repeat.times"), depth)
+        if shared:
+            block_pieces = (*pieces[:-1], pieces[-1] + ".$repeat.layers")
+        else:
+            block_pieces = (*pieces[:-1], pieces[-1] + ".$repeat", ".layers")
+        compiled = self.compile(block, block_pieces, _LAYERS, depth + 2)
+        assert isinstance(compiled, _List)
+        node = _Repeat(
+            times, compiled, shared, most, times.work + most * compiled.work, most * compiled.layers
+        )
+        self.bounded(node, "".join(pieces))
+        return node
+
+    def times(self, data: Any, pieces: tuple[str, ...], depth: int) -> tuple[_Node, int]:
+        """The times of a repeat, and the most it can be."""
+        where = "".join(pieces)
+        expected = f"expected a number of repetitions (0 to {MAX_REPEAT:,}) or an $int or $choice of them"
+        if isinstance(data, int) and not isinstance(data, bool):
+            node: _Node = _Constant(data)
+            values: Sequence[Any] = (data,)
+        elif isinstance(data, Mapping) and ("$int" in data or "$choice" in data):
+            node = self.compile(data, pieces, _VALUE, depth)
+            assert isinstance(node, _Marker)
+            parameter = node.declared
+            if parameter.kind == "choice" and not all(
+                isinstance(option, int) and not isinstance(option, bool) for option in parameter.options
+            ):
+                raise SpecError(f"{where}.$choice", f"{expected}, got {short_repr(list(parameter.options))}")
+            values = parameter.options if parameter.kind == "choice" else (parameter.low, parameter.high)
+        else:
+            raise SpecError(where, f"{expected}, got {_kind(data)}")
+        low, high = min(values), max(values)
+        if low < 0:
+            raise SpecError(where, f"a block repeats 0 times or more, got {low:,}")
+        if high > MAX_REPEAT:
+            raise SpecError(
+                where, f"a $repeat of up to {high:,} times; it repeats at most {MAX_REPEAT:,} times"
+            )
+        return node, high
