@@ -3,9 +3,15 @@
 ``torchx.tune.load_space("space.yaml")`` reads a spec whose values may be search
 markers (``$int``, ``$float``, ``$choice``, ``$repeat``: see :mod:`torchx.tune._space`
 for the syntax); ``space.sample(trial)`` gives a plain spec for an Optuna trial and
-``space.size()`` how many architectures the space holds.
+``space.size()`` how many architectures the space holds; :func:`search` runs an
+Optuna study over a space, each candidate checked for free first (:func:`check`).
 """
 
+from torchx.tune._checks import Check as Check
+from torchx.tune._checks import Constraints as Constraints
+from torchx.tune._checks import check as check
+from torchx.tune._search import SearchResult as SearchResult
+from torchx.tune._search import search as search
 from torchx.tune._space import MAX_REPEAT as MAX_REPEAT
 from torchx.tune._space import Parameter as Parameter
 from torchx.tune._space import Space as Space
@@ -13,5 +19,20 @@ from torchx.tune._space import Trial as Trial
 from torchx.tune._space import load_space as load_space
 from torchx.tune._space import parse_space as parse_space
 from torchx.tune._version import __version__ as __version__
+from torchx.tune._weights import save_weights as save_weights
 
-__all__ = ["MAX_REPEAT", "Parameter", "Space", "Trial", "__version__", "load_space", "parse_space"]
+__all__ = [
+    "MAX_REPEAT",
+    "Check",
+    "Constraints",
+    "Parameter",
+    "SearchResult",
+    "Space",
+    "Trial",
+    "__version__",
+    "check",
+    "load_space",
+    "parse_space",
+    "save_weights",
+    "search",
+]
