@@ -1,12 +1,15 @@
-"""GPT-2 written with TorchX (examples/gpt2.py) against Hugging Face's
-``GPT2LMHeadModel``, randomly initialised from its config (nothing downloaded).
+"""GPT-2 and BERT written with TorchX (examples/gpt2.py, examples/bert.py)
+against Hugging Face's ``GPT2LMHeadModel`` and ``BertModel``, randomly
+initialised from their configs (nothing downloaded).
 
-For the tiny configuration the tests use and for the real 124M one: the time to
-define and build the model with a dynamic batch and sequence against
-``GPT2LMHeadModel(GPT2Config(...))``, then, with Hugging Face's weights loaded
-into the TorchX model, the time and peak memory (tensor storage held at once)
-of a no-grad forward in eval mode. Hugging Face's forward is called with
-``use_cache=False``: the TorchX model keeps no key-value cache either.
+For the small configuration the tests use and for the released one (GPT-2's
+124M, bert-base): the time to define and build the model with a dynamic batch
+and sequence against the constructor (``GPT2LMHeadModel(GPT2Config(...))``),
+then, with Hugging Face's weights loaded into the TorchX model and the outputs
+checked once, the time and peak memory (tensor storage held at once) of a
+no-grad forward in eval mode. Hugging Face's GPT-2 is called with
+``use_cache=False``: the TorchX model keeps no key-value cache either. BERT's
+batch is padded: its second row keeps half the positions.
 
 ConvNeXt (examples/convnext.py) is not compared: no plain-PyTorch ConvNeXt
 exists to import (its tests hold one hand-written block), and timm cannot be
@@ -16,7 +19,9 @@ installed beside this torch.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Mapping
 from functools import partial
+from typing import Any
 
 import torch
 from _memory import peak_bytes
@@ -32,6 +37,84 @@ BATCH, SEQUENCE = 2, 64
 GPT2_124M = {"vocab": 50257, "positions": 1024, "width": 768, "layers": 12, "heads": 12}
 """GPT-2 small, the released 124M-parameter model."""
 
+BERT_BASE = {"vocab": 30522, "positions": 512, "width": 768, "layers": 12, "heads": 12}
+"""bert-base (uncased), the released 110M-parameter model."""
+
+Inputs = dict[str, Any]
+Outputs = Callable[[Any, Any], list[tuple[torch.Tensor, torch.Tensor]]]
+"""The pairs of tensors to compare, from TorchX's and Hugging Face's outputs."""
+
+
+def _gpt2_inputs(config: Mapping[str, int]) -> tuple[Inputs, Inputs]:
+    """Keyword arguments of the TorchX model and of Hugging Face's."""
+    ids = torch.randint(0, config["vocab"], (BATCH, SEQUENCE))
+    return {"ids": ids}, {"input_ids": ids, "use_cache": False}
+
+
+def _bert_inputs(config: Mapping[str, int]) -> tuple[Inputs, Inputs]:
+    mask = torch.ones(BATCH, SEQUENCE, dtype=torch.long)
+    mask[1, SEQUENCE // 2 :] = 0
+    inputs = {
+        "input_ids": torch.randint(1, config["vocab"], (BATCH, SEQUENCE)) * mask,
+        "attention_mask": mask,
+        "token_type_ids": torch.zeros(BATCH, SEQUENCE, dtype=torch.long),
+    }
+    return inputs, inputs
+
+
+def _gpt2_outputs(ours: torch.Tensor, theirs: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    return [(ours, theirs.logits)]
+
+
+def _bert_outputs(ours: Inputs, theirs: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    return [(ours[name], theirs[name]) for name in ("last_hidden_state", "pooler_output")]
+
+
+def _bench_model(
+    name: str,
+    define: Callable[..., torch.nn.Module],
+    reference: Callable[..., torch.nn.Module],
+    config: Mapping[str, int],
+    inputs: Callable[[Mapping[str, int]], tuple[Inputs, Inputs]],
+    outputs: Outputs,
+    rounds: tuple[int, int, int],
+    split: bool,
+) -> list[Result]:
+    """Define+build (repeated and first in a process), then peak memory and time of a forward."""
+    build_rounds, forward_rounds, per_forward = rounds
+    make, reference = partial(define, **config), partial(reference, **config)
+    torchx_s, hf_s = interleaved_medians(make, reference, rounds=build_rounds, per_round=1)
+    results = [Result(f"transformers: {name} define+build vs constructor", torchx_s, hf_s, 1.5)]
+    torchx_s, hf_s = interleaved_medians(first_build(make), reference, rounds=build_rounds, per_round=1)
+    results.append(
+        Result(f"transformers: {name} first define+build in a process vs constructor", torchx_s, hf_s, None)
+    )
+    model, hf = make().eval(), reference()
+    torchx.load_weights(model, hf)
+    ours, theirs = inputs(config)
+    forward, hf_forward = partial(model, **ours), partial(hf, **theirs)
+    tensors = list(ours.values())
+    with torch.no_grad():
+        difference = max((a - b).abs().max().item() for a, b in outputs(forward(), hf_forward()))
+        assert difference <= 1e-4, f"{name}: outputs differ from Hugging Face's by {difference:.2e}"
+        torchx_mib = peak_bytes(forward, model, *tensors) / 2**20
+        hf_mib = peak_bytes(hf_forward, hf, *tensors) / 2**20
+        results.append(
+            Result(f"transformers: {name} no-grad forward peak memory", torchx_mib, hf_mib, 1.05, unit="MiB")
+        )
+        torchx_s, hf_s = interleaved_medians(
+            forward, hf_forward, rounds=forward_rounds, per_round=per_forward
+        )
+        results.append(
+            Result(f"transformers: {name} forward, batch {BATCH} x {SEQUENCE}", torchx_s, hf_s, 1.03)
+        )
+    del model, hf, forward, hf_forward
+    if split:
+        natives = {type(module) for module in make().modules() if not any(module.children())}
+        parts = build_split(make, natives, build_rounds, timed=GRAPH_STEPS)
+        print_split(f"{name} define+build", parts, results[0].native_s)
+    return results
+
 
 def bench_transformers(quick: bool) -> list[Result]:
     try:
@@ -42,48 +125,34 @@ def bench_transformers(quick: bool) -> list[Result]:
     if str(EXAMPLES) not in sys.path:
         sys.path.insert(0, str(EXAMPLES))
     try:
+        import bert
         import gpt2
     except ImportError:
         print("transformers: torchx-functional is not installed; skipped")
         return []
+    small = (15 if quick else 41, 9 if quick else 31, 10)
+    released = (2 if quick else 5, 3 if quick else 9, 1)
     results = []
-    for label, config, build_rounds, forward_rounds, per_forward in (
-        ("tiny", gpt2.SMALL, 15 if quick else 41, 9 if quick else 31, 10),
-        ("124M", GPT2_124M, 2 if quick else 5, 3 if quick else 9, 1),
+    for model, define, reference, inputs, outputs, configs in (
+        (
+            "gpt2",
+            gpt2.gpt2,
+            gpt2.reference,
+            _gpt2_inputs,
+            _gpt2_outputs,
+            {"tiny": gpt2.SMALL, "124M": GPT2_124M},
+        ),
+        (
+            "bert",
+            bert.bert,
+            bert.reference,
+            _bert_inputs,
+            _bert_outputs,
+            {"small": bert.SMALL, "base": BERT_BASE},
+        ),
     ):
-        name = f"gpt2 {label}"
-        make, reference = partial(gpt2.gpt2, **config), partial(gpt2.reference, **config)
-        torchx_s, hf_s = interleaved_medians(make, reference, rounds=build_rounds, per_round=1)
-        results.append(Result(f"transformers: {name} define+build vs constructor", torchx_s, hf_s, 1.5))
-        torchx_s, hf_s = interleaved_medians(first_build(make), reference, rounds=build_rounds, per_round=1)
-        results.append(
-            Result(
-                f"transformers: {name} first define+build in a process vs constructor", torchx_s, hf_s, None
+        for (label, config), rounds in zip(configs.items(), (small, released), strict=True):
+            results += _bench_model(
+                f"{model} {label}", define, reference, config, inputs, outputs, rounds, split=rounds is small
             )
-        )
-        model, hf = make().eval(), reference()
-        torchx.load_weights(model, hf)
-        ids = torch.randint(0, config["vocab"], (BATCH, SEQUENCE))
-        forward, hf_forward = partial(model, ids), partial(hf, ids, use_cache=False)
-        with torch.no_grad():
-            difference = (forward() - hf_forward().logits).abs().max().item()
-            assert difference <= 1e-4, f"{name}: logits differ from Hugging Face's by {difference:.2e}"
-            torchx_mib = peak_bytes(forward, model, ids) / 2**20
-            hf_mib = peak_bytes(hf_forward, hf, ids) / 2**20
-            results.append(
-                Result(
-                    f"transformers: {name} no-grad forward peak memory", torchx_mib, hf_mib, 1.05, unit="MiB"
-                )
-            )
-            torchx_s, hf_s = interleaved_medians(
-                forward, hf_forward, rounds=forward_rounds, per_round=per_forward
-            )
-            results.append(
-                Result(f"transformers: {name} forward, batch {BATCH} x {SEQUENCE}", torchx_s, hf_s, 1.03)
-            )
-        del model, hf, forward, hf_forward
-        if label == "tiny":
-            natives = {type(module) for module in make().modules() if not any(module.children())}
-            split = build_split(make, natives, build_rounds, timed=GRAPH_STEPS)
-            print_split(f"{name} define+build", split, results[0].native_s)
     return results
