@@ -63,7 +63,15 @@ __all__ = [
 ENTRY_POINT_GROUP = "torchx.plugins"
 STRICT_ENV_VAR = "TORCHX_STRICT_PLUGINS"
 BUILTIN_PLUGINS = frozenset(
-    {"torchx-core", "torchx-device", "torchx-functional", "torchx-layers", "torchx-rnn"}
+    {
+        "torchx-core",
+        "torchx-device",
+        "torchx-functional",
+        "torchx-keras",
+        "torchx-layers",
+        "torchx-rnn",
+        "torchx-tune",
+    }
 )
 """Entry-point names only TorchX's own distributions of those names may use."""
 SLOW_IMPORT_SECONDS = 2.0
