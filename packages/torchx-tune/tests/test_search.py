@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import contextlib
+import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ import torch
 from optuna.trial import TrialState
 
 from torchx.core import from_spec
+from torchx.tune import _search
 from torchx.tune._checks import Constraints
 from torchx.tune._search import search, spec_key
 
@@ -145,6 +149,10 @@ def test_trial_pruned_from_the_objective_prunes_the_trial() -> None:
 def test_an_interrupt_fails_the_running_trial_and_is_raised_again() -> None:
     storage = optuna.storages.InMemoryStorage()
     space = Choices(mlp(3), mlp(5))
+    for arch in range(2):  # two architectures: trial 1 is trained, not reused
+        optuna.create_study(storage=storage, study_name="s", load_if_exists=True).enqueue_trial(
+            {"arch": arch}
+        )
 
     def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
         if trial.number == 1:
@@ -162,7 +170,8 @@ def test_an_interrupt_fails_the_running_trial_and_is_raised_again() -> None:
     )
 
 
-def test_a_trial_waits_for_another_worker_training_its_architecture() -> None:
+def test_a_trial_waits_for_another_worker_training_its_architecture(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_search, "HEARTBEAT_SECONDS", 0.02)  # the wait below spans many grace periods
     storage = optuna.storages.InMemoryStorage()
     started, finish = threading.Event(), threading.Event()
     calls: list[int] = []
@@ -198,6 +207,101 @@ def test_a_trial_waits_for_another_worker_training_its_architecture() -> None:
         (2.0, None),
         (2.0, 0),
     ]
+
+
+def heartbeats() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name.startswith("torchx-tune heartbeat")]
+
+
+def lost_trial(storage: optuna.storages.BaseStorage, heartbeat: float | None) -> optuna.Trial:
+    """A RUNNING trial of ``mlp(3)`` holding its architecture's first ticket, as a worker killed
+    while training it leaves it: last beat at ``heartbeat`` (None: it never beat)."""
+    trial = optuna.create_study(storage=storage, study_name="s").ask()
+    Choices(mlp(3)).sample(trial)
+    trial.set_user_attr("spec_key", spec_key(mlp(3)))
+    trial.set_user_attr("ticket", 1)
+    if heartbeat is not None:
+        trial.set_user_attr("heartbeat", heartbeat)
+    return trial
+
+
+@pytest.mark.parametrize(
+    ("beat_age", "heartbeat_seconds"),
+    [(100.0, 10.0), (None, 0.01)],
+    ids=["last-beat-long-ago", "no-beat-since-its-start"],
+)
+def test_a_trial_whose_worker_is_lost_is_failed_and_its_architecture_trained(
+    monkeypatch: pytest.MonkeyPatch, beat_age: float | None, heartbeat_seconds: float
+) -> None:
+    monkeypatch.setattr(_search, "HEARTBEAT_SECONDS", heartbeat_seconds)
+    storage = optuna.storages.InMemoryStorage()
+    lost_trial(storage, None if beat_age is None else time.time() - beat_age)
+    objective = Objective()
+    result = search(Choices(mlp(3)), objective, input=(None, 4), n_trials=1, storage=storage, study="s")
+    assert len(objective.models) == 1
+    lost, trained = result.study.trials
+    assert (lost.state, trained.state, trained.value) == (TrialState.FAIL, TrialState.COMPLETE, 15.0)
+    assert re.fullmatch(
+        r"worker lost \(no heartbeat since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", lost.user_attrs["error"]
+    )
+    assert result.best_trial is not None and result.best_trial.number == 1
+
+
+def test_a_beating_trial_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_search, "HEARTBEAT_SECONDS", 0.02)
+    storage = optuna.storages.InMemoryStorage()
+    other = lost_trial(storage, time.time())
+    finish = threading.Event()
+
+    def beat() -> None:  # the other worker, alive: it beats until it tells its value
+        while not finish.wait(0.01):
+            other.set_user_attr("heartbeat", time.time())
+        other.study.tell(other, 7.0)
+
+    beating = threading.Thread(target=beat)
+    beating.start()
+    objective = Objective()
+    found: list[Any] = []
+    waiting = threading.Thread(
+        target=lambda: found.append(
+            search(Choices(mlp(3)), objective, input=(None, 4), n_trials=1, storage=storage, study="s")
+        )
+    )
+    waiting.start()
+    waiting.join(0.5)  # 25 heartbeats
+    assert waiting.is_alive()
+    finish.set()
+    beating.join(10)
+    waiting.join(10)
+    assert objective.models == []
+    assert [(trial.state.name, trial.value) for trial in found[0].study.trials] == [
+        ("COMPLETE", 7.0),
+        ("COMPLETE", 7.0),
+    ]
+    assert "error" not in found[0].study.trials[0].user_attrs
+
+
+@pytest.mark.parametrize(
+    "outcome", ["returns", "raises", "interrupted"], ids=["returns", "raises", "interrupted"]
+)
+def test_the_heartbeat_beats_while_the_trial_runs_and_stops_with_it(outcome: str) -> None:
+    beats: list[object] = []
+
+    def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        beats.append(trial.study.trials[trial.number].user_attrs.get("heartbeat"))
+        assert len(heartbeats()) == 1
+        if outcome == "raises":
+            raise ValueError("diverged")
+        if outcome == "interrupted":
+            raise KeyboardInterrupt
+        return 1.0
+
+    storage = optuna.storages.InMemoryStorage()
+    with contextlib.suppress(KeyboardInterrupt):
+        search(Choices(mlp(3)), objective, input=(None, 4), n_trials=1, storage=storage, study="s")
+    assert heartbeats() == []
+    assert len(beats) == 1 and isinstance(beats[0], float)
+    assert optuna.load_study(study_name="s", storage=storage).trials[0].user_attrs["heartbeat"] == beats[0]
 
 
 def run_workers(storage: str, study: str, n_trials: int, workers: int, tmp_path: Path) -> Path:

@@ -15,6 +15,14 @@ itself (Lamport's bakery: a trial keys itself, takes a ticket one above those
 of its architecture's trials, and trains only when no trial of the
 architecture is taking a ticket or holds a smaller one), so it needs nothing
 from the storage but the reads and writes of trial attributes.
+
+A worker that dies mid-trial (killed, its machine lost) would hold its
+architecture's lock for ever, so every running trial beats: a daemon thread
+writes ``user_attrs["heartbeat"]`` (``time.time()``) every :data:`HEARTBEAT_SECONDS`
+from ``ask`` to ``tell``. A waiting trial takes a RUNNING trial whose last beat
+(before its first: its start) is more than :data:`GRACE_BEATS` beats old for lost:
+it marks that trial FAIL with ``user_attrs["error"]`` "worker lost (...)" and goes on
+without it. The workers' clocks must agree to well within that grace period.
 """
 
 from __future__ import annotations
@@ -23,13 +31,17 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import optuna
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.storages import BaseStorage
 from optuna.trial import FixedTrial, FrozenTrial, TrialState
 
 from torchx.core import build, from_spec
@@ -39,6 +51,11 @@ __all__ = ["SearchResult", "SearchSpace", "search", "spec_key"]
 
 POLL_SECONDS = 0.2
 """How often a trial waiting for another worker's training of its architecture reads the study again."""
+
+HEARTBEAT_SECONDS = 10.0
+"""How often a running trial writes its heartbeat (``user_attrs["heartbeat"]``)."""
+GRACE_BEATS = 3
+"""How many heartbeats a RUNNING trial may miss before a trial waiting for it takes its worker for lost."""
 
 _SQLITE = "sqlite:///"
 _SQLITE_TIMEOUT_S = 60
@@ -76,7 +93,7 @@ def search(
     *,
     input: Input | Sequence[Input],
     n_trials: int,
-    storage: str | optuna.storages.BaseStorage | None = None,
+    storage: str | BaseStorage | None = None,
     study: str | None = None,
     constraints: Constraints | None = None,
     sampler: optuna.samplers.BaseSampler | None = None,
@@ -95,33 +112,46 @@ def search(
     """
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 0:
         raise ValueError(f"search: n_trials must be an int >= 0, got {n_trials!r}; fix: pass n_trials=20")
-    opened = _open_study(storage, study, sampler=sampler, pruner=pruner, direction=direction)
+    with _creation_lock(storage):  # an RDBStorage creates its tables when made
+        store = _storage(storage)
+        opened = optuna.create_study(
+            storage=store,
+            sampler=sampler,
+            pruner=pruner,
+            study_name=study,
+            direction=direction,
+            load_if_exists=True,
+        )
     inputs = model_inputs(input)
     for _ in range(n_trials):
-        _run_trial(opened, space, objective, inputs, constraints)
+        _run_trial(opened, store, space, objective, inputs, constraints)
     return _result(opened, space)
 
 
 def _run_trial(
     study: optuna.Study,
+    storage: BaseStorage,
     space: SearchSpace,
     objective: Objective,
     inputs: tuple[Input, ...],
     constraints: Constraints | None,
 ) -> None:
-    """Ask for a trial, evaluate it and tell its outcome; anything escaping marks it FAIL first."""
+    """Ask for a trial, evaluate it (beating) and tell its outcome; anything escaping marks it FAIL
+    first. A trial that a waiting worker took for lost meanwhile stays FAIL (Optuna logs the skip)."""
     trial = study.ask()
     try:
-        state, value = _evaluate(study, trial, space, objective, inputs, constraints)
+        with _heartbeat(trial):
+            state, value = _evaluate(study, storage, trial, space, objective, inputs, constraints)
     except BaseException as error:
         trial.set_user_attr("error", one_line(error))
         study.tell(trial, state=TrialState.FAIL)
         raise
-    study.tell(trial, value, state=state)
+    study.tell(trial, value, state=state, skip_if_finished=True)
 
 
 def _evaluate(
     study: optuna.Study,
+    storage: BaseStorage,
     trial: optuna.Trial,
     space: SearchSpace,
     objective: Objective,
@@ -135,7 +165,7 @@ def _evaluate(
     if checked.reason is not None:
         trial.set_user_attr("pruned_reason", checked.reason)
         return TrialState.PRUNED, None
-    done = _trained_elsewhere(study, trial, key)
+    done = _trained_elsewhere(study, storage, trial, key)
     if done is not None:
         trial.set_user_attr("reused_from", done.user_attrs.get("reused_from", done.number))
         return TrialState.COMPLETE, done.value
@@ -153,9 +183,12 @@ def _record(trial: optuna.Trial, checked: Check) -> None:
         trial.set_user_attr(name, getattr(checked, name))
 
 
-def _trained_elsewhere(study: optuna.Study, trial: optuna.Trial, key: str) -> FrozenTrial | None:
+def _trained_elsewhere(
+    study: optuna.Study, storage: BaseStorage, trial: optuna.Trial, key: str
+) -> FrozenTrial | None:
     """A COMPLETE trial of the architecture ``key`` (after waiting for one that another worker is
-    training), or None when ``trial`` is to train it: the bakery lock of the module's docstring."""
+    training), or None when ``trial`` is to train it: the bakery lock of the module's docstring,
+    trials whose worker is lost failed and passed over."""
     trial.set_user_attr("spec_key", key)
     ticket = 1 + max((_ticket(other) or 0 for other in _same(study, trial, key)), default=0)
     trial.set_user_attr("ticket", ticket)
@@ -164,7 +197,10 @@ def _trained_elsewhere(study: optuna.Study, trial: optuna.Trial, key: str) -> Fr
         done = next((other for other in others if other.state == TrialState.COMPLETE), None)
         if done is not None:
             return done
-        if not any(_ahead(other, ticket, trial.number) for other in others):
+        if not any(
+            _ahead(other, ticket, trial.number) and not _failed_if_lost(study, storage, other)
+            for other in others
+        ):
             return None
         time.sleep(POLL_SECONDS)
 
@@ -192,33 +228,59 @@ def _ahead(other: FrozenTrial, ticket: int, number: int) -> bool:
     return theirs is None or (theirs, other.number) < (ticket, number)
 
 
+@contextlib.contextmanager
+def _heartbeat(trial: optuna.Trial) -> Iterator[None]:
+    """Write ``trial``'s heartbeat now and every :data:`HEARTBEAT_SECONDS` (a daemon thread) until
+    the block ends, which waits for the thread; a trial taken for lost meanwhile beats no more."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        with contextlib.suppress(UpdateFinishedTrialError):
+            while True:
+                trial.set_user_attr("heartbeat", time.time())
+                if stop.wait(HEARTBEAT_SECONDS):
+                    return
+
+    thread = threading.Thread(target=beat, name=f"torchx-tune heartbeat {trial.number}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _failed_if_lost(study: optuna.Study, storage: BaseStorage, other: FrozenTrial) -> bool:
+    """Whether ``other``'s worker is lost (its last beat, or its start before any, is more than
+    :data:`GRACE_BEATS` beats old); if so ``other`` is marked FAIL with ``user_attrs["error"]``,
+    unless its worker told its outcome first. Written through the storage's public methods (Optuna's
+    ``Trial`` objects write only their own process's trials)."""
+    beat = other.user_attrs.get("heartbeat")
+    start = other.datetime_start
+    if isinstance(beat, (int, float)):
+        last = float(beat)
+    elif start is not None:
+        last = start.timestamp()
+    else:
+        return False
+    if time.time() - last <= GRACE_BEATS * HEARTBEAT_SECONDS:
+        return False
+    since = datetime.fromtimestamp(last).isoformat(sep=" ", timespec="seconds")
+    trial_id = storage.get_trial_id_from_study_id_trial_number(
+        storage.get_study_id_from_name(study.study_name), other.number
+    )
+    with contextlib.suppress(UpdateFinishedTrialError):  # told meanwhile, or failed by another waiter
+        storage.set_trial_user_attr(trial_id, "error", f"worker lost (no heartbeat since {since})")
+        storage.set_trial_state_values(trial_id, TrialState.FAIL)
+    return True
+
+
 def _result(study: optuna.Study, space: SearchSpace) -> SearchResult:
     """The best COMPLETE trial and its spec, drawn again from the space with the trial's parameters."""
     if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         return SearchResult(study, None, None)
     best = study.best_trial
     return SearchResult(study, best, space.sample(FixedTrial(best.params, best.number)))
-
-
-def _open_study(
-    storage: str | optuna.storages.BaseStorage | None,
-    name: str | None,
-    *,
-    sampler: optuna.samplers.BaseSampler | None,
-    pruner: optuna.pruners.BasePruner | None,
-    direction: Literal["minimize", "maximize"],
-) -> optuna.Study:
-    """Create the study, or load it where it exists; on an SQLite file, under a file lock next to
-    it (two processes creating one database's tables at once would fail)."""
-    with _creation_lock(storage):
-        return optuna.create_study(
-            storage=_sqlite_storage(storage) if isinstance(storage, str) else storage,
-            sampler=sampler,
-            pruner=pruner,
-            study_name=name,
-            direction=direction,
-            load_if_exists=True,
-        )
 
 
 def _sqlite_path(storage: object) -> Path | None:
@@ -229,15 +291,22 @@ def _sqlite_path(storage: object) -> Path | None:
     return None if database in ("", ":memory:") else Path(database)
 
 
-def _sqlite_storage(url: str) -> str | optuna.storages.RDBStorage:
-    """An SQLite URL as a storage whose writes wait for other workers' transactions."""
-    if _sqlite_path(url) is None:
-        return url
-    return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": _SQLITE_TIMEOUT_S}})
+def _storage(storage: str | BaseStorage | None) -> BaseStorage:
+    """``storage`` as an Optuna storage: None in memory, a URL in a database (on an SQLite file,
+    writes wait for other workers' transactions)."""
+    if storage is None:
+        return optuna.storages.InMemoryStorage()
+    if not isinstance(storage, str):
+        return storage
+    if _sqlite_path(storage) is None:
+        return optuna.storages.RDBStorage(storage)
+    return optuna.storages.RDBStorage(storage, engine_kwargs={"connect_args": {"timeout": _SQLITE_TIMEOUT_S}})
 
 
 @contextlib.contextmanager
 def _creation_lock(storage: object) -> Iterator[None]:
+    """On an SQLite file, a file lock next to it (two processes creating one database's tables at
+    once would fail); elsewhere nothing."""
     path = _sqlite_path(storage)
     if path is None:
         yield
