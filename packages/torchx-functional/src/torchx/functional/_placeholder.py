@@ -238,11 +238,11 @@ def _refuse_torch_checkpoint(what: str) -> None:
         )
 
 
-def _check_leaves(what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Refuse real tensors beside placeholders, and recording inside torch's
-    checkpoint; say whether any input is dynamic."""
+def _check_leaves(what: str, leaves: list[Any]) -> bool:
+    """Refuse real tensors among the leaves of a call's arguments beside
+    placeholders, and recording inside torch's checkpoint; say whether any
+    input is dynamic."""
     _refuse_torch_checkpoint(what)
-    leaves = leaves_of(args) + leaves_of(kwargs)
     dynamic = False
     for leaf in leaves:
         if isinstance(leaf, (Placeholder, Size)):
@@ -331,8 +331,21 @@ class _MetaSignature(ValueFold[Hashable]):
 _META_SIGNATURE = _MetaSignature()
 
 
+_ATOMS = frozenset((bool, int, float, str, type(None)))
+
+
 def meta_signature(value: Any) -> Hashable:
-    """``value``'s :class:`_MetaSignature`."""
+    """``value``'s :class:`_MetaSignature` (the values recorded calls mostly
+    hold, tensors, numbers and flat tuples of them, without the grammar's walk)."""
+    kind = type(value)
+    if kind is torch.Tensor:
+        return ("tensor", tuple(value.shape), value.stride(), value.dtype)
+    if kind in _ATOMS:
+        return (kind.__name__, value)
+    if (kind is tuple or kind is list) and all(
+        type(item) is torch.Tensor or type(item) in _ATOMS for item in value
+    ):
+        return (kind.__name__, *map(meta_signature, value))
     return _META_SIGNATURE.fold(value, "")
 
 
@@ -419,9 +432,11 @@ def record(
     """Record one operation on placeholders and return placeholder output(s);
     the real tensors among its arguments are read as values of the graph (see
     :func:`tensor_placeholder`)."""
-    if any(isinstance(leaf, torch.Tensor) for leaf in leaves_of(args) + leaves_of(kwargs)):
+    leaves = leaves_of(args) + leaves_of(kwargs)
+    if any(isinstance(leaf, torch.Tensor) for leaf in leaves):
         args, kwargs = _read_tensors(args, what), _read_tensors(kwargs, what)
-    dynamic = _check_leaves(what, args, kwargs)
+        leaves = leaves_of(args) + leaves_of(kwargs)
+    dynamic = _check_leaves(what, leaves)
     metas, fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
     if dynamic and args and isinstance(args[0], Placeholder):
         metas = widen_slices(kind, target, args, kwargs, args[0].node.metas, metas)
@@ -561,7 +576,7 @@ def _call_module(
 ) -> tuple[tuple[Any, ...], bool]:
     """Build ``module`` for the placeholders' shapes if needed; its meta
     outputs under each probe, and whether they are fresh memory."""
-    probes = Probes(_check_leaves(layer_name(module), args, kwargs))
+    probes = Probes(_check_leaves(layer_name(module), leaves_of(args) + leaves_of(kwargs)))
     metas, meta_kwargs = _as_metas(args, probes), _as_metas(kwargs, probes)
     if isinstance(module, OwnMetaOutput) and not kwargs:  # built, and answers without a meta run
         results = probes.run(lambda probe: module.meta_output(metas[probe]))
