@@ -76,7 +76,7 @@ def best_weights(study: optuna.Study) -> Path:
     return Path(trained.user_attrs["weights"])
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -89,7 +89,7 @@ def main() -> int:
     )
     parser.add_argument("--study", default="digits")
     parser.add_argument("-o", "--output", default="best_digits.yaml", help="where to write the best spec")
-    options = parser.parse_args()
+    options = parser.parse_args(argv)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     torch.manual_seed(0)  # the candidates' initial weights: with the sampler's seed, a run is repeatable
