@@ -277,7 +277,7 @@ def test_a_sampled_digits_space_builds_into_a_model_that_runs(digits_space: Path
     for _ in range(3):
         spec = space.sample(study.ask())
         model = from_spec(spec)
-        assert isinstance(model, torchx.nn.Module)
+        assert isinstance(model, torchx.Layer)
         assert model(torch.randn(5, 1, 8, 8)).shape == (5, 10)
 
 
