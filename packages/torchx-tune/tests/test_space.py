@@ -14,7 +14,7 @@ import torch
 import yaml
 
 import torchx
-from torchx.core import SpecError, from_spec
+from torchx.core import Layer, SpecError, from_spec
 from torchx.plugin import MAX_LAYERS, MAX_SPEC_VALUES
 from torchx.tune import MAX_REPEAT, Parameter, Space, load_space, parse_space
 
@@ -277,7 +277,7 @@ def test_a_sampled_digits_space_builds_into_a_model_that_runs(digits_space: Path
     for _ in range(3):
         spec = space.sample(study.ask())
         model = from_spec(spec)
-        assert isinstance(model, torchx.Layer)
+        assert isinstance(model, Layer)
         assert model(torch.randn(5, 1, 8, 8)).shape == (5, 10)
 
 
