@@ -33,6 +33,7 @@ from bench_layers import (
 from bench_rnn import bench_rnn
 from bench_specs import bench_specs
 from bench_transformers import bench_transformers
+from bench_tune import bench_tune
 from bench_vision import bench_vision
 from bench_weights import bench_weights
 
@@ -55,6 +56,7 @@ BENCHMARKS: dict[str, Callable[[bool], list[Result]]] = {
     "specs": bench_specs,
     "compile": bench_compile,
     "transformers": bench_transformers,
+    "tune": bench_tune,
 }
 
 
