@@ -17,7 +17,9 @@ import argparse
 import importlib
 import importlib.util
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -117,22 +119,53 @@ def tune(options: argparse.Namespace) -> int:
     except _STORAGE_ERRORS as error:
         raise UsageError(f"--storage {options.storage}: cannot be opened: {one_line(error)}") from error
     progress = _Progress(options.trials)
-    with weights_folder(_weights_folder(options.storage)):
+    kept = f"the study {study!r} is kept in {options.storage}: the same command continues it"
+    with weights_folder(_weights_folder(options.storage)), _StopAfterTrial() as stop:
         try:
             for done in range(1, options.trials + 1):
                 result = run(1)
                 progress.update(done, result.study)
+                if stop.requested:
+                    break
         except KeyboardInterrupt:
             progress.close()
-            print(
-                f"torchx tune: interrupted; the study {study!r} is kept in {options.storage}: "
-                "the same command continues it",
-                file=sys.stderr,
-            )
+            print(f"torchx tune: interrupted, the running trial failed; {kept}", file=sys.stderr)
             return INTERRUPTED
     progress.close()
     _print_best(result.study)
-    return _write_best(result, output, weights)
+    written = _write_best(result, output, weights)
+    if stop.requested:
+        print(f"torchx tune: stopped after the running trial; {kept}", file=sys.stderr)
+        return INTERRUPTED
+    return written
+
+
+class _StopAfterTrial:
+    """Ctrl-C during a search: the first lets the running trial finish and stops
+    the search after it, the second stops it at once (KeyboardInterrupt: the
+    running trial fails). Only where Ctrl-C would raise KeyboardInterrupt (the
+    main thread, Python's own handler): a process that ignores it keeps doing so."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def __enter__(self) -> _StopAfterTrial:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.getsignal(signal.SIGINT)
+            if self._previous is signal.default_int_handler:
+                signal.signal(signal.SIGINT, self._interrupted)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._previous is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _interrupted(self, signum: int, frame: object) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("torchx tune: stopping after the running trial (Ctrl-C again: stop now)", file=sys.stderr)
 
 
 def configure_tune_report(parser: argparse.ArgumentParser) -> None:
