@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
         "_spec_values",
         "_transforms",
         "_scaling",
+        "_meta_formulas",
     },
     {"_arguments", "_pending", "_torch_style", "_record"},
     # registries, hookspecs, plugins, device scopes

@@ -12,6 +12,7 @@ from torch.nn.parameter import is_lazy
 from torchx.core._errors import ShapeError, format_shape, torch_message
 from torchx.core._leaf import LeafLayer, all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
 from torchx.core._memory import BuildNeed, Rehearsal, weight_bytes
+from torchx.core._meta_formulas import MetaFormulas
 from torchx.core._record import layer_name
 from torchx.core._scope import current_scope, scope_device
 from torchx.core._shapes import (
@@ -48,7 +49,7 @@ def _meta_forward(
     in a build that no other code can use meanwhile, so it computes on
     stand-ins swapped in place, else on a private meta copy (see
     :func:`~torchx.core._shapes.meta_copy`, and for ``shapes_only``)."""
-    with torch.no_grad():
+    with torch.no_grad(), MetaFormulas():
         if owned:
             with meta_state(model):
                 return model(*metas)

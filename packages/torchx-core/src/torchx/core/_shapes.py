@@ -32,6 +32,7 @@ from torch.utils._pytree import tree_map
 
 from torchx.core._arguments import INT64_MAX
 from torchx.core._errors import LayerError, ShapeError, dynamic_dims_shown_as_none, format_shape, short_repr
+from torchx.core._meta_formulas import MetaFormulas
 from torchx.core._pending import unfilled
 from torchx.core._plugins import current_plugins
 from torchx.core._scope import current_scope, default_device
@@ -454,9 +455,9 @@ def run_on_meta(
     kwargs = kwargs or {}
     try:
         if call is not None:
-            with meta_state(module):
+            with meta_state(module), MetaFormulas():
                 return call(*inputs, **kwargs)
-        with meta_copy(module) as copied:
+        with meta_copy(module) as copied, MetaFormulas():
             return copied(*inputs, **kwargs)
     except (NotImplementedError, RuntimeError) as error:
         if not lacks_meta_kernel(error):

@@ -97,7 +97,7 @@ def check(
     """
     inputs = model_inputs(input)
     try:
-        model = build(from_spec(spec), *inputs, device="meta")
+        model: torch.nn.Module = build(from_spec(spec), *inputs, device="meta")
         summary = summarize(model.eval(), *map(_one_sample, inputs))
     except BUILD_ERRORS as error:
         return Check(None, None, None, f"does not build: {one_line(error)}")
