@@ -609,9 +609,13 @@ def test_a_non_finite_number_is_refused_where_a_layer_asks_for_a_finite_one(regi
             r"\$\.children\[1\]",
             "$choice",
         ),
-        ({"type": "Dense", "args": {"out_features": 2, "bias": {"$flip": True}}}, r"\$\.args\.bias", "$flip"),
+        (
+            {"type": "Chain", "children": [{"$repeat": {"times": 2, "layers": [{"type": "Norm"}]}}]},
+            r"\$\.children\[0\]",
+            "$repeat",
+        ),
     ],
-    ids=["int-argument", "choice-of-layers", "any-dollar-key"],
+    ids=["int-argument", "choice-of-layers", "repeat"],
 )
 def test_a_search_marker_in_a_plain_spec_says_to_read_it_as_a_space(
     registry: LayerRegistry, spec: dict[str, Any], where: str, key: str

@@ -352,3 +352,15 @@ def test_the_layer_limit_counts_the_layers_a_spec_builds_not_the_calls_of_one(
     assert len(list(model.modules())) == 20 and model(torch.zeros(2, 4)).shape == (2, 4)
     small = L.Layer.from_spec(parse_spec(_nested_yaml(3, aliased=True)))
     assert sum(isinstance(module, torch.nn.Linear) for module in small.modules()) == 2**3
+
+
+def test_names_like_search_markers_stay_names(fresh_plugins: PluginManager) -> None:
+    """A graph's inputs and outputs may be named anything, "$int" included: only a
+    marker's shape ({"$int": [low, high]}) is a search-space marker to a plain spec."""
+    x = Placeholder((None, 3), name="$choice")
+    model = Functional(inputs={"$choice": x}, outputs={"$": L.Linear(2)(x), "$int": x * 2})
+    rebuilt = L.Layer.from_spec(json.loads(json.dumps(model.to_spec())))
+    rebuilt.load_state_dict(model.state_dict())
+    data = torch.randn(4, 3)
+    for key in ("$", "$int"):
+        assert torch.equal(rebuilt(data)[key], model(data)[key])

@@ -426,11 +426,24 @@ def _check_int(value: Any, where: tuple[Any, ...]) -> None:
         raise SpecError(_path(where), f"an integer of about {int_digits(value):,} digits; {_TOO_BIG}")
 
 
+SEARCH_MARKERS = frozenset({"$int", "$float", "$choice", "$repeat"})
+"""The keys of torchx-tune's search-space markers, which a plain spec may not hold."""
+
+
+def _is_marker(key: str, value: Any) -> bool:
+    """Whether ``key: value`` in an object is a search-space marker: ``$int``,
+    ``$float`` or ``$choice`` of a list, ``$repeat`` of an object with layers.
+    (Elsewhere a key is a name, which may be any string: a graph output ``"$"``.)"""
+    if key not in SEARCH_MARKERS:
+        return False
+    return isinstance(value, dict) and "layers" in value if key == "$repeat" else isinstance(value, list)
+
+
 def _measure(document: Any, *, markers: bool = False) -> None:
     """Refuse ``document`` if, with every shared subtree (a YAML alias) counted once
     per use, it holds more than MAX_SPEC_VALUES values or MAX_LAYERS layer objects,
     or if it holds itself or an integer of more than MAX_INT_DIGITS digits; unless
-    ``markers``, an object with a key starting with ``$`` (a search-space marker) too.
+    ``markers``, a search-space marker too (see :func:`_is_marker`).
 
     Each distinct list and object is visited once (its expanded size is kept by
     ``id``; every one stays alive in ``document`` meanwhile), and without recursion,
@@ -479,7 +492,7 @@ def _measure(document: Any, *, markers: bool = False) -> None:
             for key in data:
                 if type(key) is not str:
                     _check_int(key, (key, entry, key))
-                elif not markers and key.startswith("$"):
+                elif not markers and _is_marker(key, data[key]):
                     raise SpecError(
                         _path(entry),
                         f"{short_repr(key)} is a search-space marker, which a plain spec cannot hold: "
@@ -590,10 +603,9 @@ def load_spec(path: str | Path, *, registry: LayerRegistry | None = None) -> Lay
 def read_spec_file(path: str | Path) -> Any:
     """The data of a ``.json``/``.yaml`` spec file, read and bounded exactly as
     :func:`load_spec` reads it (its text, its values and layers once YAML aliases
-    are expanded, its integers), without constructing anything. Objects with a
-    key starting with ``$`` (search-space markers, which a spec itself may not
-    hold) are kept: this is how a reader of documents *like* specs stays within
-    the same bounds.
+    are expanded, its integers), without constructing anything. Search-space
+    markers (``{"$int": [2, 8]}``, which a spec itself may not hold) are kept:
+    this is how a reader of documents *like* specs stays within the same bounds.
 
     :raises SpecError: the file is not such a document, or is past a bound.
     """
