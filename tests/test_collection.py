@@ -27,15 +27,21 @@ sys.exit(pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.arg
     ("missing", "paths", "skipped"),
     [
         (
-            # every test extra's packages beyond pytest and numpy
-            ("keras", "torchinfo", "torchview", "graphviz"),
+            # every test extra's packages beyond pytest and numpy, and torchx-tune's report extra
+            ("keras", "torchinfo", "torchview", "graphviz", "matplotlib"),
             ("packages/",),
-            ("pip install keras", "pip install torchinfo", "pip install graphviz"),
+            (
+                "pip install keras",
+                "pip install torchinfo",
+                "pip install graphviz",
+                "pip install 'torchx-tune[report]'",
+            ),
         ),
         (
-            # numpy too; torchx-keras requires numpy to be installed at all, so its suite is left out
-            ("numpy", "keras", "torchinfo", "torchview", "graphviz"),
-            ("packages/", "--ignore=packages/torchx-keras"),
+            # numpy too; torchx-keras and torchx-tune (through Optuna) require numpy to be
+            # installed at all, so their suites are left out
+            ("numpy", "keras", "torchinfo", "torchview", "graphviz", "matplotlib"),
+            ("packages/", "--ignore=packages/torchx-keras", "--ignore=packages/torchx-tune"),
             ("pip install torchinfo", "pip install graphviz"),
         ),
         (("keras",), ("packages/torchx-keras",), ("pip install keras",)),

@@ -83,6 +83,9 @@ def test_search_resume_best_files_and_report(files: Path) -> None:
     )
 
     # The reports in this process (the search was end to end; a third subprocess would only add time).
+    pytest.importorskip(
+        "matplotlib", reason="the report's plots need matplotlib: pip install 'torchx-tune[report]'"
+    )
     assert (
         main(["tune-report", "--storage", storage, "--study", "space", "-o", str(files / "report.html")]) == 0
     )
