@@ -14,8 +14,8 @@ import pytest
 import torch
 from optuna.trial import TrialState
 
-from torchx.core import from_spec
-from torchx.tune import _search
+from torchx.core import SpecError, from_spec
+from torchx.tune import _search, parse_space
 from torchx.tune._checks import Constraints
 from torchx.tune._search import search, spec_key
 
@@ -134,6 +134,112 @@ def test_a_failing_objective_fails_its_trial_and_the_search_goes_on() -> None:
         "ValueError: diverged; at step 3"
     ] * 2
     assert (result.best_trial, result.best_spec) == (None, None)
+
+
+def test_a_nan_value_fails_its_trial_and_the_search_goes_on() -> None:
+    def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        return float("nan") if trial.number == 0 else 2.0
+
+    result = search(Choices(mlp(3)), objective, input=(None, 4), n_trials=2)
+    assert states(result.study) == ["FAIL", "COMPLETE"]  # a nan is not reused either
+    assert result.study.trials[0].user_attrs["error"] == "the objective returned nan"
+    assert result.best_trial is not None and result.best_trial.number == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "told"),
+    [(torch.tensor(3.0, requires_grad=True), 3.0), (3, 3.0), (float("inf"), float("inf"))],
+    ids=["loss-tensor", "int", "inf"],
+)
+def test_an_objective_value_is_told_as_a_float(value: object, told: float) -> None:
+    result = search(Choices(mlp(3)), lambda model, trial: value, input=(None, 4), n_trials=1)
+    assert states(result.study) == ["COMPLETE"]
+    assert result.study.trials[0].value == told
+
+
+def test_a_spec_holding_an_infinite_float_is_keyed() -> None:
+    clamp = {"type": "Sequential", "layers": [{"type": "Hardtanh", "args": {"min_val": -float("inf")}}]}
+    result = search(Choices(clamp, clamp), Objective(), input=(None, 4), n_trials=2)
+    assert states(result.study) == ["COMPLETE", "COMPLETE"]
+    assert result.study.trials[1].user_attrs["reused_from"] == 0
+    assert spec_key(clamp) != spec_key(
+        {**clamp, "layers": [{"type": "Hardtanh", "args": {"min_val": -1e308}}]}
+    )
+
+
+@pytest.mark.parametrize("direction", ["minimize", "maximize"], ids=["minimize", "maximize"])
+def test_the_best_of_equal_values_is_the_earliest_trial_on_any_storage(
+    tmp_path: Path, direction: str
+) -> None:
+    widths = range(2, 8)
+    storage = f"sqlite:///{tmp_path}/s.db"
+    study = optuna.create_study(storage=storage, study_name="s", direction=direction)
+    for arch in range(len(widths)):
+        study.enqueue_trial({"arch": arch})
+    worst = 9.0 if direction == "minimize" else -9.0
+    result = search(
+        Choices(*(mlp(width) for width in widths)),
+        lambda model, trial: worst if trial.number == 0 else 1.0,
+        input=(None, 4),
+        n_trials=len(widths),
+        storage=storage,
+        study="s",
+        direction=direction,  # type: ignore[arg-type]
+    )
+    assert result.best_trial is not None and result.best_trial.number == 1
+    assert result.best_spec == mlp(3)
+
+
+def test_the_best_spec_is_the_architecture_its_trial_trained() -> None:
+    space = parse_space(
+        {
+            "type": "Sequential",
+            "layers": [
+                {
+                    "$repeat": {
+                        "times": {"$int": [0, 2]},
+                        "layers": [{"type": "Linear", "args": {"out_features": {"$int": [2, 5]}}}],
+                    }
+                },
+                {
+                    "$choice": [
+                        {"type": "ReLU"},
+                        [{"type": "Linear", "args": {"out_features": {"$int": [2, 4]}}}, {"type": "Tanh"}],
+                        [],
+                    ]
+                },
+                {"type": "Dropout", "args": {"p": {"$float": [0.0, 0.5], "step": 0.1}}},
+            ],
+        }
+    )
+    trained: dict[int, str] = {}
+
+    def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        trained[trial.number] = trial.user_attrs["spec_key"]
+        return float(trial.number)
+
+    sampler = optuna.samplers.RandomSampler(seed=0)
+    result = search(space, objective, input=(None, 4), n_trials=12, sampler=sampler, direction="maximize")
+    for trial in result.study.get_trials(states=(TrialState.COMPLETE,)):
+        again = space.sample(optuna.trial.FixedTrial(trial.params, trial.number))
+        assert spec_key(again) == trial.user_attrs["spec_key"]
+    assert result.best_trial is not None and result.best_spec is not None
+    assert spec_key(result.best_spec) == trained[max(trained)]
+
+
+def test_a_best_trial_the_space_does_not_give_is_refused() -> None:
+    storage = optuna.storages.InMemoryStorage()
+    search(Choices(mlp(3), mlp(5)), Objective(), input=(None, 4), n_trials=2, storage=storage, study="s")
+    with pytest.raises(SpecError, match="not sampled from this search space"):
+        search(Choices(mlp(4), mlp(6)), Objective(), input=(None, 4), n_trials=0, storage=storage, study="s")
+    edited = parse_space(
+        {
+            "type": "Sequential",
+            "layers": [{"type": "Linear", "args": {"out_features": {"$int": [2, 9], "name": "arch"}}}],
+        }
+    )
+    with pytest.raises(SpecError, match="not sampled from this search space"):
+        search(edited, Objective(), input=(None, 4), n_trials=0, storage=storage, study="s")
 
 
 def test_trial_pruned_from_the_objective_prunes_the_trial() -> None:

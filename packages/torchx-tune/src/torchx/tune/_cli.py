@@ -39,8 +39,8 @@ from torchx.plugin import (
     write_together,
 )
 from torchx.tune._checks import Constraints, one_line
-from torchx.tune._report import HEADERS, REPORT_SUFFIXES, best_trials, trial_rows, write_report
-from torchx.tune._search import Objective, SearchResult, _sqlite_path, search
+from torchx.tune._report import HEADERS, REPORT_SUFFIXES, trial_rows, write_report
+from torchx.tune._search import Objective, SearchResult, _sqlite_path, best_trials, search
 from torchx.tune._space import load_space
 from torchx.tune._weights import DEFAULT_FOLDER, trial_weights, weights_folder
 

@@ -25,6 +25,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from torchx.core import MissingPackageError
+from torchx.tune._search import best_trials
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = [
     "HEADERS",
     "REPORT_SUFFIXES",
-    "best_trials",
     "importances",
     "pareto_front",
     "trial_rows",
@@ -83,13 +83,6 @@ def trial_rows(trials: Sequence[FrozenTrial]) -> list[tuple[str, ...]]:
         )
         for trial in trials
     ]
-
-
-def best_trials(study: optuna.Study) -> list[FrozenTrial]:
-    """The study's COMPLETE trials, best value first (ties: the earlier trial)."""
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
-    return sorted(complete, key=lambda trial: (sign * float(trial.value or 0.0), trial.number))
 
 
 def _note(trial: FrozenTrial) -> str:

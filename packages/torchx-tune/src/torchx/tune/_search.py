@@ -31,8 +31,10 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,14 +42,16 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import optuna
+import torch
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import BaseStorage
+from optuna.study import StudyDirection
 from optuna.trial import FixedTrial, FrozenTrial, TrialState
 
-from torchx.core import build, from_spec
+from torchx.core import SpecError, build, from_spec
 from torchx.tune._checks import Check, Constraints, Input, check, model_inputs, one_line
 
-__all__ = ["SearchResult", "SearchSpace", "search", "spec_key"]
+__all__ = ["SearchResult", "SearchSpace", "best_trials", "search", "spec_key"]
 
 POLL_SECONDS = 0.2
 """How often a trial waiting for another worker's training of its architecture reads the study again."""
@@ -57,6 +61,10 @@ HEARTBEAT_SECONDS = 10.0
 GRACE_BEATS = 3
 """How many heartbeats a RUNNING trial may miss before a trial waiting for it takes its worker for lost."""
 
+_NOT_ITS_SPACE = (
+    "the best trial was not sampled from this search space (was the space edited since?); "
+    "fix: search with the space the study ran with, or start a new study (--study NAME)"
+)
 _SQLITE = "sqlite:///"
 _SQLITE_TIMEOUT_S = 60
 """How long a SQLite write waits for another worker's transaction."""
@@ -82,8 +90,9 @@ class SearchResult:
 
 
 def spec_key(spec: Mapping[str, Any]) -> str:
-    """The architecture's key: the SHA-256 of ``spec`` as JSON with sorted keys (equal specs, equal keys)."""
-    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    """The architecture's key: the SHA-256 of ``spec`` as JSON with sorted keys (equal specs, equal
+    keys; an infinite float, which a spec may hold, is written ``Infinity``)."""
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -159,23 +168,31 @@ def _evaluate(
     constraints: Constraints | None,
 ) -> tuple[TrialState, float | None]:
     spec = space.sample(trial)
-    key = spec_key(spec)
     checked = check(spec, inputs, constraints)
     _record(trial, checked)
     if checked.reason is not None:
         trial.set_user_attr("pruned_reason", checked.reason)
         return TrialState.PRUNED, None
-    done = _trained_elsewhere(study, storage, trial, key)
+    done = _trained_elsewhere(study, storage, trial, spec_key(spec))  # a spec that builds has a key
     if done is not None:
         trial.set_user_attr("reused_from", done.user_attrs.get("reused_from", done.number))
         return TrialState.COMPLETE, done.value
     try:
-        return TrialState.COMPLETE, float(objective(build(from_spec(spec), *inputs), trial))
+        value = _as_float(objective(build(from_spec(spec), *inputs), trial))
     except optuna.TrialPruned:
         return TrialState.PRUNED, None
     except Exception as error:  # noqa: BLE001 - any failure of the user's training fails this trial only
         trial.set_user_attr("error", one_line(error))
         return TrialState.FAIL, None
+    if math.isnan(value):  # Optuna refuses to tell it
+        trial.set_user_attr("error", "the objective returned nan")
+        return TrialState.FAIL, None
+    return TrialState.COMPLETE, value
+
+
+def _as_float(value: float | torch.Tensor) -> float:
+    """The objective's value as a float (a loss tensor detached first, as torch asks)."""
+    return float(value.detach() if isinstance(value, torch.Tensor) else value)
 
 
 def _record(trial: optuna.Trial, checked: Check) -> None:
@@ -275,12 +292,32 @@ def _failed_if_lost(study: optuna.Study, storage: BaseStorage, other: FrozenTria
     return True
 
 
+def best_trials(study: optuna.Study) -> list[FrozenTrial]:
+    """The study's COMPLETE trials, best value first (ties: the earlier trial)."""
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
+    return sorted(complete, key=lambda trial: (sign * float(trial.value or 0.0), trial.number))
+
+
 def _result(study: optuna.Study, space: SearchSpace) -> SearchResult:
-    """The best COMPLETE trial and its spec, drawn again from the space with the trial's parameters."""
-    if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+    """The first of :func:`best_trials` and its spec, drawn again from the space with the trial's
+    parameters (and checked against the key of the spec it trained).
+
+    :raises SpecError: ``space`` does not give that trial's architecture (not the space it ran with).
+    """
+    best = next(iter(best_trials(study)), None)
+    if best is None:
         return SearchResult(study, None, None)
-    best = study.best_trial
-    return SearchResult(study, best, space.sample(FixedTrial(best.params, best.number)))
+    where = f"study {study.study_name!r}, trial {best.number}"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # FixedTrial's "out of the range" warning
+            spec = space.sample(FixedTrial(best.params, best.number))
+    except (ValueError, UserWarning) as error:  # FixedTrial: a parameter missing, or out of range
+        raise SpecError(where, f"{_NOT_ITS_SPACE}: {one_line(error)}") from None
+    if spec_key(spec) != best.user_attrs.get("spec_key"):
+        raise SpecError(where, f"{_NOT_ITS_SPACE}: its parameters give another architecture")
+    return SearchResult(study, best, spec)
 
 
 def _sqlite_path(storage: object) -> Path | None:
