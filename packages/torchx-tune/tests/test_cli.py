@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ import optuna
 import pytest
 
 import torchx
+import torchx.core
 from torchx.cli import main
 
 SPACE = """\
@@ -164,3 +167,54 @@ def test_report_of_a_missing_database_or_study_exit_2(
     optuna.create_study(study_name="one", storage=storage)
     assert main(["tune-report", "--storage", storage, "--study", "two", "-o", str(files / "r.html")]) == 2
     assert "no study 'two': it holds 'one'; fix: --study NAME" in capsys.readouterr().err
+
+
+def _hostile_weights(folder: Path) -> dict[str, Path]:
+    """Files a study database could name as the best trial's weights, each not to be copied."""
+    secret = folder / "secret.txt"
+    secret.write_text("not yours")
+    weights = folder / "study-weights"
+    (weights / "link.safetensors").symlink_to(secret)
+    (weights / "text.safetensors").write_text("not a checkpoint")
+    other = torchx.build(
+        torchx.core.from_spec(
+            {"type": "Sequential", "layers": [{"type": "Linear", "args": {"out_features": 5}}]}
+        ),
+        (None, 4),
+    )
+    other.save(weights / "other.safetensors")
+    return {
+        "outside": secret,
+        "climbing-out": weights / ".." / "secret.txt",
+        "link-out": weights / "link.safetensors",
+        "not-a-checkpoint": weights / "text.safetensors",
+        "another-architecture": weights / "other.safetensors",
+    }
+
+
+@pytest.mark.parametrize(
+    ("named", "said"),
+    [
+        ("outside", "outside this search's weights folder"),
+        ("climbing-out", "outside this search's weights folder"),
+        ("link-out", "outside this search's weights folder"),
+        ("not-a-checkpoint", "study-weights/text.safetensors: "),
+        ("another-architecture", "hold another architecture than its spec"),
+    ],
+    ids=["outside", "climbing-out", "link-out", "not-a-checkpoint", "another-architecture"],
+)
+def test_weights_the_database_names_are_copied_only_from_the_weights_folder_as_a_checkpoint(
+    files: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], named: str, said: str
+) -> None:
+    monkeypatch.chdir(files)
+    assert main(tune_arguments("--trials", "1")) == 0  # sqlite:///study.db, weights in study-weights/
+    path = _hostile_weights(files)[named]
+    with sqlite3.connect(files / "study.db") as database:
+        database.execute(
+            "UPDATE trial_user_attributes SET value_json = ? WHERE key = 'weights'", (json.dumps(str(path)),)
+        )
+    capsys.readouterr()
+    assert main(tune_arguments("--trials", "0", "--weights", "best.safetensors")) == 1
+    err = capsys.readouterr().err
+    assert said in err and err.rstrip().endswith("nothing written")
+    assert not (files / "best.safetensors").exists()

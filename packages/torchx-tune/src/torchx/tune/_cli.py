@@ -28,7 +28,7 @@ import optuna
 import sqlalchemy.exc
 from optuna.trial import TrialState
 
-from torchx.core import from_spec, save_spec
+from torchx.core import CheckpointError, from_spec, save_spec
 from torchx.plugin import (
     UsageError,
     add_input_arguments,
@@ -42,7 +42,7 @@ from torchx.tune._checks import Constraints, one_line
 from torchx.tune._report import HEADERS, REPORT_SUFFIXES, trial_rows, write_report
 from torchx.tune._search import Objective, SearchResult, _sqlite_path, best_trials, search
 from torchx.tune._space import load_space
-from torchx.tune._weights import DEFAULT_FOLDER, trial_weights, weights_folder
+from torchx.tune._weights import DEFAULT_FOLDER, checked_weights, weights_folder
 
 __all__ = ["configure_tune", "configure_tune_report", "load_objective", "tune", "tune_report"]
 
@@ -120,7 +120,8 @@ def tune(options: argparse.Namespace) -> int:
         raise UsageError(f"--storage {options.storage}: cannot be opened: {one_line(error)}") from error
     progress = _Progress(options.trials)
     kept = f"the study {study!r} is kept in {options.storage}: the same command continues it"
-    with weights_folder(_weights_folder(options.storage)), _StopAfterTrial() as stop:
+    folder = _weights_folder(options.storage)
+    with weights_folder(folder), _StopAfterTrial() as stop:
         try:
             for done in range(1, options.trials + 1):
                 result = run(1)
@@ -133,7 +134,7 @@ def tune(options: argparse.Namespace) -> int:
             return INTERRUPTED
     progress.close()
     _print_best(result.study)
-    written = _write_best(result, output, weights)
+    written = _write_best(result, output, weights, folder)
     if stop.requested:
         print(f"torchx tune: stopped after the running trial; {kept}", file=sys.stderr)
         return INTERRUPTED
@@ -307,9 +308,9 @@ def _print_best(study: optuna.Study) -> None:
     print("\n".join(format_table(HEADERS, trial_rows(best), numeric=0)))
 
 
-def _write_best(result: SearchResult, output: Path | None, weights: Path | None) -> int:
-    """Write the best spec to ``output`` and the checkpoint its objective saved to ``weights``
-    (both or neither); 1 when the study has no such trial or checkpoint."""
+def _write_best(result: SearchResult, output: Path | None, weights: Path | None, folder: Path) -> int:
+    """Write the best spec to ``output`` and the checkpoint its objective saved (in ``folder``) to
+    ``weights`` (both or neither); 1 when the study has no such trial or checkpoint."""
     if output is None and weights is None:
         return 0
     best, spec = result.best_trial, result.best_spec
@@ -323,16 +324,11 @@ def _write_best(result: SearchResult, output: Path | None, weights: Path | None)
     if output is not None:
         writes[output] = lambda path: save_spec(from_spec(spec), path)
     if weights is not None:
-        saved = trial_weights(best, result.study.trials)
-        if saved is None or not saved.is_file():
-            print(
-                f"torchx tune: the best trial ({best.number}) has no saved weights"
-                + ("" if saved is None else f" ({saved} is gone)")
-                + ": the objective saves them with torchx.tune.save_weights(trial, model); nothing written",
-                file=sys.stderr,
-            )
+        try:
+            source = checked_weights(best, result.study.trials, folder, spec)
+        except CheckpointError as error:
+            print(f"torchx tune: {error}; nothing written", file=sys.stderr)
             return 1
-        source: Path = saved
         writes[weights] = lambda path: shutil.copyfile(source, path)
     write_together(writes)
     for path in writes:

@@ -4,7 +4,7 @@ The objective calls it once it has trained the model; the checkpoint (the
 weights and the spec, as ``model.save`` writes it) goes to
 ``<folder>/<study>-trial-<number>.safetensors`` and its path into the
 trial's user attribute ``"weights"``, where ``torchx tune --weights`` and
-:func:`trial_weights` find it. The folder is ``torchx-tune-weights`` in the
+:func:`checked_weights` find it. The folder is ``torchx-tune-weights`` in the
 working directory, or what :func:`weights_folder` sets (``torchx tune``
 sets the folder beside its SQLite file: ``study.db`` keeps its weights in
 ``study-weights/``). Workers on several machines need a folder they share.
@@ -13,7 +13,7 @@ sets the folder beside its SQLite file: ``study.db`` keeps its weights in
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -21,7 +21,16 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-__all__ = ["DEFAULT_FOLDER", "WEIGHTS_ATTR", "save_weights", "trial_weights", "weights_folder"]
+from torchx.core import CheckpointError, TorchXError, from_spec, load_model, to_spec
+
+__all__ = [
+    "DEFAULT_FOLDER",
+    "WEIGHTS_ATTR",
+    "checked_weights",
+    "save_weights",
+    "trial_weights",
+    "weights_folder",
+]
 
 DEFAULT_FOLDER = Path("torchx-tune-weights")
 WEIGHTS_ATTR = "weights"
@@ -70,3 +79,40 @@ def trial_weights(trial: FrozenTrial, trials: list[FrozenTrial]) -> Path | None:
         trial = next((other for other in trials if other.number == source), trial)
     path = trial.user_attrs.get(WEIGHTS_ATTR)
     return Path(path) if isinstance(path, str) else None
+
+
+def checked_weights(
+    trial: FrozenTrial, trials: list[FrozenTrial], folder: str | Path, spec: Mapping[str, Any]
+) -> Path:
+    """:func:`trial_weights`, once it is known to be a TorchX checkpoint of ``spec`` inside ``folder``.
+
+    The study names the file, and a study database may be shared or written by anyone: only a file
+    in the search's own weights folder (symbolic links resolved) is read, and only with TorchX's
+    safe loader (no code runs).
+
+    :raises CheckpointError: none saved, gone, outside ``folder``, not a TorchX checkpoint, or of
+        another architecture.
+    """
+    saved = trial_weights(trial, trials)
+    if saved is None:
+        raise CheckpointError(
+            f"the trial {trial.number} has no saved weights: the objective saves them with "
+            "torchx.tune.save_weights(trial, model)"
+        )
+    real, home = saved.resolve(), Path(folder).resolve()
+    if not real.is_relative_to(home):
+        raise CheckpointError(
+            f"the trial {trial.number}'s weights {saved} are outside this search's weights folder {home}: "
+            "not read (the study database names them)"
+        )
+    if not real.is_file():
+        raise CheckpointError(f"the trial {trial.number}'s weights {saved} are gone")
+    try:
+        held = to_spec(load_model(real))
+    except TorchXError as error:
+        raise CheckpointError(f"the trial {trial.number}'s weights {saved}: {error}") from error
+    if held != to_spec(from_spec(spec)):
+        raise CheckpointError(
+            f"the trial {trial.number}'s weights {saved} hold another architecture than its spec"
+        )
+    return real
