@@ -410,6 +410,37 @@ def test_the_heartbeat_beats_while_the_trial_runs_and_stops_with_it(outcome: str
     assert optuna.load_study(study_name="s", storage=storage).trials[0].user_attrs["heartbeat"] == beats[0]
 
 
+class FlakyBeats(optuna.storages.InMemoryStorage):
+    """A storage whose first heartbeat write fails (a database locked a moment); sets ``beaten``
+    at the next one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+        self.beaten = threading.Event()
+
+    def set_trial_user_attr(self, trial_id: int, key: str, value: Any) -> None:
+        if key == "heartbeat" and not self.failed:
+            self.failed = True
+            raise RuntimeError("database is locked")
+        super().set_trial_user_attr(trial_id, key, value)
+        if key == "heartbeat" and self.failed:
+            self.beaten.set()
+
+
+def test_the_heartbeat_beats_on_after_a_failed_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_search, "HEARTBEAT_SECONDS", 0.01)
+    storage = FlakyBeats()
+
+    def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        assert storage.beaten.wait(timeout=60), "the heartbeat stopped at its failed write"
+        return 1.0
+
+    result = search(Choices(mlp(3)), objective, input=(None, 4), n_trials=1, storage=storage, study="s")
+    assert states(result.study) == ["COMPLETE"] and storage.failed
+    assert heartbeats() == []
+
+
 def run_workers(storage: str, study: str, n_trials: int, workers: int, tmp_path: Path) -> Path:
     """Start ``workers`` processes at once on one study; the folder of their objective calls."""
     calls, ready = tmp_path / "calls", tmp_path / "ready"

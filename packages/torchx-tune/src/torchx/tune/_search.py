@@ -248,15 +248,20 @@ def _ahead(other: FrozenTrial, ticket: int, number: int) -> bool:
 @contextlib.contextmanager
 def _heartbeat(trial: optuna.Trial) -> Iterator[None]:
     """Write ``trial``'s heartbeat now and every :data:`HEARTBEAT_SECONDS` (a daemon thread) until
-    the block ends, which waits for the thread; a trial taken for lost meanwhile beats no more."""
+    the block ends, which waits for the thread; a write that fails is tried again at the next beat,
+    and a trial taken for lost meanwhile beats no more."""
     stop = threading.Event()
 
     def beat() -> None:
-        with contextlib.suppress(UpdateFinishedTrialError):
-            while True:
+        while True:
+            try:
                 trial.set_user_attr("heartbeat", time.time())
-                if stop.wait(HEARTBEAT_SECONDS):
-                    return
+            except UpdateFinishedTrialError:
+                return
+            except Exception:  # noqa: BLE001 - a storage's passing failure (a locked database): beat again
+                pass
+            if stop.wait(HEARTBEAT_SECONDS):
+                return
 
     thread = threading.Thread(target=beat, name=f"torchx-tune heartbeat {trial.number}", daemon=True)
     thread.start()
