@@ -441,6 +441,31 @@ def test_the_heartbeat_beats_on_after_a_failed_write(monkeypatch: pytest.MonkeyP
     assert heartbeats() == []
 
 
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        ("sqlite:///study.db", "study.db"),
+        ("sqlite:///my%20runs/study.db?timeout=5", "my runs/study.db"),
+        ("sqlite+pysqlite:////abs/study.db", "/abs/study.db"),
+        ("sqlite:///:memory:", None),
+        ("sqlite://", None),
+        ("postgresql://user@host/study", None),
+        ("not a url", None),
+    ],
+    ids=["relative", "percent-escaped", "driver", "memory", "no-file", "postgresql", "not-a-url"],
+)
+def test_the_sqlite_file_of_a_url_is_read_as_sqlalchemy_reads_it(url: str, path: str | None) -> None:
+    assert _search._sqlite_path(url) == (None if path is None else Path(path))
+
+
+def test_a_search_on_an_sqlite_file_in_a_folder_with_a_space(tmp_path: Path) -> None:
+    (tmp_path / "my runs").mkdir()
+    storage = f"sqlite:///{tmp_path}/my%20runs/study.db"
+    result = search(Choices(mlp(3)), Objective(), input=(None, 4), n_trials=1, storage=storage, study="s")
+    assert states(result.study) == ["COMPLETE"]
+    assert sorted(path.name for path in (tmp_path / "my runs").iterdir()) == ["study.db", "study.db.lock"]
+
+
 def run_workers(storage: str, study: str, n_trials: int, workers: int, tmp_path: Path) -> Path:
     """Start ``workers`` processes at once on one study; the folder of their objective calls."""
     calls, ready = tmp_path / "calls", tmp_path / "ready"

@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import optuna
+import sqlalchemy.engine
+import sqlalchemy.exc
 import torch
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import BaseStorage
@@ -65,7 +67,6 @@ _NOT_ITS_SPACE = (
     "the best trial was not sampled from this search space (was the space edited since?); "
     "fix: search with the space the study ran with, or start a new study (--study NAME)"
 )
-_SQLITE = "sqlite:///"
 _SQLITE_TIMEOUT_S = 60
 """How long a SQLite write waits for another worker's transaction."""
 
@@ -326,11 +327,22 @@ def _result(study: optuna.Study, space: SearchSpace) -> SearchResult:
 
 
 def _sqlite_path(storage: object) -> Path | None:
-    """The database file of an SQLite URL (None: another storage, or an in-memory database)."""
-    if not isinstance(storage, str) or not storage.startswith(_SQLITE):
+    """The database file of an SQLite URL, as SQLAlchemy reads it (percent-escapes decoded, any
+    driver); None for another storage, an in-memory database or a ``file:`` URI."""
+    if not isinstance(storage, str):
         return None
-    database = storage[len(_SQLITE) :].split("?", 1)[0]
-    return None if database in ("", ":memory:") else Path(database)
+    try:
+        url = sqlalchemy.engine.make_url(storage)
+    except sqlalchemy.exc.ArgumentError:  # opening it says why
+        return None
+    database = url.database
+    if (
+        url.get_backend_name() != "sqlite"
+        or database in (None, "", ":memory:")
+        or database.startswith("file:")
+    ):
+        return None
+    return Path(database)
 
 
 def _storage(storage: str | BaseStorage | None) -> BaseStorage:
