@@ -242,6 +242,27 @@ def test_a_best_trial_the_space_does_not_give_is_refused() -> None:
         search(edited, Objective(), input=(None, 4), n_trials=0, storage=storage, study="s")
 
 
+def test_a_sampler_that_runs_out_stops_the_search() -> None:
+    sampler = optuna.samplers.GridSampler({"arch": [0, 1]})
+    result = search(Choices(mlp(3), mlp(5)), Objective(), input=(None, 4), n_trials=5, sampler=sampler)
+    assert sorted(trial.params["arch"] for trial in result.study.trials) == [0, 1]
+    assert result.best_spec == mlp(3)
+
+
+def test_an_objective_stopping_the_study_stops_the_search_after_its_trial() -> None:
+    def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        if trial.number == 0:
+            trial.study.stop()
+        return 1.0
+
+    storage = optuna.storages.InMemoryStorage()
+    space = Choices(mlp(3), mlp(5))
+    result = search(space, objective, input=(None, 4), n_trials=5, storage=storage, study="s")
+    assert states(result.study) == ["COMPLETE"]
+    result = search(space, objective, input=(None, 4), n_trials=2, storage=storage, study="s")
+    assert states(result.study) == ["COMPLETE"] * 3  # the next search runs its trials
+
+
 def test_trial_pruned_from_the_objective_prunes_the_trial() -> None:
     def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
         trial.report(0.5, step=1)

@@ -133,9 +133,26 @@ def search(
             load_if_exists=True,
         )
     inputs = model_inputs(input)
-    for _ in range(n_trials):
-        _run_trial(opened, store, space, objective, inputs, constraints)
+    with _optimize_loop(opened):
+        for _ in range(n_trials):
+            _run_trial(opened, store, space, objective, inputs, constraints)
+            if opened._stop_flag:
+                break
     return _result(opened, space)
+
+
+@contextlib.contextmanager
+def _optimize_loop(study: optuna.Study) -> Iterator[None]:
+    """Within the block, ``study.stop()`` (a GridSampler or BruteForceSampler that has run out of
+    candidates, or an objective calling ``trial.study.stop()``) asks the loop to stop, as it asks
+    ``study.optimize``'s; outside one, Optuna raises RuntimeError. These are the two attributes
+    ``optimize`` sets (Optuna offers no public door for an ask-and-tell loop)."""
+    study._stop_flag = False
+    study._thread_local.in_optimize_loop = True
+    try:
+        yield
+    finally:
+        study._thread_local.in_optimize_loop = False
 
 
 def _run_trial(
