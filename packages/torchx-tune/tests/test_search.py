@@ -14,7 +14,7 @@ import pytest
 import torch
 from optuna.trial import TrialState
 
-from torchx.core import SpecError, from_spec
+from torchx.core import SpecError, TypedShape, from_spec
 from torchx.tune import _search, parse_space
 from torchx.tune._checks import Constraints
 from torchx.tune._search import search, spec_key
@@ -105,12 +105,33 @@ def test_an_architecture_is_trained_once_and_its_value_reused() -> None:
     assert len(objective.models) == 1
     assert [trial.value for trial in result.study.trials] == [15.0, 15.0, 15.0]
     assert [trial.user_attrs.get("reused_from") for trial in result.study.trials] == [None, 0, 0]
-    assert {trial.user_attrs["spec_key"] for trial in result.study.trials} == {spec_key(mlp(3))}
+    assert {trial.user_attrs["spec_key"] for trial in result.study.trials} == {spec_key(mlp(3), [(None, 4)])}
 
 
-def test_spec_key_ignores_the_order_of_keys() -> None:
-    assert spec_key({"type": "ReLU", "name": "a"}) == spec_key({"name": "a", "type": "ReLU"})
-    assert spec_key(mlp(3)) != spec_key(mlp(4))
+def test_a_study_of_another_input_is_refused_before_any_work() -> None:
+    storage = optuna.storages.InMemoryStorage()
+    search(Choices(mlp(3)), Objective(), input=(None, 4), n_trials=1, storage=storage, study="s")
+    objective = Objective()
+    with pytest.raises(SpecError, match=r"trial 0: .* or it was built for another input"):
+        search(Choices(mlp(3)), objective, input=(None, 8), n_trials=1, storage=storage, study="s")
+    assert objective.models == []  # not a Linear(8, 3) given the value of the Linear(4, 3) of trial 0
+    assert len(optuna.load_study(study_name="s", storage=storage).trials) == 1
+
+
+def test_spec_key_ignores_the_order_of_keys_not_the_input() -> None:
+    assert spec_key({"type": "ReLU", "name": "a"}, [(None, 4)]) == spec_key(
+        {"name": "a", "type": "ReLU"}, [(None, 4)]
+    )
+    assert spec_key(mlp(3), [(None, 4)]) != spec_key(mlp(4), [(None, 4)])
+    assert (
+        len(
+            {
+                spec_key(mlp(3), [shape])
+                for shape in ((None, 4), (None, 8), TypedShape((None, 4), torch.int64))
+            }
+        )
+        == 3
+    )
 
 
 def test_n_trials_counts_more_trials_on_the_same_study() -> None:
@@ -162,8 +183,8 @@ def test_a_spec_holding_an_infinite_float_is_keyed() -> None:
     result = search(Choices(clamp, clamp), Objective(), input=(None, 4), n_trials=2)
     assert states(result.study) == ["COMPLETE", "COMPLETE"]
     assert result.study.trials[1].user_attrs["reused_from"] == 0
-    assert spec_key(clamp) != spec_key(
-        {**clamp, "layers": [{"type": "Hardtanh", "args": {"min_val": -1e308}}]}
+    assert spec_key(clamp, [(None, 4)]) != spec_key(
+        {**clamp, "layers": [{"type": "Hardtanh", "args": {"min_val": -1e308}}]}, [(None, 4)]
     )
 
 
@@ -222,15 +243,15 @@ def test_the_best_spec_is_the_architecture_its_trial_trained() -> None:
     result = search(space, objective, input=(None, 4), n_trials=12, sampler=sampler, direction="maximize")
     for trial in result.study.get_trials(states=(TrialState.COMPLETE,)):
         again = space.sample(optuna.trial.FixedTrial(trial.params, trial.number))
-        assert spec_key(again) == trial.user_attrs["spec_key"]
+        assert spec_key(again, [(None, 4)]) == trial.user_attrs["spec_key"]
     assert result.best_trial is not None and result.best_spec is not None
-    assert spec_key(result.best_spec) == trained[max(trained)]
+    assert spec_key(result.best_spec, [(None, 4)]) == trained[max(trained)]
 
 
 def test_a_best_trial_the_space_does_not_give_is_refused() -> None:
     storage = optuna.storages.InMemoryStorage()
     search(Choices(mlp(3), mlp(5)), Objective(), input=(None, 4), n_trials=2, storage=storage, study="s")
-    with pytest.raises(SpecError, match="not sampled from this search space"):
+    with pytest.raises(SpecError, match="the study did not run with this search space and input"):
         search(Choices(mlp(4), mlp(6)), Objective(), input=(None, 4), n_trials=0, storage=storage, study="s")
     edited = parse_space(
         {
@@ -238,7 +259,7 @@ def test_a_best_trial_the_space_does_not_give_is_refused() -> None:
             "layers": [{"type": "Linear", "args": {"out_features": {"$int": [2, 9], "name": "arch"}}}],
         }
     )
-    with pytest.raises(SpecError, match="not sampled from this search space"):
+    with pytest.raises(SpecError, match="the study did not run with this search space and input"):
         search(edited, Objective(), input=(None, 4), n_trials=0, storage=storage, study="s")
 
 
@@ -345,7 +366,7 @@ def lost_trial(storage: optuna.storages.BaseStorage, heartbeat: float | None) ->
     while training it leaves it: last beat at ``heartbeat`` (None: it never beat)."""
     trial = optuna.create_study(storage=storage, study_name="s").ask()
     Choices(mlp(3)).sample(trial)
-    trial.set_user_attr("spec_key", spec_key(mlp(3)))
+    trial.set_user_attr("spec_key", spec_key(mlp(3), [(None, 4)]))
     trial.set_user_attr("ticket", 1)
     if heartbeat is not None:
         trial.set_user_attr("heartbeat", heartbeat)

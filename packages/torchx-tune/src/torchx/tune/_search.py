@@ -50,7 +50,7 @@ from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
 from optuna.trial import FixedTrial, FrozenTrial, TrialState
 
-from torchx.core import SpecError, build, from_spec
+from torchx.core import SpecError, TypedShape, build, from_spec
 from torchx.tune._checks import Check, Constraints, Input, check, model_inputs, one_line
 
 __all__ = ["SearchResult", "SearchSpace", "best_trials", "search", "spec_key"]
@@ -64,8 +64,8 @@ GRACE_BEATS = 3
 """How many heartbeats a RUNNING trial may miss before a trial waiting for it takes its worker for lost."""
 
 _NOT_ITS_SPACE = (
-    "the best trial was not sampled from this search space (was the space edited since?); "
-    "fix: search with the space the study ran with, or start a new study (--study NAME)"
+    "the study did not run with this search space and input (was one changed since?); "
+    "fix: search with the space and input it ran with, or start a new study (--study NAME)"
 )
 _SQLITE_TIMEOUT_S = 60
 """How long a SQLite write waits for another worker's transaction."""
@@ -90,11 +90,20 @@ class SearchResult:
     best_spec: dict[str, Any] | None
 
 
-def spec_key(spec: Mapping[str, Any]) -> str:
-    """The architecture's key: the SHA-256 of ``spec`` as JSON with sorted keys (equal specs, equal
-    keys; an infinite float, which a spec may hold, is written ``Infinity``)."""
-    text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+def spec_key(spec: Mapping[str, Any], inputs: Sequence[Input]) -> str:
+    """The architecture's key: the SHA-256 of ``spec`` and the ``inputs`` it is built for (a lazy
+    layer's size comes from them), as JSON with sorted keys (equal specs and inputs, equal keys;
+    an infinite float, which a spec may hold, is written ``Infinity``)."""
+    described = [_described(input) for input in inputs]
+    text = json.dumps({"spec": spec, "inputs": described}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _described(input: Input) -> dict[str, Any]:
+    """What of one input shapes the model built for it: its shape (None: dynamic) and dtype."""
+    if isinstance(input, (torch.Tensor, TypedShape)):
+        return {"shape": list(input.shape), "dtype": str(input.dtype)}
+    return {"shape": list(input), "dtype": None}
 
 
 def search(
@@ -133,12 +142,13 @@ def search(
             load_if_exists=True,
         )
     inputs = model_inputs(input)
+    _result(opened, space, inputs)  # a study of another space or input is refused before any work
     with _optimize_loop(opened):
         for _ in range(n_trials):
             _run_trial(opened, store, space, objective, inputs, constraints)
             if opened._stop_flag:
                 break
-    return _result(opened, space)
+    return _result(opened, space, inputs)
 
 
 @contextlib.contextmanager
@@ -191,7 +201,7 @@ def _evaluate(
     if checked.reason is not None:
         trial.set_user_attr("pruned_reason", checked.reason)
         return TrialState.PRUNED, None
-    done = _trained_elsewhere(study, storage, trial, spec_key(spec))  # a spec that builds has a key
+    done = _trained_elsewhere(study, storage, trial, spec_key(spec, inputs))  # it built: it has a key
     if done is not None:
         trial.set_user_attr("reused_from", done.user_attrs.get("reused_from", done.number))
         return TrialState.COMPLETE, done.value
@@ -322,11 +332,11 @@ def best_trials(study: optuna.Study) -> list[FrozenTrial]:
     return sorted(complete, key=lambda trial: (sign * float(trial.value or 0.0), trial.number))
 
 
-def _result(study: optuna.Study, space: SearchSpace) -> SearchResult:
+def _result(study: optuna.Study, space: SearchSpace, inputs: tuple[Input, ...]) -> SearchResult:
     """The first of :func:`best_trials` and its spec, drawn again from the space with the trial's
     parameters (and checked against the key of the spec it trained).
 
-    :raises SpecError: ``space`` does not give that trial's architecture (not the space it ran with).
+    :raises SpecError: ``space`` and ``inputs`` do not give that trial's architecture (not those it ran with).
     """
     best = next(iter(best_trials(study)), None)
     if best is None:
@@ -337,9 +347,12 @@ def _result(study: optuna.Study, space: SearchSpace) -> SearchResult:
             warnings.simplefilter("error", UserWarning)  # FixedTrial's "out of the range" warning
             spec = space.sample(FixedTrial(best.params, best.number))
     except (ValueError, UserWarning) as error:  # FixedTrial: a parameter missing, or out of range
-        raise SpecError(where, f"{_NOT_ITS_SPACE}: {one_line(error)}") from None
-    if spec_key(spec) != best.user_attrs.get("spec_key"):
-        raise SpecError(where, f"{_NOT_ITS_SPACE}: its parameters give another architecture")
+        raise SpecError(where, f"{one_line(error)}: {_NOT_ITS_SPACE}") from None
+    if spec_key(spec, inputs) != best.user_attrs.get("spec_key"):
+        raise SpecError(
+            where,
+            f"its parameters give another architecture, or it was built for another input: {_NOT_ITS_SPACE}",
+        )
     return SearchResult(study, best, spec)
 
 
