@@ -284,6 +284,27 @@ def test_an_objective_stopping_the_study_stops_the_search_after_its_trial() -> N
     assert states(result.study) == ["COMPLETE"] * 3  # the next search runs its trials
 
 
+@pytest.mark.parametrize("raised", [ValueError("diverged"), KeyboardInterrupt()], ids=["error", "interrupt"])
+def test_a_trial_taken_for_lost_keeps_that_reason_when_its_objective_then_raises(
+    raised: BaseException,
+) -> None:
+    storage = optuna.storages.InMemoryStorage()
+
+    def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        if trial.number == 0:  # a waiting worker fails it meanwhile
+            trial_id = storage.get_trial_id_from_study_id_trial_number(storage.get_study_id_from_name("s"), 0)
+            storage.set_trial_user_attr(trial_id, "error", "worker lost")
+            storage.set_trial_state_values(trial_id, TrialState.FAIL)
+            raise raised
+        return 1.0
+
+    with contextlib.suppress(KeyboardInterrupt):
+        search(Choices(mlp(3)), objective, input=(None, 4), n_trials=2, storage=storage, study="s")
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert study.trials[0].state == TrialState.FAIL and study.trials[0].user_attrs["error"] == "worker lost"
+    assert states(study) == (["FAIL"] if isinstance(raised, KeyboardInterrupt) else ["FAIL", "COMPLETE"])
+
+
 def test_trial_pruned_from_the_objective_prunes_the_trial() -> None:
     def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
         trial.report(0.5, step=1)

@@ -180,8 +180,8 @@ def _run_trial(
         with _heartbeat(trial):
             state, value = _evaluate(study, storage, trial, space, objective, inputs, constraints)
     except BaseException as error:
-        trial.set_user_attr("error", one_line(error))
-        study.tell(trial, state=TrialState.FAIL)
+        _fail(trial, one_line(error))
+        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
         raise
     study.tell(trial, value, state=state, skip_if_finished=True)
 
@@ -210,12 +210,19 @@ def _evaluate(
     except optuna.TrialPruned:
         return TrialState.PRUNED, None
     except Exception as error:  # noqa: BLE001 - any failure of the user's training fails this trial only
-        trial.set_user_attr("error", one_line(error))
+        _fail(trial, one_line(error))
         return TrialState.FAIL, None
     if math.isnan(value):  # Optuna refuses to tell it
-        trial.set_user_attr("error", "the objective returned nan")
+        _fail(trial, "the objective returned nan")
         return TrialState.FAIL, None
     return TrialState.COMPLETE, value
+
+
+def _fail(trial: optuna.Trial, error: str) -> None:
+    """Keep why ``trial`` fails in ``user_attrs["error"]``, unless a waiting worker took it for lost
+    meanwhile (it is FAIL already, with that reason)."""
+    with contextlib.suppress(UpdateFinishedTrialError):
+        trial.set_user_attr("error", error)
 
 
 def _as_float(value: float | torch.Tensor) -> float:
