@@ -455,6 +455,16 @@ def test_shared_parts_of_data_are_bounded_too() -> None:
         parse_space({"type": "Linear", "args": {"out_features": deep}})
 
 
+def test_nested_choices_in_a_file_are_refused_by_depth_not_by_the_stack(tmp_path: Path) -> None:
+    choice: Any = {"type": "ReLU"}
+    for _ in range(200):  # 400 levels of JSON, well within a spec file's bounds
+        choice = {"$choice": [choice, {"type": "Tanh"}]}
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps({"type": "Sequential", "layers": [choice]}))
+    with pytest.raises(SpecError, match=r"nests deeper than 256 levels"):
+        load_space(path)
+
+
 # -- bad markers -----------------------------------------------------------------
 
 AT = "$.layers[0].args.out_features"

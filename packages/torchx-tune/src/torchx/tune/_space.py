@@ -49,7 +49,8 @@ MAX_REPEAT = 1000
 """Most repetitions a ``$repeat`` may make."""
 
 MAX_NESTING = 4 * MAX_DEPTH
-"""Deepest nesting of values a space may have (a layer level of a spec takes a few)."""
+"""Deepest nesting of values a space may have (a layer level of a spec takes a few, a choice two:
+compiling it takes twice the stack)."""
 
 _OPTIONS = {
     "$int": ("step", "log", "name"),
@@ -688,7 +689,7 @@ class _Compiler:
                     )
         choice_pieces = (*pieces[:-1], pieces[-1] + ".$choice")
         nodes = tuple(
-            self.compile(option, _child(choice_pieces, i), _option_role(role, option), depth + 1)
+            self.compile(option, _child(choice_pieces, i), _option_role(role, option), depth + 2)
             for i, option in enumerate(options)
         )
         declared = Parameter(
