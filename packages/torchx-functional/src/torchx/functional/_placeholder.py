@@ -555,18 +555,15 @@ def _answering(module: nn.Module | None = None) -> Iterator[None]:
     run 2**depth times): their copies made meanwhile (see :func:`answering_copies`)
     and, given the ``module`` that runs in place (a build), those inside it."""
     token = _ANSWERING.set(True)
-    if module is not None and not module._modules and not isinstance(module, OwnMetaOutput):
-        try:  # a leaf: no graph inside to answer (the common case, without an ExitStack)
-            yield
-        finally:
-            _ANSWERING.reset(token)
-        return
     try:
-        with ExitStack() as stack:
-            for sub in () if module is None else module.modules():
-                if isinstance(sub, OwnMetaOutput):
-                    stack.enter_context(sub.answering_meta_calls())
-            yield
+        if module is not None and not module._modules and not isinstance(module, OwnMetaOutput):
+            yield  # a leaf: no graph inside to answer (the common case, without an ExitStack)
+        else:
+            with ExitStack() as stack:
+                for sub in () if module is None else module.modules():
+                    if isinstance(sub, OwnMetaOutput):
+                        stack.enter_context(sub.answering_meta_calls())
+                yield
     finally:
         _ANSWERING.reset(token)
 
