@@ -9,7 +9,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 import torchx
 import torchx.layers as L
-from torchx.core import ArgumentError, PluginManager, ShapeError
+from torchx.core import ArgumentError, PluginManager, ShapeError, SpecError
 from torchx.rnn import GRU, LSTM, RNN, GetRNNOutput, GetRNNState, GRUCell, LSTMCell, RNNCell, TimeDistributed
 
 CASES = [
@@ -263,3 +263,12 @@ def test_scripted_recurrent_layers_return_typed_outputs_and_states() -> None:
     model = _IndexesTheState(lstm, gru).eval()
     x = torch.randn(2, 5, 4)
     assert torch.allclose(torch.jit.script(model)(x), model(x))
+
+
+@pytest.mark.parametrize("layer", [RNN, LSTM, GRU], ids=["RNN", "LSTM", "GRU"])
+def test_a_spec_cannot_stall_its_loader_with_num_layers(layer: type[L.Layer]) -> None:
+    # torch's constructor takes time quadratic in num_layers: a million layers ran for many minutes
+    spec = {"type": layer.__name__, "args": {"hidden_size": 11, "num_layers": 1_000_000}}
+    with pytest.raises(SpecError, match=r"\$.args.num_layers: expected an int in \[1, 1024\], got 1000000"):
+        L.Layer.from_spec(spec)
+    assert layer(4, num_layers=1024).arguments["num_layers"] == 1024

@@ -73,15 +73,16 @@ class Interval:
 
     def describe(self, kind: str) -> str:
         """The range in words, for ``kind`` ("int" or "number")."""
+        article = "an" if kind[0] in "aeiou" else "a"
         if self.high in (None, INT64_MAX):
             if self.low == 1 and kind == "int":
                 return "a positive int"
             if self.low == 0:
                 return f"a positive {kind}" if self.low_open else f"a non-negative {kind}"
-            return f"a {kind} {'>' if self.low_open else '>='} {self.low}"
+            return f"{article} {kind} {'>' if self.low_open else '>='} {self.low}"
         left = "(" if self.low_open else "["
         right = ")" if self.high_open else "]"
-        return f"a {kind} in {left}{self.low}, {self.high}{right}"
+        return f"{article} {kind} in {left}{self.low}, {self.high}{right}"
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,14 @@ torch's, and ``state_dict`` keys are torch's.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
 from torchx.core import FromInput, FromState, LeafLayer
-from torchx.plugin import DropoutRate, NonNegativeInt, PositiveInt
+from torchx.plugin import DropoutRate, Interval, NonNegativeInt, PositiveInt
 from torchx.rnn._modules import (
     GetRNNOutputModule,
     GetRNNStateModule,
@@ -27,6 +27,14 @@ from torchx.rnn._modules import (
 )
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "GetRNNOutput", "GetRNNState", "LSTMCell", "RNNCell"]
+
+MAX_STACKED_LAYERS = 1024
+"""Most layers a recurrent layer stacks (``num_layers``). torch's constructor
+takes time quadratic in it (3,000 layers take 3 s, even on meta; 26,000 many
+minutes), so one number in a spec could stall whoever loads it."""
+
+StackedLayers = Annotated[int, Interval(1, MAX_STACKED_LAYERS)]
+"""A recurrent layer's ``num_layers``: 1 to :data:`MAX_STACKED_LAYERS`."""
 
 _SEQUENCE = FromInput(dim=-1, ranks=(3,), state=FromState("weight_ih_l0", 1))
 
@@ -76,7 +84,7 @@ class RNN(_Recurrent):
         self,
         hidden_size: PositiveInt,
         *,
-        num_layers: PositiveInt = 1,
+        num_layers: StackedLayers = 1,
         nonlinearity: Literal["tanh", "relu"] = "tanh",
         bias: bool = True,
         batch_first: bool = True,
@@ -117,7 +125,7 @@ class LSTM(_Recurrent):
         self,
         hidden_size: PositiveInt,
         *,
-        num_layers: PositiveInt = 1,
+        num_layers: StackedLayers = 1,
         bias: bool = True,
         batch_first: bool = True,
         dropout: DropoutRate = 0.0,
@@ -150,7 +158,7 @@ class GRU(_Recurrent):
         self,
         hidden_size: PositiveInt,
         *,
-        num_layers: PositiveInt = 1,
+        num_layers: StackedLayers = 1,
         bias: bool = True,
         batch_first: bool = True,
         dropout: DropoutRate = 0.0,
