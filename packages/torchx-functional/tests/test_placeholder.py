@@ -262,3 +262,30 @@ def test_constructors_of_uninitialised_memory_without_a_zero_twin_are_refused() 
     ):
         with pytest.raises(TorchXError, match=rf"{name} .*uninitialised memory.*new_zeros"):
             record()
+
+
+def test_a_layer_built_on_a_placeholder_is_the_one_built_on_a_tensor() -> None:
+    # a leaf with a formula builds without a meta run: same weights for the same seed, same output shapes
+    torch.manual_seed(0)
+    ids = Placeholder((None, None), dtype=torch.long)
+    h = L.LayerNorm()(L.Linear(6)(L.Embedding(11, 4)(ids)))
+    assert h.shape == (None, None, 6)
+    model = Functional(ids, h)
+    torch.manual_seed(0)
+    eager = L.Sequential(L.Embedding(11, 4), L.Linear(6), L.LayerNorm())
+    eager(torch.zeros(1, 1, dtype=torch.long))
+    assert [tuple(p.shape) for p in model.parameters()] == [tuple(p.shape) for p in eager.parameters()]
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), eager.parameters(), strict=True))
+
+
+def test_hooks_of_an_unbuilt_layer_run_when_it_is_called_on_a_placeholder() -> None:
+    layer = L.Linear(3)
+    layer.register_forward_pre_hook(lambda module, inputs: (inputs[0][..., :2],))  # it builds for what the hook gives
+    assert layer(Placeholder((None, 5))).shape == (None, 3) and layer.in_features == 2
+    seen: list[str] = []
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda *_: seen.append("called"))
+    try:
+        assert L.Linear(2)(Placeholder((None, 5))).shape == (None, 2)
+    finally:
+        handle.remove()
+    assert seen  # a global hook runs too

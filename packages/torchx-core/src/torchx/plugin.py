@@ -49,7 +49,8 @@ torchx-functional's, also uses:
   :func:`copying_for_shapes` may answer from their original), and the build they belong to
   (:func:`build_target`, :func:`current_build_target`, :func:`scope_device`);
 - builds: a container builds its children as one transaction
-  (:func:`all_or_nothing`, over :func:`unbuilt_layers`), checked against the
+  (:func:`all_or_nothing`, over :func:`unbuilt_layers`; an unbuilt leaf with a
+  formula builds on its own, :func:`build_for_meta`), checked against the
   memory as a whole (:func:`allocation_budget`, measured first by a
   :class:`Rehearsal`; :func:`build_need` is what a model allocates);
 - graphs: values that record calls (:func:`is_symbolic`,
@@ -102,6 +103,7 @@ from torchx.core._leaf import FromInput as FromInput
 from torchx.core._leaf import FromState as FromState
 from torchx.core._leaf import LeafLayer as LeafLayer
 from torchx.core._leaf import all_or_nothing as all_or_nothing
+from torchx.core._leaf import build_for_meta as build_for_meta
 from torchx.core._leaf import closed_form_output as closed_form_output
 from torchx.core._leaf import explain_failure as explain_failure
 from torchx.core._leaf import unbuilt_layers as unbuilt_layers
@@ -188,6 +190,7 @@ __all__ = [
     "add_note",
     "add_spec_argument",
     "all_or_nothing",
+    "build_for_meta",
     "allocation_budget",
     "build",
     "build_need",

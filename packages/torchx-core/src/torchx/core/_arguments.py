@@ -294,6 +294,13 @@ def _fast_check(hint: Any) -> Callable[[Any], bool]:
         if len(ranges) == 1 and not (ranges[0].low_open or ranges[0].high_open):
             low, high = ranges[0].low, ranges[0].high
             return lambda value: type(value) is int and low <= value <= high  # type: ignore[operator]
+    if origin is Annotated and arguments[0] is float:  # a finite float in range: non-finite ones go to coerce
+        ranges = [extra for extra in arguments[1:] if isinstance(extra, Interval)]
+        if len(ranges) == 1 and len(arguments) == 2:
+            holds = ranges[0].holds
+            return lambda value: type(value) is float and math.isfinite(value) and holds(value)
+    if hint is float:
+        return lambda value: type(value) is float and math.isfinite(value)
     if origin in (Union, types.UnionType):
         options = [_fast_check(option) for option in arguments]
         return lambda value: any(option(value) for option in options)

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, cast
 
 import torch
 from torch import nn
+from torch.nn.modules.module import _has_any_global_hook
 from torch.utils._pytree import tree_leaves, tree_map
 
 from torchx.core._errors import (
@@ -74,6 +75,8 @@ from torchx.core._pending import (
 from torchx.core._record import MODULE_STATE, LayerRecord, init_module_state, layer_view, record_of
 from torchx.core._shapes import (
     DYNAMIC_PROBES,
+    BuildTarget,
+    Probes,
     Shape,
     current_build_target,
     lacks_meta_kernel,
@@ -90,6 +93,7 @@ __all__ = [
     "FromState",
     "LeafLayer",
     "all_or_nothing",
+    "build_for_meta",
     "closed_form_output",
     "describe_inputs",
     "explain_failure",
@@ -933,6 +937,70 @@ def closed_form_output(
     if math.prod(sizes) * inputs[0].element_size() >= _MAX_BYTES:
         return None  # more bytes than a tensor can address: the meta run says why
     return make_meta(sizes, inputs[0].dtype)
+
+
+def build_for_meta(
+    layer: nn.Module,
+    probes: Probes,
+    inputs: Sequence[tuple[Any, ...]],
+    device: torch.device,
+    dtype: torch.dtype | None,
+) -> list[Any] | None:
+    """Build ``layer``, an unbuilt leaf layer, for meta ``inputs`` (positional,
+    one tuple per probe) on ``device`` (in ``dtype``, or the layers' default)
+    and give its meta output under each probe from its formula: its first
+    call inside :func:`build_target`, without the swap to stand-ins, the meta
+    run and the build transaction that a layer without a formula, or with
+    hooks, needs. None, with nothing built, where those are needed. If a probe
+    after the first does not fit what the first built, the layer is unbuilt."""
+    layer_class = type(layer)
+    if (
+        not isinstance(layer, LeafLayer)
+        or layer._forward_hooks
+        or layer._forward_pre_hooks
+        or layer._backward_hooks
+        or layer._backward_pre_hooks
+        or _has_any_global_hook()  # type: ignore[no-untyped-call]
+    ):
+        return None
+
+    def build(probe: int) -> Any:
+        output = closed_form_output(layer, inputs[probe], _new_meta)
+        if output is not None:
+            _build_alone(layer, inputs[probe], BuildTarget.on(device, dtype))
+        return output
+
+    def check(probe: int) -> Any:  # the built layer's formula checks that the inputs fit
+        output = closed_form_output(layer, inputs[probe], _new_meta)
+        return output if output is not None else run_on_meta(layer, inputs[probe])
+
+    with _BUILD_LOCK:
+        if type(layer) is not layer_class:
+            return None  # another thread built it meanwhile
+        try:
+            outputs = probes.run(
+                build, second=lambda probe: None if isinstance(layer, LeafLayer) else check(probe)
+            )
+        except BaseException:
+            unbuild(layer)
+            raise
+    return None if outputs[0] is None else outputs
+
+
+def _build_alone(layer: LeafLayer, inputs: tuple[Any, ...], target: BuildTarget) -> None:
+    """``layer._build``, with the errors of its first call."""
+    try:
+        with torch.no_grad(), outside_transforms():
+            layer._build(inputs, list(inputs), target)
+    except Exception as error:
+        classified = _classified(type(layer), layer, (inputs, {}), inputs, error)
+        if classified is error:
+            raise
+        raise classified from error
+
+
+def _new_meta(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    return torch.empty(shape, dtype=dtype, device="meta")
 
 
 def explain_failure(module: nn.Module, inputs: tuple[Any, ...], error: BaseException) -> LayerError | None:

@@ -348,6 +348,12 @@ class BuildTarget:
     """Whether ``device`` is torch's default device (so need not be passed)."""
     swap: MetaSwap
 
+    @classmethod
+    def on(cls, device: torch.device, dtype: torch.dtype | None) -> BuildTarget:
+        """A build on ``device`` (in ``dtype``, or the layers' default), with nothing swapped yet."""
+        # Inside a device scope, "default" means the scope's device: say the device.
+        return cls(device, dtype, current_scope() is None and device == default_device(), MetaSwap())
+
 
 _target: contextvars.ContextVar[BuildTarget | None] = contextvars.ContextVar(
     "torchx_build_target", default=None
@@ -365,9 +371,7 @@ def build_target(device: torch.device, dtype: torch.dtype | None) -> Iterator[Bu
 
     Every tensor swapped to meta during the block is restored when it exits.
     """
-    # Inside a device scope, "default" means the scope's device: say the device.
-    is_default = current_scope() is None and device == default_device()
-    target = BuildTarget(device, dtype, is_default, MetaSwap())
+    target = BuildTarget.on(device, dtype)
     token, inferring = _target.set(target), _inferring.set(True)
     try:
         yield target
@@ -549,5 +553,12 @@ class Probes:
     def merged_shapes(outputs: Sequence[Any]) -> Any:
         """The shapes of one output computed under each probe (see
         :func:`shape_of`), with ``None`` for each dim that differs between them."""
-        first = shape_of(outputs[0])
-        return first if len(outputs) == 1 else merge_probes(first, shape_of(outputs[-1]))
+        first, last = outputs[0], outputs[-1]
+        if type(first) is torch.Tensor and type(last) is torch.Tensor:  # the common case, without a tree walk
+            shape, other = tuple(first.shape), last.shape
+            if len(outputs) == 1 or shape == other:
+                return shape
+            if len(shape) == len(other):
+                return tuple(a if a == b else None for a, b in zip(shape, other, strict=True))
+        first = shape_of(first)
+        return first if len(outputs) == 1 else merge_probes(first, shape_of(last))

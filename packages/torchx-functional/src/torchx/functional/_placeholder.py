@@ -44,6 +44,7 @@ from torchx.plugin import (
     Probes,
     ValueFold,
     all_or_nothing,
+    build_for_meta,
     build_target,
     closed_form_output,
     find_symbolic,
@@ -579,7 +580,10 @@ def _call_module(
         results = probes.run(lambda probe: module.meta_output(metas[probe]))
         return tuple(output for output, _ in results), results[0][1]
     unbuilt = unbuilt_layers(module)
-    if unbuilt:
+    outputs = None
+    if unbuilt == [module] and not kwargs:  # an unbuilt leaf layer: its formula may do without a meta run
+        outputs = build_for_meta(module, probes, metas, scope_device(), _scope_dtype())
+    if outputs is None and unbuilt:
         with (
             _answering(module),
             all_or_nothing(module, unbuilt=unbuilt),
@@ -592,7 +596,7 @@ def _call_module(
                 lambda probe: module(*metas[probe], **meta_kwargs[probe]),
                 second=lambda probe: _probe(module, metas[probe], meta_kwargs[probe], building=True),
             )
-    else:
+    elif outputs is None:
         outputs = probes.run(lambda probe: _probe(module, metas[probe], meta_kwargs[probe]))
     output, first, first_kwargs = outputs[0], metas[0], meta_kwargs[0]
     shares = shares_input(output, first) or (bool(first_kwargs) and shares_input(output, first_kwargs))
