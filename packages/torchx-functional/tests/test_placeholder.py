@@ -280,7 +280,9 @@ def test_a_layer_built_on_a_placeholder_is_the_one_built_on_a_tensor() -> None:
 
 def test_hooks_of_an_unbuilt_layer_run_when_it_is_called_on_a_placeholder() -> None:
     layer = L.Linear(3)
-    layer.register_forward_pre_hook(lambda module, inputs: (inputs[0][..., :2],))  # it builds for what the hook gives
+    layer.register_forward_pre_hook(
+        lambda module, inputs: (inputs[0][..., :2],)
+    )  # it builds for what the hook gives
     assert layer(Placeholder((None, 5))).shape == (None, 3) and layer.in_features == 2
     seen: list[str] = []
     handle = torch.nn.modules.module.register_module_forward_hook(lambda *_: seen.append("called"))
