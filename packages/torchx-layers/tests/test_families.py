@@ -11,6 +11,7 @@ from torch.nn.parameter import is_lazy
 import torchx
 import torchx.layers as L
 from torchx.core._shapes import run_on_meta
+from torchx.plugin import closed_form_output
 
 
 def ids(case: Case) -> str:
@@ -78,7 +79,10 @@ def test_output_shape_formulas_agree_with_the_meta_run(case: Case) -> None:
         pytest.skip("no closed-form shape: the meta run is the only rule")
     layer = torchx.build(unbuilt, *inputs)
     metas = tuple(torch.empty_like(x, device="meta") for x in inputs)
-    assert formula == tuple(run_on_meta(layer, metas).shape)
+    ran = run_on_meta(layer, metas)
+    assert formula == tuple(ran.shape)
+    closed = closed_form_output(layer, metas, lambda shape, dtype: torch.empty(shape, dtype=dtype, device="meta"))
+    assert tuple(closed.shape) == formula and closed.dtype == ran.dtype
     dynamic = (None, *shapes[0][1:])
     assert case.layer().infer_output_shape(dynamic, *shapes[1:])[1:] == formula[1:]
 

@@ -294,6 +294,10 @@ class LeafLayer(Layer):
     same_shape: ClassVar[bool] = False
     """True when the output shape always equals the input shape (a fast path)."""
 
+    output_dtype_of: ClassVar[str | None] = None
+    """The parameter whose dtype the output takes (an embedding's ``"weight"``:
+    its input is integer ids); None (the default): the first input's."""
+
     _torchx_kind = "leaf"
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -899,6 +903,21 @@ def closed_form_output(
     """The meta output of ``module``, a TorchX leaf layer built or not, for meta
     ``inputs``, from its layer's formula (its input, for ``same_shape``
     layers; else ``make_meta(shape, dtype)``), or None when there is none."""
+    found = _formula(module, inputs)
+    if found is None:
+        return None
+    layer_class, shape = found
+    if shape is None:
+        return inputs[0]  # a meta tensor: only its shape and dtype are read
+    dtype = _output_dtype(layer_class, module, inputs)
+    return None if dtype is None else make_meta(shape, dtype)
+
+
+def _formula(module: nn.Module, inputs: tuple[Any, ...]) -> tuple[type[LeafLayer], tuple[int, ...] | None] | None:
+    """The layer class of ``module`` (a TorchX leaf layer, built or not) and the
+    output shape its formula gives for meta ``inputs`` (None: the input's, a
+    ``same_shape`` layer), or None where it has no formula for them. Raises
+    the ShapeError of inputs that a built layer does not fit."""
     single = len(inputs) == 1
     if not inputs or not (
         isinstance(inputs[0], torch.Tensor)
@@ -923,7 +942,7 @@ def closed_form_output(
         if misfit is not None:
             raise misfit
     if layer_class.same_shape:
-        return inputs[0]  # a meta tensor: only its shape and dtype are read
+        return layer_class, None
     if view is None:
         view = module if isinstance(module, layer_class) else layer_view(module)
     assert isinstance(view, LeafLayer)
@@ -936,7 +955,17 @@ def closed_form_output(
         return None  # an input it does not fit: the meta run says why
     if math.prod(sizes) * inputs[0].element_size() >= _MAX_BYTES:
         return None  # more bytes than a tensor can address: the meta run says why
-    return make_meta(sizes, inputs[0].dtype)
+    return layer_class, sizes
+
+
+def _output_dtype(layer_class: type[LeafLayer], module: nn.Module, inputs: tuple[Any, ...]) -> torch.dtype | None:
+    """The dtype of ``module``'s output for ``inputs`` (see ``output_dtype_of``);
+    None where its parameter's dtype is the build's, still to come."""
+    name = layer_class.output_dtype_of
+    if name is None:
+        return cast(torch.dtype, inputs[0].dtype)
+    tensor = None if isinstance(module, LeafLayer) else module._parameters.get(name)
+    return None if tensor is None else tensor.dtype
 
 
 def build_for_meta(
@@ -965,10 +994,14 @@ def build_for_meta(
         return None
 
     def build(probe: int) -> Any:
-        output = closed_form_output(layer, inputs[probe], _new_meta)
-        if output is not None:
-            _build_alone(layer, inputs[probe], BuildTarget.on(device, dtype))
-        return output
+        found = _formula(layer, inputs[probe])
+        if found is None:
+            return None
+        _build_alone(layer, inputs[probe], BuildTarget.on(device, dtype))
+        layer_class, shape = found
+        if shape is None:
+            return inputs[probe][0]
+        return _new_meta(shape, cast(torch.dtype, _output_dtype(layer_class, layer, inputs[probe])))
 
     def check(probe: int) -> Any:  # the built layer's formula checks that the inputs fit
         output = closed_form_output(layer, inputs[probe], _new_meta)

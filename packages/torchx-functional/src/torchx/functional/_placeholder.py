@@ -304,7 +304,7 @@ class _MetaSignature(ValueFold[Hashable]):
 
     def fold(self, value: Any, where: str) -> Hashable:
         if isinstance(value, torch.Tensor):  # most arguments are: looked for before the grammar
-            return ("tensor", tuple(value.shape), value.stride(), value.dtype)
+            return ("tensor", value.shape, value.stride(), value.dtype)
         return super().fold(value, where)
 
     def atom(self, value: bool | int | float | str | None, where: str) -> Hashable:
@@ -326,6 +326,8 @@ class _MetaSignature(ValueFold[Hashable]):
         return ("dtype", value)
 
     def other(self, value: Any, where: str) -> Hashable:
+        if type(value) is torch.device:  # a factory's device= (meta, in a meta run)
+            return ("device", value)
         raise TypeError(type(value).__name__)
 
 
@@ -337,17 +339,38 @@ _ATOMS = frozenset((bool, int, float, str, type(None)))
 
 def meta_signature(value: Any) -> Hashable:
     """``value``'s :class:`_MetaSignature` (the values recorded calls mostly
-    hold, tensors, numbers and flat tuples of them, without the grammar's walk)."""
+    hold, tensors, numbers, indices and flat containers of them, without the grammar's walk)."""
     kind = type(value)
-    if kind is torch.Tensor:
-        return ("tensor", tuple(value.shape), value.stride(), value.dtype)
-    if kind in _ATOMS:
-        return (kind.__name__, value)
     if (kind is tuple or kind is list) and all(
         type(item) is torch.Tensor or type(item) in _ATOMS for item in value
-    ):
-        return (kind.__name__, *map(meta_signature, value))
-    return _META_SIGNATURE.fold(value, "")
+    ):  # a call's arguments, mostly
+        return (kind.__name__, *map(_quick_signature, value))
+    quick = _quick_signature(value)
+    return _META_SIGNATURE.fold(value, "") if quick is None else quick
+
+
+def _quick_signature(value: Any) -> Hashable | None:
+    """:func:`meta_signature` of tensors, atoms, slices, ``...`` and lists,
+    tuples and string-keyed dicts of them; None for anything else."""
+    kind = type(value)
+    if kind is torch.Tensor:
+        return ("tensor", value.shape, value.stride(), value.dtype)
+    if kind in _ATOMS:
+        return (kind.__name__, value)
+    if kind is tuple or kind is list:
+        items = tuple(map(_quick_signature, value))
+        return None if None in items else (kind.__name__, *items)
+    if kind is dict:
+        if not all(type(key) is str for key in value):
+            return None
+        entries = tuple((key, _quick_signature(item)) for key, item in value.items())
+        return None if any(item is None for _, item in entries) else ("dict", *entries)
+    if kind is slice:
+        parts = (_quick_signature(value.start), _quick_signature(value.stop), _quick_signature(value.step))
+        return None if None in parts else ("slice", *parts)
+    if value is Ellipsis:
+        return ("ellipsis", Ellipsis)
+    return None
 
 
 def shares_input(output: Any, inputs: Any) -> bool:

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.plugin import ExtendedFloat, PositiveFloat, PositiveInt
+from torchx.plugin import ExtendedFloat, PositiveFloat, PositiveInt, Shape
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -18,6 +18,7 @@ class Embedding(LeafLayer):
 
     native_class = nn.Embedding
     integer_input = True
+    output_dtype_of = "weight"
 
     def __init__(
         self,
@@ -45,6 +46,9 @@ class Embedding(LeafLayer):
             dtype=dtype,
             name=name,
         )
+
+    def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
+        return (*input_shapes[0], self.arguments["embedding_dim"]) if len(input_shapes) == 1 else None
 
     @classmethod
     def failure_hint(cls, module: nn.Module, inputs: tuple[Any, ...], error: Exception) -> str | None:
