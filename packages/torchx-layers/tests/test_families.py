@@ -81,7 +81,9 @@ def test_output_shape_formulas_agree_with_the_meta_run(case: Case) -> None:
     metas = tuple(torch.empty_like(x, device="meta") for x in inputs)
     ran = run_on_meta(layer, metas)
     assert formula == tuple(ran.shape)
-    closed = closed_form_output(layer, metas, lambda shape, dtype: torch.empty(shape, dtype=dtype, device="meta"))
+    closed = closed_form_output(
+        layer, metas, lambda shape, dtype: torch.empty(shape, dtype=dtype, device="meta")
+    )
     assert tuple(closed.shape) == formula and closed.dtype == ran.dtype
     dynamic = (None, *shapes[0][1:])
     assert case.layer().infer_output_shape(dynamic, *shapes[1:])[1:] == formula[1:]

@@ -913,7 +913,9 @@ def closed_form_output(
     return None if dtype is None else make_meta(shape, dtype)
 
 
-def _formula(module: nn.Module, inputs: tuple[Any, ...]) -> tuple[type[LeafLayer], tuple[int, ...] | None] | None:
+def _formula(
+    module: nn.Module, inputs: tuple[Any, ...]
+) -> tuple[type[LeafLayer], tuple[int, ...] | None] | None:
     """The layer class of ``module`` (a TorchX leaf layer, built or not) and the
     output shape its formula gives for meta ``inputs`` (None: the input's, a
     ``same_shape`` layer), or None where it has no formula for them. Raises
@@ -958,7 +960,9 @@ def _formula(module: nn.Module, inputs: tuple[Any, ...]) -> tuple[type[LeafLayer
     return layer_class, sizes
 
 
-def _output_dtype(layer_class: type[LeafLayer], module: nn.Module, inputs: tuple[Any, ...]) -> torch.dtype | None:
+def _output_dtype(
+    layer_class: type[LeafLayer], module: nn.Module, inputs: tuple[Any, ...]
+) -> torch.dtype | None:
     """The dtype of ``module``'s output for ``inputs`` (see ``output_dtype_of``);
     None where its parameter's dtype is the build's, still to come."""
     name = layer_class.output_dtype_of

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,12 +52,19 @@ class Liveness:
     into: list[int | None]
 
 
-def _read(*values: Any) -> Iterator[str]:
+def _read(*values: Any) -> list[str]:
     """The variables step arguments read (a batch size or a device reads its variable)."""
+    names: list[str] = []
     for value in values:
-        for leaf in leaves_of(value):
-            if isinstance(leaf, (Var, BatchOf, DeviceVar)):
-                yield leaf.name
+        if not value:
+            continue
+        if type(value) is tuple and all(type(leaf) is Var for leaf in value):  # a layer's call
+            names.extend([leaf.name for leaf in value])
+        else:
+            names.extend(
+                [leaf.name for leaf in leaves_of(value) if isinstance(leaf, (Var, BatchOf, DeviceVar))]
+            )
+    return names
 
 
 class _Memory:
@@ -146,7 +152,7 @@ def liveness(program: Program) -> Liveness:
             released[index].append(name)
     copied = []
     for index, step in enumerate(program.steps):
-        first = next(_read(step.args[:1]), None) if step.in_place else None
+        first = next(iter(_read(step.args[:1])), None) if step.in_place else None
         copied.append(first is not None and not memory.reusable(first, index, step.var))
     into = [memory.into(step, index) for index, step in enumerate(program.steps)]
     return Liveness(released, copied, into)

@@ -19,12 +19,13 @@ unchanged. Two input names Python reads as one identifier are refused.
 
 from __future__ import annotations
 
+import functools
 import keyword
 import operator
 import re
 import unicodedata
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,6 +184,7 @@ def normal_form(name: str) -> str:
 _NOT_ASCII_WORD = re.compile(r"[^0-9A-Za-z_]")
 
 
+@functools.lru_cache(maxsize=4096)  # a graph claims the same few names again and again
 def as_identifier(name: str) -> str:
     """``name`` made an identifier in NFKC form (``relu`` in fullwidth -> ``relu``, ``a b``
     -> ``a_b``, ``1x`` -> ``_1x``, ``class`` -> ``_class``), which Python reads
@@ -426,8 +428,10 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
                 var,
                 kind,
                 target,
-                map_leaves(ref, node.args),
-                {} if kind == "attribute" else map_leaves(ref, node.kwargs),  # a Buffer's persistence is held
+                _refs(node.args, variables, ref),
+                {}
+                if kind == "attribute" or not node.kwargs
+                else map_leaves(ref, node.kwargs),  # a Buffer's persistence is held
                 node.shape if tensor else None,
                 dtype=node.meta.dtype if tensor else None,
                 fresh=node.fresh or plain,
@@ -457,6 +461,13 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
         constants,
         namespace,
     )
+
+
+def _refs(args: Any, variables: Mapping[int, str], ref: Callable[[Any], Any]) -> Any:
+    """``args`` with ``ref`` of each leaf: the nodes of a layer's call become their variables directly."""
+    if type(args) is tuple and all(type(arg) is Node for arg in args):
+        return tuple([Var(variables[id(arg)]) for arg in args])
+    return map_leaves(ref, args)
 
 
 def _held_tensors(nodes: list[Node], module_names: Mapping[int, str]) -> dict[int, str]:
