@@ -9,6 +9,7 @@ import torchx
 import torchx.layers as L
 import torchx.nn as nnx
 from torchx.core import DeviceError, ShapeError, SpecError
+from torchx.functional import Placeholder
 
 
 def make_model(hidden: int) -> L.Sequential:
@@ -67,6 +68,16 @@ def on_device(model: nn.Module) -> torch.Tensor:
 
 def parallel(model: nn.Module) -> nn.Module:
     return torchx.DataParallel(model, device_ids=[0, 1])
+
+
+def attention_heads(x: Placeholder, heads: int) -> Placeholder:
+    # a dynamic batch and sequence: their sizes go wherever an int does, as torch's SymInt
+    b, t, width = x.shape
+    q = L.Linear(width)(x).view(b, t, heads, width // heads).transpose(1, 2)
+    positions = torch.arange(t)
+    mask = torch.ones((t, t), dtype=torch.bool).tril()  # torch reads sizes given one by one as ints only
+    scores: Placeholder = (q @ q.transpose(-2, -1)).masked_fill(~mask, float("-inf")) + positions
+    return scores
 
 
 def main() -> None:

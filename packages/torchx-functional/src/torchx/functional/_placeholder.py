@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 from torch import nn
@@ -812,7 +812,8 @@ class Placeholder:
         """The shape: an int per static dim, a :class:`Size` per dynamic one
         (``b, t, c = x.shape``); it prints and compares as the shape with
         ``None`` for the dynamic dims."""
-        return SymbolicShape(self._size_of(dim, size) for dim, size in enumerate(self.node.shape))
+        sizes = (self._size_of(dim, size) for dim, size in enumerate(self.node.shape))
+        return SymbolicShape(cast("Iterator[int]", sizes))  # a Size is typed as an int: see SymbolicShape
 
     def size(self, dim: int | None = None) -> Any:
         """``shape``, or one dim of it: an int, or a :class:`Size` where it is dynamic."""
@@ -1088,10 +1089,15 @@ class Size:
         return Placeholder.__torch_function__(func, types, args, kwargs)
 
 
-class SymbolicShape(tuple[int | Size, ...]):
+class SymbolicShape(tuple[int, ...]):
     """A placeholder's shape: an int per static dim, a :class:`Size` per
     dynamic one. It prints and compares as the shape with ``None`` for the
-    dynamic dims: ``(None, 7200)``."""
+    dynamic dims: ``(None, 7200)``.
+
+    Type checkers see every dim as an ``int``, as torch types a ``SymInt``:
+    a :class:`Size` goes wherever a size does (``x.view(b, t, h, d)``,
+    ``torch.arange(t)``, ``t // 2``), and a layer argument given one is refused
+    when the graph is defined, with a message naming the dynamic dim."""
 
     __slots__ = ()
 
