@@ -1002,10 +1002,10 @@ def build_for_meta(
         if found is None:
             return None
         _build_alone(layer, inputs[probe], BuildTarget.on(device, dtype))
-        layer_class, shape = found
+        formula_class, shape = found
         if shape is None:
             return inputs[probe][0]
-        return _new_meta(shape, cast(torch.dtype, _output_dtype(layer_class, layer, inputs[probe])))
+        return _new_meta(shape, cast(torch.dtype, _output_dtype(formula_class, layer, inputs[probe])))
 
     def check(probe: int) -> Any:  # the built layer's formula checks that the inputs fit
         output = closed_form_output(layer, inputs[probe], _new_meta)
