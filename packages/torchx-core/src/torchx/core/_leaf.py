@@ -895,14 +895,19 @@ def _autocasting(tensor: torch.Tensor) -> bool:
         return False
 
 
+def _new_meta(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
 def closed_form_output(
     module: nn.Module,
     inputs: tuple[Any, ...],
-    make_meta: Callable[[Sequence[int], torch.dtype], torch.Tensor],
+    make_meta: Callable[[Sequence[int], torch.dtype], torch.Tensor] = _new_meta,
 ) -> Any:
     """The meta output of ``module``, a TorchX leaf layer built or not, for meta
     ``inputs``, from its layer's formula (its input, for ``same_shape``
-    layers; else ``make_meta(shape, dtype)``), or None when there is none."""
+    layers; else ``make_meta(shape, dtype)``, a new meta tensor by default),
+    or None when there is none."""
     found = _formula(module, inputs)
     if found is None:
         return None
@@ -1008,7 +1013,7 @@ def build_for_meta(
         return _new_meta(shape, cast(torch.dtype, _output_dtype(formula_class, layer, inputs[probe])))
 
     def check(probe: int) -> Any:  # the built layer's formula checks that the inputs fit
-        output = closed_form_output(layer, inputs[probe], _new_meta)
+        output = closed_form_output(layer, inputs[probe])
         return output if output is not None else run_on_meta(layer, inputs[probe])
 
     with _BUILD_LOCK:
@@ -1034,10 +1039,6 @@ def _build_alone(layer: LeafLayer, inputs: tuple[Any, ...], target: BuildTarget)
         if classified is error:
             raise
         raise classified from error
-
-
-def _new_meta(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
-    return torch.empty(shape, dtype=dtype, device="meta")
 
 
 def explain_failure(module: nn.Module, inputs: tuple[Any, ...], error: BaseException) -> LayerError | None:

@@ -152,7 +152,7 @@ def liveness(program: Program) -> Liveness:
             released[index].append(name)
     copied = []
     for index, step in enumerate(program.steps):
-        first = next(iter(_read(step.args[:1])), None) if step.in_place else None
-        copied.append(first is not None and not memory.reusable(first, index, step.var))
+        read = _read(step.args[:1]) if step.in_place else []
+        copied.append(bool(read) and not memory.reusable(read[0], index, step.var))
     into = [memory.into(step, index) for index, step in enumerate(program.steps)]
     return Liveness(released, copied, into)

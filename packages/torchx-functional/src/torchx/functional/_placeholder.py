@@ -297,6 +297,11 @@ _RESULTS: dict[Any, Any] = {}
 _RESULTS_LIMIT = 4096
 
 
+def _tensor_signature(tensor: torch.Tensor) -> Hashable:
+    """What of a meta tensor decides an operation's output: its shape, strides and dtype."""
+    return ("tensor", tensor.shape, tensor.stride(), tensor.dtype)
+
+
 class _MetaSignature(ValueFold[Hashable]):
     """A hashable description of a meta argument: what decides the output's
     shape and dtype (a tensor's shape, strides and dtype; every other value,
@@ -304,7 +309,7 @@ class _MetaSignature(ValueFold[Hashable]):
 
     def fold(self, value: Any, where: str) -> Hashable:
         if isinstance(value, torch.Tensor):  # most arguments are: looked for before the grammar
-            return ("tensor", value.shape, value.stride(), value.dtype)
+            return _tensor_signature(value)
         return super().fold(value, where)
 
     def atom(self, value: bool | int | float | str | None, where: str) -> Hashable:
@@ -354,7 +359,7 @@ def _quick_signature(value: Any) -> Hashable | None:
     tuples and string-keyed dicts of them; None for anything else."""
     kind = type(value)
     if kind is torch.Tensor:
-        return ("tensor", value.shape, value.stride(), value.dtype)
+        return _tensor_signature(value)
     if kind in _ATOMS:
         return (kind.__name__, value)
     if kind is tuple or kind is list:
@@ -655,17 +660,13 @@ def _probe(
     """``module``'s meta output for meta inputs: from its layer's formula where
     it has one (a TorchX leaf: no meta forward to run), else from a meta run
     (of the module itself while it builds: its tensors are stand-ins already)."""
-    output = None if kwargs else closed_form_output(module, args, _new_meta)
+    output = None if kwargs else closed_form_output(module, args)
     if output is not None:
         return output
     if building:
         return module(*args, **kwargs)
     with _answering():
         return run_on_meta(module, args, kwargs)
-
-
-def _new_meta(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
-    return torch.empty(shape, dtype=dtype, device="meta")
 
 
 def may_return_input(module: nn.Module) -> bool:
