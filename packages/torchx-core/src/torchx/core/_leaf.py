@@ -74,6 +74,7 @@ from torchx.core._pending import (
 )
 from torchx.core._record import MODULE_STATE, LayerRecord, init_module_state, layer_view, record_of
 from torchx.core._shapes import (
+    _META,
     DYNAMIC_PROBES,
     BuildTarget,
     Probes,
@@ -896,7 +897,7 @@ def _autocasting(tensor: torch.Tensor) -> bool:
 
 
 def _new_meta(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
-    return torch.empty(shape, dtype=dtype, device="meta")
+    return torch.empty(shape, dtype=dtype, device=_META)
 
 
 def closed_form_output(
@@ -918,9 +919,11 @@ def closed_form_output(
     return None if dtype is None else make_meta(shape, dtype)
 
 
-def _formula(
-    module: nn.Module, inputs: tuple[Any, ...]
-) -> tuple[type[LeafLayer], tuple[int, ...] | None] | None:
+_Formula = tuple[type[LeafLayer], tuple[int, ...] | None]
+"""A layer class and the output shape its formula gives (None: the input's)."""
+
+
+def _formula(module: nn.Module, inputs: tuple[Any, ...]) -> _Formula | None:
     """The layer class of ``module`` (a TorchX leaf layer, built or not) and the
     output shape its formula gives for meta ``inputs`` (None: the input's, a
     ``same_shape`` layer), or None where it has no formula for them. Raises
@@ -989,8 +992,10 @@ def build_for_meta(
     and give its meta output under each probe from its formula: its first
     call inside :func:`build_target`, without the swap to stand-ins, the meta
     run and the build transaction that a layer without a formula, or with
-    hooks, needs. None, with nothing built, where those are needed. If a probe
-    after the first does not fit what the first built, the layer is unbuilt."""
+    hooks, needs. None, with nothing built, where those are needed. Every
+    probe is checked against the formula before the first probe builds: one
+    that needs other inferred arguments (a dynamic dim read as a size) raises
+    the ShapeError, with nothing built."""
     layer_class = type(layer)
     if (
         not isinstance(layer, LeafLayer)
@@ -1002,31 +1007,38 @@ def build_for_meta(
     ):
         return None
 
-    def build(probe: int) -> Any:
-        found = _formula(layer, inputs[probe])
-        if found is None:
-            return None
-        _build_alone(layer, inputs[probe], BuildTarget.on(device, dtype))
-        formula_class, shape = found
-        if shape is None:
-            return inputs[probe][0]
-        return _new_meta(shape, cast(torch.dtype, _output_dtype(formula_class, layer, inputs[probe])))
+    built_for: list[dict[str, Any]] = []  # the arguments the first probe builds with
 
-    def check(probe: int) -> Any:  # the built layer's formula checks that the inputs fit
-        output = closed_form_output(layer, inputs[probe])
-        return output if output is not None else run_on_meta(layer, inputs[probe])
+    def formula(probe: int) -> _Formula | None:
+        found = _formula(layer, inputs[probe])
+        if found is None or not probes.dynamic:
+            return found
+        if not probe:  # a given argument is checked first, as the build checks it
+            built_for.append(layer.infer_arguments(*inputs[0]))
+            layer._check_given(built_for[0], inputs[0])
+        else:  # what the first probe builds must fit this one too
+            misfit = _misfit(layer, layer, inputs[probe], built_for[0])
+            if misfit is not None:
+                raise misfit
+        return found
 
     with _BUILD_LOCK:
         if type(layer) is not layer_class:
             return None  # another thread built it meanwhile
+        found = probes.run(formula)
+        if None in found:
+            return None
         try:
-            outputs = probes.run(
-                build, second=lambda probe: None if isinstance(layer, LeafLayer) else check(probe)
-            )
+            with probes.shown(0):
+                _build_alone(layer, inputs[0], BuildTarget.on(device, dtype))
         except BaseException:
             unbuild(layer)
             raise
-    return None if outputs[0] is None else outputs
+    outputs = []
+    for probe, (formula_class, shape) in enumerate(cast("list[_Formula]", found)):  # no None left
+        output_dtype = cast(torch.dtype, _output_dtype(formula_class, layer, inputs[probe]))
+        outputs.append(inputs[probe][0] if shape is None else _new_meta(shape, output_dtype))
+    return outputs
 
 
 def _build_alone(layer: LeafLayer, inputs: tuple[Any, ...], target: BuildTarget) -> None:

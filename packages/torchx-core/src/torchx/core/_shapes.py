@@ -544,10 +544,15 @@ class Probes:
         instead (a first probe that builds passes what runs the built model).
         Messages raised inside print the probe's size of dynamic dims as ``None``."""
         outputs = []
-        for probe, size in enumerate(self.sizes):
-            with dynamic_dims_shown_as_none(size if self.dynamic else None):
+        for probe in self.indices:
+            with self.shown(probe):
                 outputs.append((function if probe == 0 or second is None else second)(probe))
         return outputs
+
+    def shown(self, probe: int) -> dynamic_dims_shown_as_none:
+        """The context of ``probe``'s run (see :meth:`run`): messages raised
+        inside print its size of dynamic dims as ``None``."""
+        return dynamic_dims_shown_as_none(self.sizes[probe] if self.dynamic else None)
 
     @staticmethod
     def merged_shapes(outputs: Sequence[Any]) -> Any:

@@ -76,18 +76,18 @@ class _Memory:
         self.produced = {step.var: step for step in steps}
         self.last_use: dict[str, int] = {}
         self.uses: Counter[str] = Counter(self.outputs)
-        for index, step in enumerate(steps):
-            for name in _read(step.args, step.kwargs):
-                self.last_use[name] = index
-                self.uses[name] += 1
         # The values whose memory a variable may share (its "roots"): itself, when
         # its step returns fresh memory; else whatever its arguments share.
         self.roots: dict[str, frozenset[str]] = {}
-        for step in steps:
+        for index, step in enumerate(steps):
+            arguments = _read(step.args)
+            for name in arguments + _read(step.kwargs) if step.kwargs else arguments:
+                self.last_use[name] = index
+                self.uses[name] += 1
             if step.fresh:
                 self.roots[step.var] = frozenset((step.var,))
             else:
-                inputs = [self.roots.get(name, frozenset((name,))) for name in _read(step.args)]
+                inputs = [self.roots.get(name, frozenset((name,))) for name in arguments]
                 self.roots[step.var] = frozenset().union(*inputs)
         self.readers: dict[str, list[str]] = {}
         for name, shared in self.roots.items():

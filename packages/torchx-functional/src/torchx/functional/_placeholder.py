@@ -154,14 +154,18 @@ class Node:
 
     def inputs(self) -> list[Node]:
         """The nodes this node reads."""
-        if not self.kwargs and type(self.args) is tuple and all(type(arg) is Node for arg in self.args):
-            return list(self.args)  # a layer's call
-        leaves = leaves_of(self.args) + leaves_of(self.kwargs)
-        return [
-            leaf.node if isinstance(leaf, (BatchSize, DeviceOf)) else leaf
-            for leaf in leaves
-            if isinstance(leaf, (Node, BatchSize, DeviceOf))
-        ]
+        found: list[Node] = []
+        for value in (*self.args, *self.kwargs.values()) if self.kwargs else self.args:
+            kind = type(value)
+            if kind is Node:  # most arguments are
+                found.append(value)
+            elif kind not in _ATOMS:
+                found.extend(
+                    leaf.node if isinstance(leaf, (BatchSize, DeviceOf)) else leaf
+                    for leaf in leaves_of(value)
+                    if isinstance(leaf, (Node, BatchSize, DeviceOf))
+                )
+        return found
 
     @property
     def meta(self) -> Any:

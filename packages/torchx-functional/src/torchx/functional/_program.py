@@ -35,7 +35,7 @@ from torch.utils._pytree import tree_map
 
 import torchx.layers as L
 from torchx.core import BuildWarning, TorchXError
-from torchx.functional._placeholder import BatchSize, DeviceOf, Node, Placeholder
+from torchx.functional._placeholder import _ATOMS, BatchSize, DeviceOf, Node, Placeholder
 from torchx.functional._tree import map_leaves
 from torchx.plugin import Layer, format_shape, given_name, layer_name, layer_view, record_of, short_repr
 
@@ -464,10 +464,19 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
 
 
 def _refs(args: Any, variables: Mapping[int, str], ref: Callable[[Any], Any]) -> Any:
-    """``args`` with ``ref`` of each leaf: the nodes of a layer's call become their variables directly."""
-    if type(args) is tuple and all(type(arg) is Node for arg in args):
-        return tuple([Var(variables[id(arg)]) for arg in args])
-    return map_leaves(ref, args)
+    """``args`` with ``ref`` of each leaf: a node argument becomes its variable directly, a number stays."""
+    if type(args) is not tuple:
+        return map_leaves(ref, args)
+    return tuple(
+        [
+            Var(variables[id(arg)])
+            if type(arg) is Node
+            else arg
+            if type(arg) in _ATOMS
+            else map_leaves(ref, arg)
+            for arg in args
+        ]
+    )
 
 
 def _held_tensors(nodes: list[Node], module_names: Mapping[int, str]) -> dict[int, str]:
