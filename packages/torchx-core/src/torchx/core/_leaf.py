@@ -455,8 +455,15 @@ class LeafLayer(Layer):
                 with outside_transforms():
                     self._build(positional, _tensors_in(positional), None)
 
-    def _build(self, inputs: tuple[Any, ...], tensors: list[torch.Tensor], target: Any) -> None:
-        """Become the native module, built for ``inputs``.
+    def _build(
+        self,
+        inputs: tuple[Any, ...],
+        tensors: list[torch.Tensor],
+        target: Any,
+        inferred: dict[str, Any] | None = None,
+    ) -> None:
+        """Become the native module, built for ``inputs`` (``inferred``: the
+        arguments read off them and checked against the given ones, if done).
 
         Parameters go where a placement request (``.to()``, ``device=``) says,
         else on the input's device (or the abstract build's) in the first
@@ -467,9 +474,10 @@ class LeafLayer(Layer):
         """
         native = type(self).native_class
         assert native is not None
-        inferred = self.infer_arguments(*inputs)
-        if inferred:
-            self._check_given(inferred, inputs)
+        if inferred is None:
+            inferred = self.infer_arguments(*inputs)
+            if inferred:
+                self._check_given(inferred, inputs)
         arguments = self._native_arguments(inferred)
         layout = self._torchx.layout
         slots = layout is not None and bool(layout.slots)  # a layer with no tensors allocates nothing
@@ -1030,7 +1038,9 @@ def build_for_meta(
             return None
         try:
             with probes.shown(0):
-                _build_alone(layer, inputs[0], BuildTarget.on(device, dtype))
+                _build_alone(
+                    layer, inputs[0], BuildTarget.on(device, dtype), built_for[0] if built_for else None
+                )
         except BaseException:
             unbuild(layer)
             raise
@@ -1041,11 +1051,13 @@ def build_for_meta(
     return outputs
 
 
-def _build_alone(layer: LeafLayer, inputs: tuple[Any, ...], target: BuildTarget) -> None:
+def _build_alone(
+    layer: LeafLayer, inputs: tuple[Any, ...], target: BuildTarget, inferred: dict[str, Any] | None
+) -> None:
     """``layer._build``, with the errors of its first call."""
     try:
         with torch.no_grad(), outside_transforms():
-            layer._build(inputs, list(inputs), target)
+            layer._build(inputs, list(inputs), target, inferred)
     except Exception as error:
         classified = _classified(type(layer), layer, (inputs, {}), inputs, error)
         if classified is error:

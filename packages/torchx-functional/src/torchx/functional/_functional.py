@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -44,6 +45,7 @@ from torchx.plugin import (
     explain_failure,
     format_shape,
     given_name,
+    init_module_state,
     is_fx_tracing,
     layer_name,
 )
@@ -99,7 +101,7 @@ class Functional(Container, OwnMetaOutput):
 
     def __init__(self, inputs: Any, outputs: Any, *, name: str | None = None) -> None:
         super().__init__(name=name)
-        program = trace(inputs, outputs, code_namespace(), Functional.reserved_names())
+        program = trace(inputs, outputs, code_namespace(), _reserved_names(Functional))
         self._mirror_modules(program.modules, program.tensors)
         for path, tensor in program.buffers.items():
             owner, last = self._owner_of(path)
@@ -304,7 +306,7 @@ class Functional(Container, OwnMetaOutput):
     def reserved_names(cls) -> set[str]:
         """The names a Functional's submodules cannot take: its own attributes (``summary``,
         ``training``, ``forward``...), which a layer's ``name=`` must keep clear of."""
-        return set(dir(cls)) | set(vars(nn.Module())) | {"_torchx", "_torchx_code", "_torchx_program"}
+        return set(_reserved_names(cls))
 
     def io_names(self) -> tuple[list[str] | None, list[str] | None]:
         """The inputs' names, and the outputs' dict keys (``aux.loss`` when
@@ -370,7 +372,7 @@ class ModuleGroup(nn.Module):
     its submodules are plain attributes, as a Functional's are."""
 
     def __init__(self) -> None:
-        super().__init__()
+        init_module_state(self)  # nn.Module.__init__'s state: a graph with nested names makes many groups
         mirror_modules(self, {})
 
     def __getstate__(self) -> dict[str, Any]:
@@ -445,6 +447,12 @@ def _meta_tensor(tensor: torch.Tensor) -> torch.Tensor:
     """A meta stand-in of a tensor the model holds (an ``L.Parameter``'s, a
     layer's parameter the graph reads, a constant)."""
     return tensor if tensor.is_meta else torch.empty_like(tensor, device="meta")
+
+
+@functools.cache
+def _reserved_names(cls: type[Functional]) -> frozenset[str]:
+    """What :meth:`Functional.reserved_names` gives, once per class: ``dir`` of a module class is slow."""
+    return frozenset(dir(cls)) | set(vars(nn.Module())) | {"_torchx", "_torchx_code", "_torchx_program"}
 
 
 def _label(model: Functional) -> str:
