@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -449,10 +448,17 @@ def _meta_tensor(tensor: torch.Tensor) -> torch.Tensor:
     return tensor if tensor.is_meta else torch.empty_like(tensor, device="meta")
 
 
-@functools.cache
+_RESERVED_NAMES: dict[type[Functional], frozenset[str]] = {}
+
+
 def _reserved_names(cls: type[Functional]) -> frozenset[str]:
-    """What :meth:`Functional.reserved_names` gives, once per class: ``dir`` of a module class is slow."""
-    return frozenset(dir(cls)) | set(vars(nn.Module())) | {"_torchx", "_torchx_code", "_torchx_program"}
+    """What :meth:`Functional.reserved_names` gives, worked out once per class (``dir`` of a module class is slow)."""
+    names = _RESERVED_NAMES.get(cls)
+    if names is None:
+        names = _RESERVED_NAMES[cls] = frozenset(
+            {*dir(cls), *vars(nn.Module()), "_torchx", "_torchx_code", "_torchx_program"}
+        )
+    return names
 
 
 def _label(model: Functional) -> str:

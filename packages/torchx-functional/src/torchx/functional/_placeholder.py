@@ -724,7 +724,9 @@ def accept_placeholders(module: nn.Module) -> nn.Module:
         return module  # a layer records its placeholder calls itself
     if not isinstance(module.__dict__.get("_compiled_call_impl"), _PlaceholderCalls):
         module.__dict__["_compiled_call_impl"] = _PlaceholderCalls(module)  # no nn.Module.__setattr__ walk
-        ignored = getattr(module, "__jit_ignored_attributes__", [])
+        ignored = module.__dict__.get(  # not getattr: nn.Module.__getattr__ raises for a missing name
+            "__jit_ignored_attributes__", getattr(type(module), "__jit_ignored_attributes__", [])
+        )
         if "_compiled_call_impl" not in ignored:
             # torch.jit.script types each instance attribute by its class annotation, and a class
             # without annotations of its own (nn.Tanh, nn.Sigmoid, nn.Identity) shows nn.Module's:

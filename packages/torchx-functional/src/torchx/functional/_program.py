@@ -26,6 +26,7 @@ import re
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -358,7 +359,7 @@ def _check_distinct(names: list[str]) -> None:
         )
 
 
-def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[str]) -> Program:
+def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: AbstractSet[str]) -> Program:
     """The program computing ``outputs`` from ``inputs`` (placeholder structures),
     its variables claimed from ``namespace`` (the code generator's: see
     :func:`~torchx.functional._codegen.code_namespace`), which it keeps;
@@ -435,7 +436,7 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: set[s
                 node.shape if tensor else None,
                 dtype=node.meta.dtype if tensor else None,
                 fresh=node.fresh or plain,
-                in_place=node.kind == "module" and getattr(node.target, "inplace", False) is True,
+                in_place=node.kind == "module" and _works_in_place(node.target),
                 output_saved=not plain,
             )
         )
@@ -477,6 +478,13 @@ def _refs(args: Any, variables: Mapping[int, str], ref: Callable[[Any], Any]) ->
             for arg in args
         ]
     )
+
+
+def _works_in_place(module: nn.Module) -> bool:
+    """Whether ``module`` was made with ``inplace=True`` (``nn.ReLU(inplace=True)``)."""
+    if "inplace" in module.__dict__:  # most modules have no such attribute: no nn.Module.__getattr__ miss
+        return module.__dict__["inplace"] is True
+    return hasattr(type(module), "inplace") and getattr(module, "inplace", False) is True
 
 
 def _held_tensors(nodes: list[Node], module_names: Mapping[int, str]) -> dict[int, str]:
@@ -567,7 +575,7 @@ def _is_plain(node: Node) -> bool:
     return node.kind == "function" and node.target in _PLAIN_FUNCTIONS and node.fresh
 
 
-def _named_modules(nodes: list[Node], attributes: Namespace, taken: set[str]) -> dict[int, str]:
+def _named_modules(nodes: list[Node], attributes: Namespace, taken: AbstractSet[str]) -> dict[int, str]:
     """The submodule path of each module given a ``name=``, by module id; the
     first part of each is taken from ``attributes``, so generated names keep
     clear of them. Refuses two modules of one name, a name inside another
