@@ -964,7 +964,16 @@ def _formula(module: nn.Module, inputs: tuple[Any, ...]) -> _Formula | None:
     if view is None:
         view = module if isinstance(module, layer_class) else layer_view(module)
     assert isinstance(view, LeafLayer)
-    shapes = (tuple(inputs[0].shape),) if single else tuple(tuple(value.shape) for value in inputs)
+    return _shape_formula(layer_class, view, inputs)
+
+
+def _shape_formula(
+    layer_class: type[LeafLayer], view: LeafLayer, inputs: tuple[torch.Tensor, ...]
+) -> _Formula | None:
+    """:func:`_formula` past its checks, for a layer of ``layer_class`` with a
+    native class and without ``same_shape``: ``view`` is the layer (unbuilt, or
+    the view of a built one that ``inputs`` fit); ``inputs`` are meta tensors."""
+    shapes = (tuple(inputs[0].shape),) if len(inputs) == 1 else tuple(tuple(value.shape) for value in inputs)
     shape = view.infer_output_shape(*shapes)
     if shape is None or None in shape:
         return None  # no formula: the meta run says
@@ -1014,11 +1023,18 @@ def build_for_meta(
         or _has_any_global_hook()  # type: ignore[no-untyped-call]
     ):
         return None
-
+    if layer.native_class is None or not all(  # _formula's checks, made once for every probe
+        probe_inputs and all(isinstance(value, torch.Tensor) for value in probe_inputs)
+        for probe_inputs in inputs
+    ):
+        return None
+    leaf_class = type(layer)
     built_for: list[dict[str, Any]] = []  # the arguments the first probe builds with
 
-    def formula(probe: int) -> _Formula | None:
-        found = _formula(layer, inputs[probe])
+    def formula(probe: int) -> _Formula | None:  # _formula, its checks made above
+        found = (
+            (leaf_class, None) if leaf_class.same_shape else _shape_formula(leaf_class, layer, inputs[probe])
+        )
         if found is None or not probes.dynamic:
             return found
         if not probe:  # a given argument is checked first, as the build checks it

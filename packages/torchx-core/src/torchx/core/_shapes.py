@@ -564,6 +564,6 @@ class Probes:
             if len(outputs) == 1 or shape == other:
                 return shape
             if len(shape) == len(other):
-                return tuple(a if a == b else None for a, b in zip(shape, other, strict=True))
+                return tuple([a if a == b else None for a, b in zip(shape, other, strict=True)])
         first = shape_of(first)
         return first if len(outputs) == 1 else merge_probes(first, shape_of(last))

@@ -200,9 +200,11 @@ class Node:
 
 def _as_meta(value: Any, probe: int) -> Any:
     """``value`` with placeholders replaced by their meta outputs under ``probe``."""
-    if type(value) is tuple and all(type(leaf) is Placeholder for leaf in value):  # a layer's call
-        return tuple(leaf.node.meta_under(probe) for leaf in value)
-    if type(value) is dict and not value:
+    if type(value) is tuple:  # a call's arguments: mostly placeholders and numbers, without a tree walk
+        flat = _flat_metas(value, probe)
+        if flat is not None:
+            return flat
+    elif type(value) is dict and not value:
         return {}
 
     def convert(leaf: Any) -> Any:
@@ -217,14 +219,29 @@ def _as_meta(value: Any, probe: int) -> Any:
     return map_leaves(convert, value)
 
 
+def _flat_metas(value: tuple[Any, ...], probe: int) -> tuple[Any, ...] | None:
+    """:func:`_as_meta` of a tuple of placeholders and atoms (numbers, strings,
+    None); None where it holds anything else."""
+    metas = []
+    for leaf in value:
+        kind = type(leaf)
+        if kind is Placeholder:
+            metas.append(leaf.node.meta_under(probe))
+        elif kind in _ATOMS:
+            metas.append(leaf)
+        else:
+            return None
+    return tuple(metas)
+
+
 def _as_metas(value: Any, probes: Probes) -> list[Any]:
     """``value`` with placeholders replaced by their meta outputs, under each of ``probes``."""
     return [_as_meta(value, probe) for probe in probes.indices]
 
 
 def _as_nodes(value: Any) -> Any:
-    if type(value) is tuple and all(type(leaf) is Placeholder for leaf in value):  # a layer's call
-        return tuple(leaf.node for leaf in value)
+    if type(value) is tuple and all(type(leaf) is Placeholder or type(leaf) in _ATOMS for leaf in value):
+        return tuple(leaf.node if type(leaf) is Placeholder else leaf for leaf in value)  # a call's arguments
     if type(value) is dict and not value:
         return {}
     return map_leaves(lambda leaf: leaf.node if isinstance(leaf, (Placeholder, Size)) else leaf, value)
