@@ -6,8 +6,8 @@ import contextvars
 import math
 import re
 import reprlib
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 __all__ = [
     "AllocationError",
@@ -29,6 +29,7 @@ __all__ = [
     "SpecMigrationWarning",
     "TorchXError",
     "add_note",
+    "call_shown_as_none",
     "dynamic_dims_shown_as_none",
     "format_call",
     "format_shape",
@@ -37,6 +38,8 @@ __all__ = [
     "torch_message",
 ]
 
+
+_T = TypeVar("_T")
 
 _PROBE_SIZE: contextvars.ContextVar[int | None] = contextvars.ContextVar("torchx_probe_size", default=None)
 
@@ -61,8 +64,27 @@ class dynamic_dims_shown_as_none:  # a context manager named as it reads, like c
 
     def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
         _PROBE_SIZE.reset(self._token)
-        if error is not None and self._probe is not None:  # for a message read after the block
-            vars(error).setdefault("_torchx_probe", self._probe)
+        if error is not None and self._probe is not None:
+            _mark_probe(error, self._probe)
+
+
+def call_shown_as_none(probe: int | None, function: Callable[[int], _T], argument: int) -> _T:
+    """``function(argument)`` inside ``dynamic_dims_shown_as_none(probe)``, in
+    one call (shape inference runs every recorded operation so, per probe)."""
+    token = _PROBE_SIZE.set(probe)
+    try:
+        return function(argument)
+    except BaseException as error:
+        if probe is not None:
+            _mark_probe(error, probe)
+        raise
+    finally:
+        _PROBE_SIZE.reset(token)
+
+
+def _mark_probe(error: BaseException, probe: int) -> None:
+    """Keep ``probe`` on ``error``, for a message read after the block that raised it."""
+    vars(error).setdefault("_torchx_probe", probe)
 
 
 def is_probe_size(dim: int | None) -> bool:

@@ -31,7 +31,14 @@ from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map
 
 from torchx.core._arguments import INT64_MAX
-from torchx.core._errors import LayerError, ShapeError, dynamic_dims_shown_as_none, format_shape, short_repr
+from torchx.core._errors import (
+    LayerError,
+    ShapeError,
+    call_shown_as_none,
+    dynamic_dims_shown_as_none,
+    format_shape,
+    short_repr,
+)
 from torchx.core._meta_formulas import MetaFormulas
 from torchx.core._pending import unfilled
 from torchx.core._plugins import current_plugins
@@ -543,11 +550,12 @@ class Probes:
         when dynamic), in order; ``second``, where given, runs the second probe
         instead (a first probe that builds passes what runs the built model).
         Messages raised inside print the probe's size of dynamic dims as ``None``."""
-        outputs = []
-        for probe in self.indices:
-            with self.shown(probe):
-                outputs.append((function if probe == 0 or second is None else second)(probe))
-        return outputs
+        if not self.dynamic:
+            return [call_shown_as_none(None, function, 0)]
+        return [
+            call_shown_as_none(size, function if probe == 0 or second is None else second, probe)
+            for probe, size in enumerate(self.sizes)
+        ]
 
     def shown(self, probe: int) -> dynamic_dims_shown_as_none:
         """The context of ``probe``'s run (see :meth:`run`): messages raised

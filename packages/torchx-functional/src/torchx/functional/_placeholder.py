@@ -367,10 +367,18 @@ def meta_signature(value: Any) -> Hashable:
     """``value``'s :class:`_MetaSignature` (the values recorded calls mostly
     hold, tensors, numbers, indices and flat containers of them, without the grammar's walk)."""
     kind = type(value)
-    if (kind is tuple or kind is list) and all(
-        type(item) is torch.Tensor or type(item) in _ATOMS for item in value
-    ):  # a call's arguments, mostly
-        return (kind.__name__, *map(_quick_signature, value))
+    if kind is tuple or kind is list:  # a call's arguments, mostly tensors and atoms: one pass
+        items: list[Hashable] = []
+        for item in value:
+            item_kind = type(item)
+            if item_kind is torch.Tensor:
+                items.append(_tensor_signature(item))
+            elif item_kind in _ATOMS:
+                items.append((item_kind.__name__, item))
+            else:
+                break
+        else:
+            return (kind.__name__, *items)
     quick = _quick_signature(value)
     return _META_SIGNATURE.fold(value, "") if quick is None else quick
 
