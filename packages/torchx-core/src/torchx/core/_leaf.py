@@ -1179,6 +1179,8 @@ def _holds_data(layer: LeafLayer, state: Mapping[str, Any]) -> bool:
 
 def unbuilt_layers(module: nn.Module) -> list[LeafLayer]:
     """Every leaf layer in ``module`` (itself included) that has yet to build."""
+    if not module._modules:  # a leaf: no walk
+        return [module] if isinstance(module, LeafLayer) else []
     return [sub for sub in submodules(module) if isinstance(sub, LeafLayer)]
 
 

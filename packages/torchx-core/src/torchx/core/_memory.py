@@ -142,6 +142,12 @@ def allocation_bound(native: type[nn.Module], arguments: Mapping[str, Any], item
     return SIZE_FACTOR * itemsize * math.prod(sizes) * max(sizes)
 
 
+def _bound(native: type[nn.Module], arguments: Mapping[str, Any]) -> int:
+    """:func:`allocation_bound` in the dtype ``arguments`` ask for, or the default one."""
+    dtype = arguments.get("dtype") or torch.get_default_dtype()
+    return allocation_bound(native, arguments, max(dtype.itemsize, 4))  # half models keep float buffers
+
+
 def measured_need(native: type[nn.Module], arguments: Mapping[str, Any], takes_device: bool) -> int:
     """The bytes of parameters and buffers ``native(**arguments)`` allocates,
     measured by constructing it on meta (nothing is allocated)."""
@@ -420,14 +426,12 @@ def check_allocation(
     build transaction allocated before it, needs more memory than the device
     has. Cheap for ordinary layers: a few multiplications and additions, or
     one look-up for arguments built before."""
+    transaction = _transaction.get()
+    if transaction is None and _bound(native, arguments) < UNCHECKED_BYTES:
+        return  # a layer built on its own, below what is worth checking (the bound is above its need)
     known, key = _known_need(_need_key(native, arguments))
     exact = known is not None
-    if known is not None:
-        need = known
-    else:
-        dtype = arguments.get("dtype") or torch.get_default_dtype()
-        need = allocation_bound(native, arguments, max(dtype.itemsize, 4))  # half models keep float buffers
-    transaction = _transaction.get()
+    need = known if known is not None else _bound(native, arguments)
     where = device if type(device) is torch.device else _construction_device(device)
     if transaction is None:  # a layer built on its own
         if need >= UNCHECKED_BYTES:
