@@ -200,28 +200,32 @@ class Node:
 
 def _as_meta(value: Any, probe: int) -> Any:
     """``value`` with placeholders replaced by their meta outputs under ``probe``."""
-    if type(value) is tuple:  # a call's arguments: mostly placeholders and numbers, without a tree walk
+    if (
+        type(value) is tuple
+    ):  # a call's arguments: mostly placeholders, sizes and numbers, without a tree walk
         flat = _flat_metas(value, probe)
         if flat is not None:
             return flat
     elif type(value) is dict and not value:
         return {}
+    return map_leaves(lambda leaf: _leaf_meta(leaf, probe), value)
 
-    def convert(leaf: Any) -> Any:
-        if isinstance(leaf, (Placeholder, Size)):
-            return leaf.node.meta_under(probe)
-        if isinstance(leaf, BatchSize):
-            return leaf.node.meta_under(probe).shape[0]
-        if isinstance(leaf, DeviceOf):
-            return torch.device("meta")
-        return leaf
 
-    return map_leaves(convert, value)
+def _leaf_meta(leaf: Any, probe: int) -> Any:
+    """A leaf of a call's arguments as it is under ``probe``: a placeholder's or
+    size's meta value, the meta device for a device read off a placeholder."""
+    if isinstance(leaf, (Placeholder, Size)):
+        return leaf.node.meta_under(probe)
+    if isinstance(leaf, BatchSize):
+        return leaf.node.meta_under(probe).shape[0]
+    if isinstance(leaf, DeviceOf):
+        return torch.device("meta")
+    return leaf
 
 
 def _flat_metas(value: tuple[Any, ...], probe: int) -> tuple[Any, ...] | None:
-    """:func:`_as_meta` of a tuple of placeholders and atoms (numbers, strings,
-    None); None where it holds anything else."""
+    """:func:`_as_meta` of a tuple of placeholders, sizes and atoms (numbers,
+    strings, None); None where it holds anything else."""
     metas = []
     for leaf in value:
         kind = type(leaf)
@@ -229,6 +233,8 @@ def _flat_metas(value: tuple[Any, ...], probe: int) -> tuple[Any, ...] | None:
             metas.append(leaf.node.meta_under(probe))
         elif kind in _ATOMS:
             metas.append(leaf)
+        elif kind is Size or kind is BatchSize:
+            metas.append(_leaf_meta(leaf, probe))
         else:
             return None
     return tuple(metas)
@@ -240,9 +246,21 @@ def _as_metas(value: Any, probes: Probes) -> list[Any]:
 
 
 def _as_nodes(value: Any) -> Any:
-    if type(value) is tuple and all(type(leaf) is Placeholder or type(leaf) in _ATOMS for leaf in value):
-        return tuple(leaf.node if type(leaf) is Placeholder else leaf for leaf in value)  # a call's arguments
-    if type(value) is dict and not value:
+    if (
+        type(value) is tuple
+    ):  # a call's arguments: mostly placeholders, sizes and numbers, without a tree walk
+        nodes = []
+        for leaf in value:
+            kind = type(leaf)
+            if kind is Placeholder or kind is Size:
+                nodes.append(leaf.node)
+            elif kind in _ATOMS or kind is BatchSize:
+                nodes.append(leaf)
+            else:
+                break
+        else:
+            return tuple(nodes)
+    elif type(value) is dict and not value:
         return {}
     return map_leaves(lambda leaf: leaf.node if isinstance(leaf, (Placeholder, Size)) else leaf, value)
 
