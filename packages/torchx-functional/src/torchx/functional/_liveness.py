@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from torchx.functional._placeholder import _ATOMS
 from torchx.functional._program import BatchOf, DeviceVar, Program, Step, Var
 from torchx.functional._tree import leaves_of
 
@@ -58,12 +59,26 @@ def _read(*values: Any) -> list[str]:
     for value in values:
         if not value:
             continue
-        if type(value) is tuple and all(type(leaf) is Var for leaf in value):  # a layer's call
-            names.extend([leaf.name for leaf in value])
+        flat = _flat_reads(value) if type(value) is tuple else None
+        if flat is not None:
+            names.extend(flat)
         else:
             names.extend(
                 [leaf.name for leaf in leaves_of(value) if isinstance(leaf, (Var, BatchOf, DeviceVar))]
             )
+    return names
+
+
+def _flat_reads(value: tuple[Any, ...]) -> list[str] | None:
+    """:func:`_read` of a tuple of variables, sizes read off them and numbers
+    (most steps' arguments), without a tree walk; None for anything else."""
+    names = []
+    for leaf in value:
+        kind = type(leaf)
+        if kind is Var or kind is BatchOf or kind is DeviceVar:
+            names.append(leaf.name)
+        elif kind not in _ATOMS:
+            return None
     return names
 
 

@@ -287,9 +287,9 @@ def _check_leaves(what: str, leaves: list[Any]) -> bool:
     for leaf in leaves:
         if isinstance(leaf, (Placeholder, Size)):
             dynamic = dynamic or len(leaf.node.metas) > 1
-        elif isinstance(leaf, nn.Parameter):
-            raise _ModuleCall(what)
-        elif isinstance(leaf, torch.Tensor):
+        elif isinstance(leaf, torch.Tensor):  # (nn.Parameter's isinstance check runs Python: tensors only)
+            if isinstance(leaf, nn.Parameter):
+                raise _ModuleCall(what)
             raise TorchXError(
                 f"{what} was called on a mix of placeholders and a real tensor of shape "
                 f"{format_shape(tuple(leaf.shape))}; a graph takes its data only through its inputs. "

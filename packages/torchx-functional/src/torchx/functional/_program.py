@@ -392,6 +392,16 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: Abstr
     buffers: dict[str, torch.Tensor] = {}
     constants: dict[str, bool] = {}
     steps: list[Step] = []
+
+    def ref(leaf: Any) -> Any:
+        if isinstance(leaf, Node):
+            return Var(variables[id(leaf)])
+        if isinstance(leaf, BatchSize):
+            return BatchOf(variables[id(leaf.node)])
+        if isinstance(leaf, DeviceOf):
+            return DeviceVar(variables[id(leaf.node)])
+        return leaf
+
     for node in ordered:
         kind: str = node.kind
         target: Any
@@ -413,16 +423,6 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: Abstr
         else:
             var, target = namespace.claim(getattr(node.target, "__name__", "value")), node.target
         variables[id(node)] = var
-
-        def ref(leaf: Any) -> Any:
-            if isinstance(leaf, Node):
-                return Var(variables[id(leaf)])
-            if isinstance(leaf, BatchSize):
-                return BatchOf(variables[id(leaf.node)])
-            if isinstance(leaf, DeviceOf):
-                return DeviceVar(variables[id(leaf.node)])
-            return leaf
-
         tensor, plain = isinstance(node.meta, torch.Tensor), _is_plain(node)
         steps.append(
             Step(
