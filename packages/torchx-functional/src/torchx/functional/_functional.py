@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -407,18 +408,22 @@ class _AttributeModules(dict[str, "nn.Module | None"]):
 
     def __init__(self, owner: nn.Module) -> None:
         super().__init__()
-        self._owner_state = owner.__dict__  # the owner's attributes, mirrored into
+        self._owner = weakref.ref(owner)  # whose attributes it mirrors into (weakly: no cycle through them)
+
+    def _owner_state(self) -> dict[str, Any]:
+        owner = self._owner()
+        return {} if owner is None else owner.__dict__
 
     def __setitem__(self, name: str, module: nn.Module | None) -> None:
         super().__setitem__(name, module)
-        self._owner_state[name] = module
+        self._owner_state()[name] = module
 
     def __delitem__(self, name: str) -> None:
         super().__delitem__(name)
-        self._owner_state.pop(name, None)
+        self._owner_state().pop(name, None)
 
     def pop(self, name: str, *default: Any) -> Any:
-        self._owner_state.pop(name, None)
+        self._owner_state().pop(name, None)
         return super().pop(name, *default)
 
 

@@ -124,7 +124,19 @@ def _size_name(node: Node, dim: int) -> str:
 class Node:
     """One recorded step of a graph; placeholders point at nodes, nodes at nodes."""
 
-    __slots__ = ("_shape", "args", "fresh", "id", "kind", "kwargs", "metas", "name", "sizes", "target")
+    __slots__ = (
+        "__weakref__",
+        "_shape",
+        "args",
+        "fresh",
+        "id",
+        "kind",
+        "kwargs",
+        "metas",
+        "name",
+        "sizes",
+        "target",
+    )
 
     def __init__(
         self,
@@ -148,8 +160,10 @@ class Node:
         self.fresh = fresh
         """Whether the output is new memory: not an input, nor a view of one
         (what may share memory decides where a graph may work in place)."""
-        self.sizes: dict[int, Size] | None = None
-        """The sizes of its dynamic dims read so far, by dim: one node each."""
+        self.sizes: dict[int, tuple[weakref.ref[Size], weakref.ref[Node]]] | None = None
+        """The sizes of its dynamic dims read so far, and their nodes, by dim:
+        one node each. Held weakly (a size holds this node): without a cycle, a
+        graph no one holds is freed at once, not by the garbage collector."""
         self._shape: tuple[int | None, ...] | None = None
 
     def inputs(self) -> list[Node]:
@@ -885,12 +899,15 @@ class Placeholder:
         node = self.node
         if node.sizes is None:
             node.sizes = {}
-        found = node.sizes.get(dim)
-        if found is None:
-            metas = tuple(meta.shape[dim] for meta in node.metas)
-            size_node = Node("method", "size", (node, dim), {}, metas)
-            found = node.sizes[dim] = Size(size_node, node, _size_name(node, dim))
-        return found
+        known = node.sizes.get(dim)
+        size, size_node = (None, None) if known is None else (known[0](), known[1]())
+        if size is None:
+            if size_node is None:
+                metas = tuple(meta.shape[dim] for meta in node.metas)
+                size_node = Node("method", "size", (node, dim), {}, metas)
+            size = Size(size_node, node, _size_name(node, dim))
+            node.sizes[dim] = (weakref.ref(size), weakref.ref(size_node))
+        return size
 
     @property
     def ndim(self) -> int:
@@ -1086,7 +1103,7 @@ class Size:
     tensor's ``t[:T]`` are refused. Messages show it by name: ``ids.shape[1]``.
     """
 
-    __slots__ = ("label", "node", "source")
+    __slots__ = ("__weakref__", "label", "node", "source")
     __torchx_dynamic_size__ = True  # a shape holding it reads as None there (torchx.plugin.is_dynamic_size)
 
     def __init__(self, node: Node, source: Node, label: str) -> None:
