@@ -936,12 +936,7 @@ def _formula(module: nn.Module, inputs: tuple[Any, ...]) -> _Formula | None:
     output shape its formula gives for meta ``inputs`` (None: the input's, a
     ``same_shape`` layer), or None where it has no formula for them. Raises
     the ShapeError of inputs that a built layer does not fit."""
-    single = len(inputs) == 1
-    if not inputs or not (
-        isinstance(inputs[0], torch.Tensor)
-        if single
-        else all(isinstance(value, torch.Tensor) for value in inputs)
-    ):
+    if not _all_tensors(inputs):
         return None
     record = module.__dict__.get("_torchx")
     if not isinstance(record, LayerRecord):
@@ -965,6 +960,13 @@ def _formula(module: nn.Module, inputs: tuple[Any, ...]) -> _Formula | None:
         view = module if isinstance(module, layer_class) else layer_view(module)
     assert isinstance(view, LeafLayer)
     return _shape_formula(layer_class, view, inputs)
+
+
+def _all_tensors(inputs: tuple[Any, ...]) -> bool:
+    """Whether ``inputs`` are tensors, one at least: what a formula reads."""
+    if len(inputs) == 1:  # the common case, without a generator
+        return isinstance(inputs[0], torch.Tensor)
+    return bool(inputs) and all(isinstance(value, torch.Tensor) for value in inputs)
 
 
 def _shape_formula(
@@ -1013,7 +1015,6 @@ def build_for_meta(
     probe is checked against the formula before the first probe builds: one
     that needs other inferred arguments (a dynamic dim read as a size) raises
     the ShapeError, with nothing built."""
-    layer_class = type(layer)
     if (
         not isinstance(layer, LeafLayer)
         or layer._forward_hooks
@@ -1023,17 +1024,16 @@ def build_for_meta(
         or _has_any_global_hook()  # type: ignore[no-untyped-call]
     ):
         return None
-    if layer.native_class is None or not all(  # _formula's checks, made once for every probe
-        probe_inputs and all(isinstance(value, torch.Tensor) for value in probe_inputs)
-        for probe_inputs in inputs
-    ):
+    layer_class = type(layer)
+    if layer_class.native_class is None or not all(map(_all_tensors, inputs)):  # _formula's checks, once
         return None
-    leaf_class = type(layer)
     built_for: list[dict[str, Any]] = []  # the arguments the first probe builds with
 
     def formula(probe: int) -> _Formula | None:  # _formula, its checks made above
         found = (
-            (leaf_class, None) if leaf_class.same_shape else _shape_formula(leaf_class, layer, inputs[probe])
+            (layer_class, None)
+            if layer_class.same_shape
+            else _shape_formula(layer_class, layer, inputs[probe])
         )
         if found is None or not probes.dynamic:
             return found

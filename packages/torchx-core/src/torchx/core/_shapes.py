@@ -550,11 +550,10 @@ class Probes:
         when dynamic), in order; ``second``, where given, runs the second probe
         instead (a first probe that builds passes what runs the built model).
         Messages raised inside print the probe's size of dynamic dims as ``None``."""
-        if not self.dynamic:
-            return [call_shown_as_none(None, function, 0)]
+        shown = self.sizes if self.dynamic else (None,)
         return [
             call_shown_as_none(size, function if probe == 0 or second is None else second, probe)
-            for probe, size in enumerate(self.sizes)
+            for probe, size in enumerate(shown)
         ]
 
     def shown(self, probe: int) -> dynamic_dims_shown_as_none:

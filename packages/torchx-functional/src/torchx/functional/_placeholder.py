@@ -214,9 +214,7 @@ class Node:
 
 def _as_meta(value: Any, probe: int) -> Any:
     """``value`` with placeholders replaced by their meta outputs under ``probe``."""
-    if (
-        type(value) is tuple
-    ):  # a call's arguments: mostly placeholders, sizes and numbers, without a tree walk
+    if type(value) is tuple:  # a call's arguments: placeholders, sizes, numbers without a tree walk
         flat = _flat_metas(value, probe)
         if flat is not None:
             return flat
@@ -260,9 +258,7 @@ def _as_metas(value: Any, probes: Probes) -> list[Any]:
 
 
 def _as_nodes(value: Any) -> Any:
-    if (
-        type(value) is tuple
-    ):  # a call's arguments: mostly placeholders, sizes and numbers, without a tree walk
+    if type(value) is tuple:  # a call's arguments: placeholders, sizes, numbers without a tree walk
         nodes = []
         for leaf in value:
             kind = type(leaf)
@@ -398,19 +394,6 @@ _ATOMS = frozenset((bool, int, float, str, type(None)))
 def meta_signature(value: Any) -> Hashable:
     """``value``'s :class:`_MetaSignature` (the values recorded calls mostly
     hold, tensors, numbers, indices and flat containers of them, without the grammar's walk)."""
-    kind = type(value)
-    if kind is tuple or kind is list:  # a call's arguments, mostly tensors and atoms: one pass
-        items: list[Hashable] = []
-        for item in value:
-            item_kind = type(item)
-            if item_kind is torch.Tensor:
-                items.append(_tensor_signature(item))
-            elif item_kind in _ATOMS:
-                items.append((item_kind.__name__, item))
-            else:
-                break
-        else:
-            return (kind.__name__, *items)
     quick = _quick_signature(value)
     return _META_SIGNATURE.fold(value, "") if quick is None else quick
 

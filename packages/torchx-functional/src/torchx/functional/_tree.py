@@ -62,8 +62,7 @@ def _collect(value: Any, leaves: list[Any]) -> None:
     kind = type(value)
     if kind is tuple or kind is list or kind is dict:
         for item in value.values() if kind is dict else value:
-            item_kind = type(item)  # _is_container, inline: most items are leaves
-            if item_kind in SUPPORTED_NODES or item_kind is slice or isinstance(item, (tuple, list, dict)):
+            if _is_container(item) or type(item) is slice:
                 _collect(item, leaves)
             else:
                 leaves.append(item)
