@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -388,6 +388,10 @@ class LeafLayer(Layer):
         # layer's __call__, chosen once: nn.Module's lies in a file dynamo skips (it
         # traces from torch's own forward, which this layer does not have yet); this
         # frame it compiles, also once the layer has become its native class.
+        if len(args) == 1 and not kwargs and type(args[0]) is not torch.Tensor:
+            record = getattr(type(args[0]), "__torchx_call__", None)
+            if record is not None and not _runs_hooks(self):
+                return record(args[0], self, args, kwargs)  # one symbolic input: what forward would do
         return nn.Module.__call__(self, *args, **kwargs)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
@@ -904,7 +908,7 @@ def _autocasting(tensor: torch.Tensor) -> bool:
         return False
 
 
-def _new_meta(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+def _new_meta(shape: Sequence[int], dtype: torch.dtype | None) -> torch.Tensor:
     return torch.empty(shape, dtype=dtype, device=_META)
 
 
@@ -979,7 +983,7 @@ def _shape_formula(
     shape = view.infer_output_shape(*shapes)
     if shape is None or None in shape:
         return None  # no formula: the meta run says
-    sizes = cast(tuple[int, ...], shape)
+    sizes: tuple[int, ...] = shape  # type: ignore[assignment]  # no None in it
     if sizes and min(sizes) < 0:
         return None  # an input it does not fit: the meta run says why
     if math.prod(sizes) * inputs[0].element_size() >= _MAX_BYTES:
@@ -994,9 +998,21 @@ def _output_dtype(
     None where its parameter's dtype is the build's, still to come."""
     name = layer_class.output_dtype_of
     if name is None:
-        return cast(torch.dtype, inputs[0].dtype)
+        dtype: torch.dtype = inputs[0].dtype
+        return dtype
     tensor = None if isinstance(module, LeafLayer) else module._parameters.get(name)
     return None if tensor is None else tensor.dtype
+
+
+def _runs_hooks(module: nn.Module) -> bool:
+    """Whether a call of ``module`` runs hooks (its own or global ones) around its forward."""
+    return bool(
+        module._forward_hooks
+        or module._forward_pre_hooks
+        or module._backward_hooks
+        or module._backward_pre_hooks
+        or _has_any_global_hook()  # type: ignore[no-untyped-call]
+    )
 
 
 def build_for_meta(
@@ -1015,14 +1031,7 @@ def build_for_meta(
     probe is checked against the formula before the first probe builds: one
     that needs other inferred arguments (a dynamic dim read as a size) raises
     the ShapeError, with nothing built."""
-    if (
-        not isinstance(layer, LeafLayer)
-        or layer._forward_hooks
-        or layer._forward_pre_hooks
-        or layer._backward_hooks
-        or layer._backward_pre_hooks
-        or _has_any_global_hook()  # type: ignore[no-untyped-call]
-    ):
+    if not isinstance(layer, LeafLayer) or _runs_hooks(layer):
         return None
     layer_class = type(layer)
     if layer_class.native_class is None or not all(map(_all_tensors, inputs)):  # _formula's checks, once
@@ -1060,10 +1069,12 @@ def build_for_meta(
         except BaseException:
             unbuild(layer)
             raise
-    outputs = []
-    for probe, (formula_class, shape) in enumerate(cast("list[_Formula]", found)):  # no None left
-        output_dtype = cast(torch.dtype, _output_dtype(formula_class, layer, inputs[probe]))
-        outputs.append(inputs[probe][0] if shape is None else _new_meta(shape, output_dtype))
+    outputs: list[Any] = []
+    for probe, (formula_class, shape) in enumerate(found):  # type: ignore[misc]  # no None left
+        if shape is None:  # same_shape
+            outputs.append(inputs[probe][0])
+        else:
+            outputs.append(_new_meta(shape, _output_dtype(formula_class, layer, inputs[probe])))
     return outputs
 
 
@@ -1072,7 +1083,7 @@ def _build_alone(
 ) -> None:
     """``layer._build``, with the errors of its first call."""
     try:
-        with torch.no_grad(), outside_transforms():
+        with outside_transforms():
             layer._build(inputs, list(inputs), target, inferred)
     except Exception as error:
         classified = _classified(type(layer), layer, (inputs, {}), inputs, error)

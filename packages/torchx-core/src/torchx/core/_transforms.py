@@ -27,5 +27,9 @@ def outside_transforms() -> AbstractContextManager[object]:
     """A block whose operations run outside every ``torch.func`` transform in
     progress; tensors from inside keep the shapes the transformed function sees."""
     if _clear_transforms is None or torch._C._functorch.peek_interpreter_stack() is None:
-        return nullcontext()
+        return _NOTHING_TO_CLEAR
     return _clear_transforms()
+
+
+_NOTHING_TO_CLEAR = nullcontext()
+"""No transform in progress: one block that does nothing serves every call (it holds no state)."""

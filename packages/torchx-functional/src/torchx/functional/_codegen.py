@@ -373,7 +373,15 @@ def dtype_kind(dtype: torch.dtype) -> str:
     return "floating" if dtype.is_floating_point else "integer"
 
 
-_DTYPES = sorted({value for value in vars(torch).values() if isinstance(value, torch.dtype)}, key=str)
+def _dtypes_by_kind() -> dict[str, tuple[torch.dtype, ...]]:
+    """torch's dtypes by :func:`dtype_kind`, in the order of their names."""
+    found: dict[str, list[torch.dtype]] = {}
+    for dtype in sorted({value for value in vars(torch).values() if isinstance(value, torch.dtype)}, key=str):
+        found.setdefault(dtype_kind(dtype), []).append(dtype)
+    return {kind: tuple(dtypes) for kind, dtypes in found.items()}
+
+
+_DTYPES_OF_KIND = _dtypes_by_kind()
 
 
 def input_test(writer: _Writer, variable: str, item: Input) -> str:
@@ -390,8 +398,7 @@ def input_test(writer: _Writer, variable: str, item: Input) -> str:
         tests.append(f"{variable}.ndim != {len(item.shape)}")
     kind = dtype_kind(item.dtype)
     if kind != "floating":
-        same_kind = tuple(dtype for dtype in _DTYPES if dtype_kind(dtype) == kind)
-        tests.append(f"{variable}.dtype not in {writer.constant(same_kind)}")
+        tests.append(f"{variable}.dtype not in {writer.constant(_DTYPES_OF_KIND[kind])}")
     return " or ".join(tests)
 
 

@@ -242,7 +242,8 @@ def _flat_metas(value: tuple[Any, ...], probe: int) -> tuple[Any, ...] | None:
     for leaf in value:
         kind = type(leaf)
         if kind is Placeholder:
-            metas.append(leaf.node.meta_under(probe))
+            under = leaf.node.metas  # (Node.meta_under, inline: most arguments are placeholders)
+            metas.append(under[probe] if probe < len(under) else under[0])
         elif kind in _ATOMS:
             metas.append(leaf)
         elif kind is Size or kind is BatchSize:
@@ -275,23 +276,29 @@ def _as_nodes(value: Any) -> Any:
     return map_leaves(lambda leaf: leaf.node if isinstance(leaf, (Placeholder, Size)) else leaf, value)
 
 
-def _refuse_torch_checkpoint(what: str) -> None:
+def _named(what: str | nn.Module) -> str:
+    """A call's name in messages: ``what`` itself, or a module's layer name
+    (worked out only for a message)."""
+    return what if isinstance(what, str) else layer_name(what)
+
+
+def _refuse_torch_checkpoint(what: str | nn.Module) -> None:
     """``torch.utils.checkpoint.checkpoint(block, x)`` on placeholders would
     record the block as plain calls, silently without checkpointing: refuse it
     (it is recognised by the saved-tensor hooks its non-reentrant form pushes)."""
     hooks = torch._C._autograd._top_saved_tensors_default_hooks(False)
     if hooks and "_checkpoint_hook" in getattr(hooks[0], "__qualname__", ""):
         raise TorchXError(
-            f"{what} was called on placeholders inside torch.utils.checkpoint.checkpoint, which a graph "
+            f"{_named(what)} was called on placeholders inside torch.utils.checkpoint.checkpoint, which a graph "
             "cannot record: the block would run without checkpointing. Wrap it instead: "
             "L.Checkpoint(block)(x) checkpoints it in the generated forward"
         )
 
 
-def _check_leaves(what: str, leaves: list[Any]) -> bool:
+def _check_leaves(what: str | nn.Module, leaves: list[Any]) -> bool:
     """Refuse real tensors among the leaves of a call's arguments beside
     placeholders, and recording inside torch's checkpoint; say whether any
-    input is dynamic."""
+    input is dynamic. ``what`` is the call (see :func:`_named`)."""
     _refuse_torch_checkpoint(what)
     dynamic = False
     for leaf in leaves:
@@ -299,9 +306,9 @@ def _check_leaves(what: str, leaves: list[Any]) -> bool:
             dynamic = dynamic or len(leaf.node.metas) > 1
         elif isinstance(leaf, torch.Tensor):  # (nn.Parameter's isinstance check runs Python: tensors only)
             if isinstance(leaf, nn.Parameter):
-                raise _ModuleCall(what)
+                raise _ModuleCall(_named(what))
             raise TorchXError(
-                f"{what} was called on a mix of placeholders and a real tensor of shape "
+                f"{_named(what)} was called on a mix of placeholders and a real tensor of shape "
                 f"{format_shape(tuple(leaf.shape))}; a graph takes its data only through its inputs. "
                 "Fix: make the tensor a Placeholder input, or register it in a layer"
             )
@@ -407,7 +414,9 @@ def _quick_signature(value: Any) -> Hashable | None:
     if kind in _ATOMS:
         return (kind.__name__, value)
     if kind is tuple or kind is list:
-        items = tuple(map(_quick_signature, value))
+        items = tuple(
+            [_tensor_signature(item) if type(item) is torch.Tensor else _quick_signature(item) for item in value]
+        )
         return None if None in items else (kind.__name__, *items)
     if kind is dict:
         if not all(type(key) is str for key in value):
@@ -453,7 +462,7 @@ def _run_cached(
         return output, not shares_input(output, (args, kwargs))
 
     try:
-        signature = (key, meta_signature(args), meta_signature(kwargs))
+        signature = (key, meta_signature(args), meta_signature(kwargs) if kwargs else None)
     except TypeError:
         return run()
     found = _RESULTS.get(signature)
@@ -646,8 +655,9 @@ def _call_module(
 ) -> tuple[tuple[Any, ...], bool]:
     """Build ``module`` for the placeholders' shapes if needed; its meta
     outputs under each probe, and whether they are fresh memory."""
-    probes = Probes(_check_leaves(layer_name(module), leaves_of(args) + leaves_of(kwargs)))
-    metas, meta_kwargs = _as_metas(args, probes), _as_metas(kwargs, probes)
+    probes = Probes(_check_leaves(module, leaves_of((args, kwargs)) if kwargs else leaves_of(args)))
+    metas = _as_metas(args, probes)
+    meta_kwargs = _as_metas(kwargs, probes) if kwargs else [kwargs] * len(metas)
     if isinstance(module, OwnMetaOutput) and not kwargs:  # built, and answers without a meta run
         results = probes.run(lambda probe: module.meta_output(metas[probe]))
         return tuple(output for output, _ in results), results[0][1]
