@@ -415,7 +415,10 @@ def _quick_signature(value: Any) -> Hashable | None:
         return (kind.__name__, value)
     if kind is tuple or kind is list:
         items = tuple(
-            [_tensor_signature(item) if type(item) is torch.Tensor else _quick_signature(item) for item in value]
+            [
+                _tensor_signature(item) if type(item) is torch.Tensor else _quick_signature(item)
+                for item in value
+            ]
         )
         return None if None in items else (kind.__name__, *items)
     if kind is dict:
