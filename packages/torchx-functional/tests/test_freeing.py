@@ -53,3 +53,17 @@ def test_a_group_of_named_layers_is_freed_when_dropped(no_garbage_collector: Non
     freed = weakref.ref(group)
     del group
     assert freed() is None
+
+
+def test_what_a_layer_is_given_is_not_kept_by_torchx_caches() -> None:
+    # Layouts and formulas are cached by the layer's arguments: data only, never a function or tensor.
+    def double(value: torch.Tensor) -> torch.Tensor:
+        return value * 2
+
+    function = weakref.ref(double)
+    layer = L.Lambda(double)
+    assert layer(Placeholder((None, 3))).shape == (None, 3)
+    assert L.Lambda(double)(torch.ones(2, 3)).shape == (2, 3)
+    del layer, double
+    gc.collect()
+    assert function() is None

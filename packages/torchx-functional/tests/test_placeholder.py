@@ -291,3 +291,19 @@ def test_hooks_of_an_unbuilt_layer_run_when_it_is_called_on_a_placeholder() -> N
     finally:
         handle.remove()
     assert seen  # a global hook runs too
+
+
+def test_layers_alike_on_alike_shapes_build_alike_and_each_is_still_checked() -> None:
+    # What one layer worked out on placeholders serves the next of its class, arguments and input
+    # shapes (a transformer's repeated blocks); another shape, or a misfit, is worked out again.
+    x, y = Placeholder((None, None, 8)), Placeholder((None, None, 6))
+    first, second, other = L.Linear(4), L.Linear(4), L.Linear(4)
+    assert first(x).shape == second(x).shape == other(y).shape == (None, None, 4)
+    assert [layer.in_features for layer in (first, second, other)] == [8, 8, 6]
+    assert second.weight.shape == (4, 8) and second.weight is not first.weight
+    for _ in range(2):  # a refusal is never remembered as an answer
+        with pytest.raises(ShapeError, match="in_features=8 was given"):
+            L.Linear(4, in_features=8)(y)
+        with pytest.raises(ShapeError, match="dynamic"):
+            L.Linear(4)(Placeholder((None, 5, None)))
+    assert L.Linear(4, in_features=8)(x).shape == (None, None, 4)

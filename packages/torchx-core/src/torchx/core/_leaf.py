@@ -30,10 +30,10 @@ import math
 import os
 import threading
 import warnings
-from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import torch
 from torch import nn
@@ -258,10 +258,31 @@ def _positional_count(cls: type[Layer]) -> float:
     return count
 
 
+_DATA = frozenset({bool, int, float, str, type(None), torch.dtype, torch.device})
+"""The types of argument values a cache key may hold: data, never an object
+(a tensor, a function) that the cache would keep alive."""
+_DATA_TYPES = tuple(_DATA)
+
+
+def _arguments_key(layer: Layer) -> tuple[Any, ...] | None:
+    """``layer``'s class and arguments as a cache key (list arguments frozen
+    into tuples); None where an argument is not data (see :data:`_DATA`)."""
+    arguments = layer.arguments
+    if all(type(value) in _DATA for value in arguments.values()):  # the common case, without a walk
+        return (type(layer), *arguments.items())
+    try:
+        return (type(layer), *((name, _frozen(value)) for name, value in arguments.items()))
+    except TypeError:
+        return None
+
+
 def _frozen(value: Any) -> Any:
+    """``value`` as a key: lists and tuples as tuples of keys; TypeError for
+    anything that is not data."""
     if isinstance(value, (list, tuple)):
         return tuple(_frozen(item) for item in value)
-    hash(value)
+    if not isinstance(value, _DATA_TYPES):
+        raise TypeError(type(value).__name__)
     return value
 
 
@@ -378,6 +399,10 @@ class LeafLayer(Layer):
         arguments off ``self.arguments``; it runs before the build).
 
         Only a fast path: a test checks every formula against the meta run.
+        Like :meth:`infer_arguments`, it reads the class, the arguments and
+        the inputs' shapes and dtypes, nothing else: a layer on placeholders
+        takes what another layer of its class and arguments worked out on the
+        same shapes.
         """
         return input_shapes[0] if self.same_shape and input_shapes else None
 
@@ -618,14 +643,7 @@ class LeafLayer(Layer):
         """The native module's parameters and buffers for these arguments (cached)."""
         native = type(self).native_class
         assert native is not None
-        key: Any = (type(self), *self.arguments.items())
-        try:
-            hash(key)
-        except TypeError:  # a list argument: frozen into tuples, or measured each time if unhashable
-            try:
-                key = (type(self), *((name, _frozen(value)) for name, value in self.arguments.items()))
-            except TypeError:
-                key = None
+        key = _arguments_key(self)  # None: measured each time
         layout = _LAYOUTS.get(key) if key is not None else None
         if layout is None:
             arguments = self._native_arguments(self.stand_in_arguments())
@@ -1015,6 +1033,23 @@ def _runs_hooks(module: nn.Module) -> bool:
     )
 
 
+_FORMULAS: dict[Hashable, tuple[list[_Formula], dict[str, Any]]] = {}
+"""What :func:`build_for_meta` worked out (each probe's formula, the arguments
+inferred), by :func:`_formula_key`: the same layer on the same shapes (a
+transformer's repeated blocks, a model defined again) is worked out once."""
+_FORMULAS_LIMIT = 4096
+
+
+def _formula_key(layer: LeafLayer, inputs: Sequence[tuple[torch.Tensor, ...]]) -> Hashable | None:
+    """What a layer's formula and inferred arguments depend on, as they depend
+    on nothing else: its class and arguments, and its inputs' shapes and
+    dtypes under each probe. None where an argument cannot be hashed."""
+    arguments = _arguments_key(layer)
+    if arguments is None:
+        return None
+    return (arguments, *((value.shape, value.dtype) for probe in inputs for value in probe))
+
+
 def build_for_meta(
     layer: nn.Module,
     probes: Probes,
@@ -1044,8 +1079,8 @@ def build_for_meta(
             if layer_class.same_shape
             else _shape_formula(layer_class, layer, inputs[probe])
         )
-        if found is None or not probes.dynamic:
-            return found
+        if found is None:
+            return None
         if not probe:  # a given argument is checked first, as the build checks it
             built_for.append(layer.infer_arguments(*inputs[0]))
             layer._check_given(built_for[0], inputs[0])
@@ -1055,22 +1090,29 @@ def build_for_meta(
                 raise misfit
         return found
 
+    key = _formula_key(layer, inputs)
     with _BUILD_LOCK:
         if type(layer) is not layer_class:
             return None  # another thread built it meanwhile
-        found = probes.run(formula)
-        if None in found:
-            return None
+        known = _FORMULAS.get(key) if key is not None else None
+        if known is None:
+            found = probes.run(formula)
+            if None in found:
+                return None
+            known = (cast("list[_Formula]", found), built_for[0])
+            if key is not None:
+                if len(_FORMULAS) >= _FORMULAS_LIMIT:
+                    _FORMULAS.clear()
+                _FORMULAS[key] = known
+        formulas, inferred = known
         try:
             with probes.shown(0):
-                _build_alone(
-                    layer, inputs[0], BuildTarget.on(device, dtype), built_for[0] if built_for else None
-                )
+                _build_alone(layer, inputs[0], BuildTarget.on(device, dtype), dict(inferred))
         except BaseException:
             unbuild(layer)
             raise
     outputs: list[Any] = []
-    for probe, (formula_class, shape) in enumerate(found):  # type: ignore[misc]  # no None left
+    for probe, (formula_class, shape) in enumerate(formulas):
         if shape is None:  # same_shape
             outputs.append(inputs[probe][0])
         else:
