@@ -32,12 +32,11 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils._pytree import tree_map
 
 import torchx.layers as L
 from torchx.core import BuildWarning, TorchXError
 from torchx.functional._placeholder import _ATOMS, BatchSize, DeviceOf, Node, Placeholder
-from torchx.functional._tree import map_leaves
+from torchx.functional._tree import leaves_of, map_leaves
 from torchx.plugin import Layer, format_shape, given_name, layer_name, layer_view, record_of, short_repr
 
 __all__ = [
@@ -163,9 +162,7 @@ class Program:
         return model.get_submodule(path) if layer is None else layer
 
     def input_list(self) -> list[Input]:
-        leaves: list[Input] = []
-        tree_map(lambda leaf: leaves.append(leaf) if isinstance(leaf, Input) else None, self.inputs)
-        return leaves
+        return [leaf for leaf in leaves_of(self.inputs) if isinstance(leaf, Input)]
 
 
 def _snake(name: str) -> str:
@@ -262,20 +259,15 @@ class Namespace:
 
 
 def _leaves(structure: Any, kind: type) -> list[Any]:
-    found: list[Any] = []
-    tree_map(lambda leaf: found.append(leaf) if isinstance(leaf, kind) else None, structure)
-    return found
+    return [leaf for leaf in leaves_of(structure) if isinstance(leaf, kind)]
 
 
 def _check_structure(structure: Any, what: str) -> None:
-    def check(leaf: Any) -> Any:
+    for leaf in leaves_of(structure):
         if not isinstance(leaf, Placeholder):
             raise TorchXError(
                 f"Functional {what} must be placeholders (in lists, tuples or dicts), got {type(leaf).__name__}"
             )
-        return leaf
-
-    tree_map(check, structure)
 
 
 def _input_names(
@@ -445,8 +437,8 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: Abstr
         name, _ = input_names[id(leaf.node)]
         return Input(name, leaf.node.shape, leaf.dtype)
 
-    program_inputs = tree_map(describe, inputs)
-    program_outputs = tree_map(lambda leaf: Var(variables[id(leaf.node)]), outputs)
+    program_inputs = map_leaves(describe, inputs)
+    program_outputs = map_leaves(lambda leaf: Var(variables[id(leaf.node)]), outputs)
     names = dict(input_names.values())
     parameters = _parameters(program_inputs, names, entries)
     return Program(
