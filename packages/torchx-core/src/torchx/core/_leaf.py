@@ -335,8 +335,10 @@ class LeafLayer(Layer):
                 None if device is None else torch.device(device), dtype
             )
         if type(self).native_class is not None:
-            self._torchx.layout = self._layout()
-            pending_stores(self, self._torchx.layout)
+            record = self._torchx
+            record.key = _arguments_key(self)
+            record.layout = self._layout()
+            pending_stores(self, record.layout)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -643,7 +645,7 @@ class LeafLayer(Layer):
         """The native module's parameters and buffers for these arguments (cached)."""
         native = type(self).native_class
         assert native is not None
-        key = _arguments_key(self)  # None: measured each time
+        key = self._torchx.key  # None: measured each time
         layout = _LAYOUTS.get(key) if key is not None else None
         if layout is None:
             arguments = self._native_arguments(self.stand_in_arguments())
@@ -1044,7 +1046,7 @@ def _formula_key(layer: LeafLayer, inputs: Sequence[tuple[torch.Tensor, ...]]) -
     """What a layer's formula and inferred arguments depend on, as they depend
     on nothing else: its class and arguments, and its inputs' shapes and
     dtypes under each probe. None where an argument cannot be hashed."""
-    arguments = _arguments_key(layer)
+    arguments = layer._torchx.key
     if arguments is None:
         return None
     return (arguments, *((value.shape, value.dtype) for probe in inputs for value in probe))

@@ -71,6 +71,9 @@ class LayerRecord:
     """The name given with ``name=``: the layer's submodule path in a
     ``Functional`` (``"layer1.0.conv1"``), its key in a ``Sequential``; shown
     in specs, summaries, plots and errors."""
+    key: tuple[Any, ...] | None = None
+    """The class and arguments as a cache key of what they decide (the layout,
+    formulas); None where an argument is not plain data (leaf layers)."""
 
 
 _NAME = re.compile(r"[^\s.]+(?:\.[^\s.]+)*")

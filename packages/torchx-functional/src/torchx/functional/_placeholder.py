@@ -517,10 +517,12 @@ def record(
     """Record one operation on placeholders and return placeholder output(s);
     the real tensors among its arguments are read as values of the graph (see
     :func:`tensor_placeholder`)."""
-    leaves = leaves_of(args) + leaves_of(kwargs)
-    if any(isinstance(leaf, torch.Tensor) for leaf in leaves):
-        args, kwargs = _read_tensors(args, what), _read_tensors(kwargs, what)
-        leaves = leaves_of(args) + leaves_of(kwargs)
+    leaves = leaves_of((args, kwargs)) if kwargs else leaves_of(args)
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            args, kwargs = _read_tensors(args, what), _read_tensors(kwargs, what)
+            leaves = leaves_of((args, kwargs))
+            break
     dynamic = _check_leaves(what, leaves)
     metas, fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
     if dynamic and args and isinstance(args[0], Placeholder):
