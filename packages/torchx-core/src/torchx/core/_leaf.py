@@ -268,7 +268,7 @@ def _arguments_key(layer: Layer) -> tuple[Any, ...] | None:
     """``layer``'s class and arguments as a cache key (list arguments frozen
     into tuples); None where an argument is not data (see :data:`_DATA`)."""
     arguments = layer.arguments
-    if all(type(value) in _DATA for value in arguments.values()):  # the common case, without a walk
+    if _DATA.issuperset(map(type, arguments.values())):  # the common case, without a walk
         return (type(layer), *arguments.items())
     try:
         return (type(layer), *((name, _frozen(value)) for name, value in arguments.items()))
@@ -1049,7 +1049,7 @@ def _formula_key(layer: LeafLayer, inputs: Sequence[tuple[torch.Tensor, ...]]) -
     arguments = layer._torchx.key
     if arguments is None:
         return None
-    return (arguments, *((value.shape, value.dtype) for probe in inputs for value in probe))
+    return (arguments, *[(value.shape, value.dtype) for probe in inputs for value in probe])
 
 
 def build_for_meta(

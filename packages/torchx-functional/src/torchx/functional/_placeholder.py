@@ -132,6 +132,7 @@ class Node:
         "id",
         "kind",
         "kwargs",
+        "meta",
         "metas",
         "name",
         "sizes",
@@ -156,6 +157,9 @@ class Node:
         self.metas = metas
         """The output on the meta device under each probe: two where an input
         has a dynamic dim, else one (see :class:`~torchx.plugin.Probes`)."""
+        self.meta = metas[0]
+        """The output on the meta device under the first probe (its dtype and
+        nesting are those of every probe)."""
         self.name = name
         self.fresh = fresh
         """Whether the output is new memory: not an input, nor a view of one
@@ -180,12 +184,6 @@ class Node:
                     if isinstance(leaf, (Node, BatchSize, DeviceOf))
                 )
         return found
-
-    @property
-    def meta(self) -> Any:
-        """The output on the meta device under the first probe (its dtype and
-        nesting are those of every probe)."""
-        return self.metas[0]
 
     def meta_under(self, probe: int) -> Any:
         """The output on the meta device under ``probe`` (the first probe's
@@ -489,7 +487,9 @@ def _compute(
     when ``dynamic``): its outputs, and whether they are fresh memory."""
     try:
         runs = Probes(dynamic).run(
-            lambda probe: _run_cached(key, function, _as_meta(args, probe), _as_meta(kwargs, probe))
+            lambda probe: _run_cached(
+                key, function, _as_meta(args, probe), _as_meta(kwargs, probe) if kwargs else {}
+            )
         )
     except (RuntimeError, ValueError, IndexError, TypeError, AssertionError) as error:
         if isinstance(error, _ModuleCall):
@@ -527,7 +527,7 @@ def record(
     metas, fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
     if dynamic and args and isinstance(args[0], Placeholder):
         metas = widen_slices(kind, target, args, kwargs, args[0].node.metas, metas)
-    node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs), metas, fresh=fresh)
+    node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs) if kwargs else {}, metas, fresh=fresh)
     return _outputs(node)
 
 
@@ -999,7 +999,9 @@ class Placeholder:
             accept_placeholders(
                 module
             )  # a layer built here is its native module now: shared, it is called again
-        node = Node("module", module, _as_nodes(args), _as_nodes(kwargs), metas, fresh=fresh)
+        node = Node(
+            "module", module, _as_nodes(args), _as_nodes(kwargs) if kwargs else {}, metas, fresh=fresh
+        )
         return _outputs(node)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
