@@ -414,7 +414,11 @@ def _quick_signature(value: Any) -> Hashable | None:
     if kind is tuple or kind is list:
         items = tuple(
             [
-                _tensor_signature(item) if type(item) is torch.Tensor else _quick_signature(item)
+                _tensor_signature(item)
+                if type(item) is torch.Tensor
+                else (type(item).__name__, item)
+                if type(item) in _ATOMS
+                else _quick_signature(item)
                 for item in value
             ]
         )
@@ -435,6 +439,13 @@ def _quick_signature(value: Any) -> Hashable | None:
 def shares_input(output: Any, inputs: Any) -> bool:
     """Whether a meta ``output`` may share memory with ``inputs``: a tensor in
     it is one of them, or a view."""
+    if (
+        type(output) is torch.Tensor
+        and type(inputs) is tuple
+        and len(inputs) == 1
+        and type(inputs[0]) is torch.Tensor
+    ):
+        return output is inputs[0] or output._is_view()  # a layer's call on one tensor
     if (
         type(output) is torch.Tensor
         and type(inputs) is tuple
@@ -503,7 +514,7 @@ def _compute(
             f"cannot take ({shapes}): {torch_message(error)}",
             fix="change the inputs' shapes or the operation's arguments",
         ) from None
-    return tuple(output for output, _ in runs), runs[0][1]
+    return tuple([output for output, _ in runs]), runs[0][1]
 
 
 def record(
