@@ -27,6 +27,8 @@ from _timing import Result, interleaved_medians
 from bench_layers import build_split, print_split
 from torch import nn
 
+from torchx.core import _leaf as leaf_internals
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 MODELS = ("resnet50", "densenet121", "mobilenet_v2")
@@ -49,11 +51,13 @@ else:
 def first_build(make: Callable[..., object]) -> Callable[..., object]:
     """``make`` as it runs the first time in a process: with nothing kept from
     earlier builds (the generated forwards of each architecture, the meta
-    results of recorded operations on each input signature)."""
+    results of recorded operations and the formulas of layers on each input
+    signature)."""
 
     def cold(*args: object, **kwargs: object) -> object:
         clear_compiled()
         placeholder_internals._RESULTS.clear()
+        leaf_internals._FORMULAS.clear()
         return make(*args, **kwargs)
 
     return cold

@@ -258,10 +258,10 @@ def _positional_count(cls: type[Layer]) -> float:
     return count
 
 
-_DATA = frozenset({bool, int, float, str, type(None), torch.dtype, torch.device})
+_DATA: frozenset[type] = frozenset({bool, int, float, str, type(None), torch.dtype, torch.device})
 """The types of argument values a cache key may hold: data, never an object
 (a tensor, a function) that the cache would keep alive."""
-_DATA_TYPES = tuple(_DATA)
+_DATA_TYPES: tuple[type, ...] = tuple(_DATA)
 
 
 def _arguments_key(layer: Layer) -> tuple[Any, ...] | None:
@@ -416,9 +416,9 @@ class LeafLayer(Layer):
         # traces from torch's own forward, which this layer does not have yet); this
         # frame it compiles, also once the layer has become its native class.
         if len(args) == 1 and not kwargs and type(args[0]) is not torch.Tensor:
-            record = getattr(type(args[0]), "__torchx_call__", None)
-            if record is not None and not _runs_hooks(self):
-                return record(args[0], self, args, kwargs)  # one symbolic input: what forward would do
+            symbolic_call = getattr(type(args[0]), "__torchx_call__", None)
+            if symbolic_call is not None and not _runs_hooks(self):
+                return symbolic_call(args[0], self, args, kwargs)  # one symbolic input: what forward would do
         return nn.Module.__call__(self, *args, **kwargs)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
@@ -1045,7 +1045,8 @@ _FORMULAS_LIMIT = 4096
 def _formula_key(layer: LeafLayer, inputs: Sequence[tuple[torch.Tensor, ...]]) -> Hashable | None:
     """What a layer's formula and inferred arguments depend on, as they depend
     on nothing else: its class and arguments, and its inputs' shapes and
-    dtypes under each probe. None where an argument cannot be hashed."""
+    dtypes under each probe. None where an argument is not data (see
+    :func:`_arguments_key`)."""
     arguments = layer._torchx.key
     if arguments is None:
         return None
