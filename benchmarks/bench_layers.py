@@ -154,7 +154,7 @@ def bench_build(quick: bool) -> list[Result]:
 
 TIMED: dict[str, list[tuple[object, str]]] = {
     "construct": [(leaf_internals.LeafLayer, "__init__")],
-    "forward": [(leaf_internals.LeafLayer, "forward")],
+    "forward": [(leaf_internals.LeafLayer, "__call__")],
     "layouts": [(leaf_internals.LeafLayer, "_layout")],
     "build": [(leaf_internals.LeafLayer, "_build")],
     "memory": [(leaf_internals, "check_allocation")],
