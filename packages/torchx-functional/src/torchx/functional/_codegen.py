@@ -263,7 +263,11 @@ def submodule_expression(path: str) -> str:
     ``self.layer1``, ``getattr(self.layer1, "0").conv1``."""
     expression = "self"
     for part in path.split("."):
-        readable = part.isidentifier() and not keyword.iskeyword(part) and normal_form(part) == part
+        readable = (
+            part.isidentifier()
+            and not keyword.iskeyword(part)
+            and (part.isascii() or normal_form(part) == part)  # NFKC leaves ASCII as it is
+        )
         expression = f"{expression}.{part}" if readable else f"getattr({expression}, {part!r})"
     return expression
 

@@ -25,7 +25,6 @@ one costs none, and the values are the same.
 from __future__ import annotations
 
 import operator
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,20 +89,23 @@ class _Memory:
         self.outputs = {leaf.name for leaf in leaves_of(program.outputs) if isinstance(leaf, Var)}
         self.produced = {step.var: step for step in steps}
         self.last_use: dict[str, int] = {}
-        self.uses: Counter[str] = Counter(self.outputs)
+        self.uses: dict[str, int] = dict.fromkeys(self.outputs, 1)
+        """How many times each value is read (an output once more, by the caller)."""
         # The values whose memory a variable may share (its "roots"): itself, when
         # its step returns fresh memory; else whatever its arguments share.
         self.roots: dict[str, frozenset[str]] = {}
+        last_use, uses, roots = self.last_use, self.uses, self.roots
         for index, step in enumerate(steps):
             arguments = _read(step.args)
             for name in arguments + _read(step.kwargs) if step.kwargs else arguments:
-                self.last_use[name] = index
-                self.uses[name] += 1
+                last_use[name] = index
+                uses[name] = uses.get(name, 0) + 1
             if step.fresh:
-                self.roots[step.var] = frozenset((step.var,))
+                roots[step.var] = frozenset((step.var,))
             else:
-                inputs = [self.roots.get(name, frozenset((name,))) for name in arguments]
-                self.roots[step.var] = frozenset().union(*inputs)
+                roots[step.var] = frozenset().union(
+                    *[roots.get(name, frozenset((name,))) for name in arguments]
+                )
         self.readers: dict[str, list[str]] = {}
         for name, shared in self.roots.items():
             for root in shared:
@@ -131,7 +133,7 @@ class _Memory:
             producer is not None
             and producer.fresh
             and not producer.output_saved
-            and self.uses[name] == 1
+            and self.uses.get(name) == 1
             and self.overwritable(name, index, result)
         )
 

@@ -242,15 +242,12 @@ class Namespace:
         copied._next = dict(self._next)
         return copied
 
-    def _free(self, name: str) -> bool:
-        return name not in self._taken
-
     def claim(self, base: str) -> str:
         base = as_identifier(base)
         name, count = base, self._next.get(base, 0)
         if count:
             name = f"{base}_{count}"
-        while not self._free(name):
+        while name in self._taken:
             count += 1
             name = f"{base}_{count}"
         self._next[base] = count + 1
