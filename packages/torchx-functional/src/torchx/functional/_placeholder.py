@@ -671,8 +671,13 @@ def _call_module(
 ) -> tuple[tuple[Any, ...], bool]:
     """Build ``module`` for the placeholders' shapes if needed; its meta
     outputs under each probe, and whether they are fresh memory."""
-    probes = Probes(_check_leaves(module, leaves_of((args, kwargs)) if kwargs else leaves_of(args)))
-    metas = _as_metas(args, probes)
+    if not kwargs and len(args) == 1 and type(args[0]) is Placeholder:  # the common call, without walks
+        _refuse_torch_checkpoint(module)
+        metas = [(meta,) for meta in args[0].node.metas]  # one per probe
+        probes = Probes(len(metas) > 1)
+    else:
+        probes = Probes(_check_leaves(module, leaves_of((args, kwargs)) if kwargs else leaves_of(args)))
+        metas = _as_metas(args, probes)
     meta_kwargs = _as_metas(kwargs, probes) if kwargs else [kwargs] * len(metas)
     if isinstance(module, OwnMetaOutput) and not kwargs:  # built, and answers without a meta run
         results = probes.run(lambda probe: module.meta_output(metas[probe]))
