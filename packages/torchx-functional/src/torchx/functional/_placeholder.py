@@ -459,31 +459,11 @@ def shares_input(output: Any, inputs: Any) -> bool:
     )
 
 
-def _run_cached(
-    key: Any, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[Any, bool]:
-    """``function(*args, **kwargs)`` on meta values, remembered by signature,
-    and whether its output is fresh memory (see :func:`shares_input`).
-
-    Meta outputs hold no data, so the same operation on the same shapes (a
-    chain of ``x + 1``, repeated residual blocks) is computed once.
-    """
-
-    def run() -> tuple[Any, bool]:
-        output = function(*args, **kwargs)
-        return output, not shares_input(output, (args, kwargs))
-
-    try:
-        signature = (key, meta_signature(args), meta_signature(kwargs) if kwargs else None)
-    except TypeError:
-        return run()
-    found = _RESULTS.get(signature)
-    if found is None:
-        found = run()
-        if len(_RESULTS) >= _RESULTS_LIMIT:
-            _RESULTS.clear()
-        _RESULTS[signature] = found
-    return found
+def _run(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool]:
+    """``function(*args, **kwargs)`` on meta values, and whether its output is
+    fresh memory (see :func:`shares_input`)."""
+    output = function(*args, **kwargs)
+    return output, not shares_input(output, (args, kwargs))
 
 
 def _compute(
@@ -495,13 +475,29 @@ def _compute(
     dynamic: bool,
 ) -> tuple[tuple[Any, ...], bool]:
     """Run ``function`` on the meta values of its inputs under each probe (two
-    when ``dynamic``): its outputs, and whether they are fresh memory."""
+    when ``dynamic``): its outputs, and whether they are fresh memory.
+
+    Meta outputs hold no data, so the same operation on the same shapes (a
+    chain of ``x + 1``, repeated residual blocks) is computed once: results
+    are remembered by the signature of every probe's inputs.
+    """
+    probes = Probes(dynamic)
+    metas = [(_as_meta(args, probe), _as_meta(kwargs, probe) if kwargs else {}) for probe in probes.indices]
     try:
-        runs = Probes(dynamic).run(
-            lambda probe: _run_cached(
-                key, function, _as_meta(args, probe), _as_meta(kwargs, probe) if kwargs else {}
-            )
+        signature: Hashable | None = (
+            key,
+            *[
+                (meta_signature(probe_args), meta_signature(probe_kwargs) if probe_kwargs else None)
+                for probe_args, probe_kwargs in metas
+            ],
         )
+    except TypeError:
+        signature = None
+    found = None if signature is None else _RESULTS.get(signature)
+    if found is not None:
+        return found
+    try:
+        runs = probes.run(lambda probe: _run(function, *metas[probe]))
     except (RuntimeError, ValueError, IndexError, TypeError, AssertionError) as error:
         if isinstance(error, _ModuleCall):
             raise
@@ -514,7 +510,12 @@ def _compute(
             f"cannot take ({shapes}): {torch_message(error)}",
             fix="change the inputs' shapes or the operation's arguments",
         ) from None
-    return tuple([output for output, _ in runs]), runs[0][1]
+    found = (tuple([output for output, _ in runs]), runs[0][1])
+    if signature is not None:
+        if len(_RESULTS) >= _RESULTS_LIMIT:
+            _RESULTS.clear()
+        _RESULTS[signature] = found
+    return found
 
 
 def record(
