@@ -347,7 +347,7 @@ class _ModuleCall(TorchXError, RuntimeError):
         )
 
 
-_RESULTS: dict[Any, Any] = {}
+_RESULTS: dict[Hashable, tuple[tuple[Any, ...], bool]] = {}
 _RESULTS_LIMIT = 4096
 
 
