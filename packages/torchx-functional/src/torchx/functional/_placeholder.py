@@ -240,8 +240,7 @@ def _flat_metas(value: tuple[Any, ...], probe: int) -> tuple[Any, ...] | None:
     for leaf in value:
         kind = type(leaf)
         if kind is Placeholder:
-            under = leaf.node.metas  # (Node.meta_under, inline: most arguments are placeholders)
-            metas.append(under[probe] if probe < len(under) else under[0])
+            metas.append(leaf.node.meta_under(probe))
         elif kind in _ATOMS:
             metas.append(leaf)
         elif kind is Size or kind is BatchSize:
@@ -394,6 +393,7 @@ _META_SIGNATURE = _MetaSignature()
 
 
 _ATOMS = frozenset((bool, int, float, str, type(None)))
+_PLAIN_TENSOR = frozenset((torch.Tensor,))
 
 
 def meta_signature(value: Any) -> Hashable:
@@ -412,16 +412,7 @@ def _quick_signature(value: Any) -> Hashable | None:
     if kind in _ATOMS:
         return (kind.__name__, value)
     if kind is tuple or kind is list:
-        items = tuple(
-            [
-                _tensor_signature(item)
-                if type(item) is torch.Tensor
-                else (type(item).__name__, item)
-                if type(item) in _ATOMS
-                else _quick_signature(item)
-                for item in value
-            ]
-        )
+        items = tuple(map(_quick_signature, value))
         return None if None in items else (kind.__name__, *items)
     if kind is dict:
         if not all(type(key) is str for key in value):
@@ -440,18 +431,9 @@ def shares_input(output: Any, inputs: Any) -> bool:
     """Whether a meta ``output`` may share memory with ``inputs``: a tensor in
     it is one of them, or a view."""
     if (
-        type(output) is torch.Tensor
-        and type(inputs) is tuple
-        and len(inputs) == 1
-        and type(inputs[0]) is torch.Tensor
-    ):
-        return output is inputs[0] or output._is_view()  # a layer's call on one tensor
-    if (
-        type(output) is torch.Tensor
-        and type(inputs) is tuple
-        and all(type(value) is torch.Tensor for value in inputs)
-    ):  # a layer's call: no tree walks
-        return output._is_view() or any(output is value for value in inputs)
+        type(output) is torch.Tensor and type(inputs) is tuple and _PLAIN_TENSOR.issuperset(map(type, inputs))
+    ):  # a layer's call: no tree walk, no generator
+        return output._is_view() or id(output) in map(id, inputs)
     given = {id(leaf) for leaf in leaves_of(inputs) if isinstance(leaf, torch.Tensor)}
     return any(
         isinstance(leaf, torch.Tensor) and (leaf._is_view() or id(leaf) in given)
