@@ -97,8 +97,8 @@ def test_narrow_keeps_its_length_or_fails_as_torch_does() -> None:
 
 def test_spec_round_trip_keeps_the_cut_dynamic(fresh_plugins: PluginManager) -> None:
     x = Placeholder((None, None, 8), name="x")
-    head = x[:, -10:]
-    model = Functional(inputs=x, outputs=[head.sum(1) / head.shape[1], *x.split(10, dim=1)[:2]])
+    head, pieces = x[:, -10:], x.split(10, dim=1)
+    model = Functional(inputs=x, outputs=[head.sum(1) / head.shape[1], pieces[0], pieces[1]])
     spec = model.to_spec()
     for read in (json.loads(json.dumps(spec)), yaml.safe_load(yaml.safe_dump(spec, sort_keys=False))):
         rebuilt = L.Layer.from_spec(read)

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 __all__ = [
     "FACTORIES",
     "INFIX",
+    "LAYOUT_METHODS",
     "UNINITIALISED_METHODS",
     "ZERO_FILLED_FUNCTIONS",
     "ZERO_FILLED_METHODS",
@@ -113,6 +114,11 @@ FACTORIES = frozenset((torch.arange, torch.eye, torch.full, torch.ones, torch.ze
 """Torch functions that make a tensor from sizes alone: a graph records them
 where a size is dynamic (``torch.arange(x.shape[1])``), on the device of the
 input the size was read from unless the call names one."""
+
+LAYOUT_METHODS = frozenset(("stride", "storage_offset", "is_contiguous", "is_non_overlapping_and_dense"))
+"""Tensor methods that read how a tensor lies in memory: at run time that
+follows the inputs (their lengths, views of larger tensors, channels-last),
+which a graph does not know when it is defined, so it refuses to record them."""
 
 UNINITIALISED_METHODS = frozenset(("new", "new_empty_strided", "resize", "resize_as"))
 """Tensor methods that may return uninitialised memory and have no zero-filled

@@ -34,11 +34,12 @@ from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 from torchx.core import Layer, ShapeError, TorchXError, current_scope
 from torchx.functional._ops import (
     FACTORIES,
+    LAYOUT_METHODS,
     UNINITIALISED_METHODS,
     ZERO_FILLED_FUNCTIONS,
     ZERO_FILLED_METHODS,
 )
-from torchx.functional._slices import widen_slices
+from torchx.functional._slices import counted_cut, widen_slices
 from torchx.functional._tree import leaves_of, map_leaves
 from torchx.plugin import (
     Probes,
@@ -62,6 +63,7 @@ __all__ = [
     "DeviceOf",
     "Node",
     "OwnMetaOutput",
+    "Pieces",
     "Placeholder",
     "Size",
     "SymbolicShape",
@@ -322,6 +324,69 @@ def _refuse_uninitialised(what: str) -> None:
         )
 
 
+def _refuse_layout(what: str) -> None:
+    """Reads of the memory layout (``x.stride()``): refused at definition time
+    (see :data:`~torchx.functional._ops.LAYOUT_METHODS`)."""
+    if what.rsplit(".", 1)[-1] in LAYOUT_METHODS:
+        raise TorchXError(
+            f"{what} reads how a tensor lies in memory, which a graph only knows at run time (it follows "
+            "the inputs' lengths and layout), so it cannot be recorded. Fix: cut windows with "
+            "x.unfold(dim, size, step), and give shapes with sizes read off x.shape (x.view(b, t, -1))"
+        )
+
+
+def _cuts_dynamic_dim(kind: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
+    """The dynamic dim of ``args[0]`` this call cuts into a number of pieces
+    that follows its length (``x.unbind(1)``, ``x.split(10, 1)``), if it is such a cut."""
+    dim = counted_cut(kind, target, args, kwargs)
+    shape = args[0].node.shape
+    if dim is None or not -len(shape) <= dim < len(shape) or shape[dim] is not None:
+        return None
+    return dim % len(shape)
+
+
+class Pieces:
+    """The pieces a cut of a dynamic dim gives (``x.unbind(1)``, ``x.split(10, 1)``):
+    their number follows the dim's length at run time, so they are taken one
+    by one from the front (``pieces[0]``, ``pieces[1]``), each an error at run
+    time where the input has fewer, as in torch. What needs their number (a
+    loop over them, ``len``, ``pieces[-1]``, ``pieces[:2]``, ``torch.cat(pieces)``)
+    is refused: a graph would keep the probe's count."""
+
+    __slots__ = ("_label", "_pieces")
+
+    def __init__(self, label: str, pieces: tuple[Any, ...]) -> None:
+        self._label = label
+        self._pieces = pieces
+
+    def __repr__(self) -> str:
+        return f"<the pieces {self._label}>"
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if type(index) is int and index >= 0:
+            return self._pieces[index]
+        raise self._counted(f"[{index!r}]")  # a slice has as many pieces as there are, up to its stop
+
+    def __iter__(self) -> Iterator[Any]:
+        raise self._counted("a loop over them (or unpacking)")
+
+    def __len__(self) -> int:
+        raise self._counted("len()")
+
+    def __contains__(self, item: object) -> bool:
+        raise self._counted("`in`")
+
+    def _counted(self, use: str) -> TorchXError:
+        return TorchXError(
+            f"{use} needs the number of pieces {self._label}, a dynamic size: the number follows its length "
+            "at run time, and a graph would keep the probe's count (a loop over the pieces would "
+            "stop there). Take pieces one by one from the front (pieces[0], pieces[1]); or give that dim a "
+            "static size in the Placeholder, cut it into a fixed number of pieces (x.tensor_split(n, dim), "
+            "x.split([sizes], dim)), or work along it without a Python loop (a recurrent layer such as L.GRU, "
+            "or torch.cumsum)"
+        )
+
+
 def _refuse_in_place(what: str) -> None:
     """In-place operations (``x.mul_(2)``) change their input, which a recorded
     graph cannot express (nodes are values): refuse them at definition time.
@@ -519,9 +584,14 @@ def record(
             break
     dynamic = _check_leaves(what, leaves)
     metas, fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
+    cut = None
     if dynamic and args and isinstance(args[0], Placeholder):
         metas = widen_slices(kind, target, args, kwargs, args[0].node.metas, metas)
+        cut = _cuts_dynamic_dim(kind, target, args, kwargs)
     node = Node(kind, target, _as_nodes(args), _as_nodes(kwargs) if kwargs else {}, metas, fresh=fresh)
+    if cut is not None:  # as many pieces as every probe has, taken by position only
+        label = f"{what} cuts {_size_name(args[0].node, cut)} into"
+        return Pieces(label, tuple(_part(node, key) for key in range(min(map(len, metas)))))
     return _outputs(node)
 
 
@@ -582,14 +652,15 @@ def _outputs(node: Node) -> Any:
     if isinstance(node.meta, torch.Tensor):
         return Placeholder._of(node)
     if isinstance(node.meta, (tuple, list, dict)):
+        if any(len(meta) != len(node.meta) for meta in node.metas):
+            raise _follows_probe(node, f"{len(node.meta)} values")
         items = node.meta.items() if isinstance(node.meta, dict) else enumerate(node.meta)
         parts = {}
         for key, part in items:
             if isinstance(part, (torch.Tensor, tuple, list, dict)):
-                part_metas = tuple(meta[key] for meta in node.metas)
-                # A part shares its container's memory: the container's node stands for both.
-                part_node = Node("function", operator.getitem, (node, key), {}, part_metas, fresh=False)
-                parts[key] = _outputs(part_node)
+                parts[key] = _part(node, key)
+            elif any(meta[key] != part for meta in node.metas):
+                raise _follows_probe(node, repr(part))
             else:
                 parts[key] = part
         if isinstance(node.meta, dict):
@@ -598,6 +669,22 @@ def _outputs(node: Node) -> Any:
         return type(node.meta)(parts.values()) if isinstance(node.meta, tuple) else list(parts.values())
     raise TorchXError(
         f"{node.describe()} returned {type(node.meta).__name__}; graph nodes must return tensors"
+    )
+
+
+def _part(node: Node, key: Any) -> Any:
+    """Placeholder(s) for the part ``key`` of ``node``'s output, through a getitem
+    node: a part shares its container's memory, and the container's node stands for both."""
+    part_metas = tuple(meta[key] for meta in node.metas)
+    return _outputs(Node("function", operator.getitem, (node, key), {}, part_metas, fresh=False))
+
+
+def _follows_probe(node: Node, value: str) -> TorchXError:
+    """The refusal of a Python value ``node`` returned that depends on a dynamic size."""
+    return TorchXError(
+        f"{node.describe()} returned {value} for the probe, a value that follows a dynamic size: at run time "
+        "it differs, and a graph would keep the probe's. Fix: give the dynamic dims static sizes in the "
+        "Placeholder, or compute with tensors and sizes read off x.shape instead"
     )
 
 
@@ -985,6 +1072,7 @@ class Placeholder:
             kwargs = {key: value for key, value in kwargs.items() if key != "inplace"}
         _refuse_in_place(what)
         _refuse_uninitialised(what)
+        _refuse_layout(what)
         if func is torch.reshape and len(args) == 2 and isinstance(args[0], Placeholder):
             args = (args[0], *args[0]._batch_size_in((args[1],)))
         if func in FACTORIES:
@@ -1014,6 +1102,7 @@ class Placeholder:
         name = ZERO_FILLED_METHODS.get(name, name)  # never uninitialised memory
         _refuse_in_place(f"Tensor.{name}")
         _refuse_uninitialised(f"Tensor.{name}")
+        _refuse_layout(f"Tensor.{name}")
         if name == "flatten" and not args and not kwargs:
             args = (1,)  # keep the batch dim
         if name == "new_tensor" and args and not _symbolic_leaves((args, kwargs)):  # data: a constant
@@ -1088,6 +1177,43 @@ def _size_arithmetic(
     return method
 
 
+def _expression(value: Any) -> Hashable:
+    """What a size (or an int) stands for, as a structure of where it was read
+    and the arithmetic done on it: equal for two reads of one dim of one value."""
+    if not isinstance(value, Size):
+        return value  # type: ignore[no-any-return]
+    return _node_expression(value.node)
+
+
+def _node_expression(node: Any) -> Hashable:
+    if not isinstance(node, Node):
+        return node  # type: ignore[no-any-return]
+    if node.kind == "method":  # a read: x.size(dim)
+        source, dim = node.args
+        return ("size", id(source), dim)
+    return (node.target, *map(_node_expression, node.args))
+
+
+def _size_comparison(function: Callable[[Any, Any], bool], symbol: str) -> Callable[[Size, Any], bool]:
+    """The comparison ``size <op> other`` for an int or size ``other``: answered
+    where both sides are the same size (``T == T``), else refused, since a dynamic
+    size has no value until the model runs and a graph records one path."""
+
+    def method(self: Size, other: Any) -> Any:
+        if isinstance(other, bool) or not isinstance(other, (int, Size)):
+            return NotImplemented
+        if _expression(self) == _expression(other):
+            return function(0, 0)
+        raise TorchXError(
+            f"{self.label} {symbol} {_label(other)} compares a dynamic size, which has no value until the model "
+            "runs; a graph records one path and one value for each argument, so it cannot take the answer "
+            "the probe would give. Fix: decide it when you define the model (is_causal=True), or give that "
+            "dim a static size in the Placeholder"
+        )
+
+    return method
+
+
 class Size:
     """The size of a dynamic dim (``x.shape[1]`` of a ``(None, None)``
     placeholder), or integer arithmetic on such sizes (``T * 2``, ``T // heads``,
@@ -1125,6 +1251,14 @@ class Size:
     __mod__ = _size_arithmetic(operator.mod, "%")
     __rmod__ = _size_arithmetic(operator.mod, "%", reflected=True)
 
+    __eq__ = _size_comparison(operator.eq, "==")  # type: ignore[assignment]
+    __ne__ = _size_comparison(operator.ne, "!=")  # type: ignore[assignment]
+    __lt__ = _size_comparison(operator.lt, "<")
+    __le__ = _size_comparison(operator.le, "<=")
+    __gt__ = _size_comparison(operator.gt, ">")
+    __ge__ = _size_comparison(operator.ge, ">=")
+    __hash__ = object.__hash__
+
     def __neg__(self) -> Size:
         return _size_op(operator.neg, (self,), f"-{self.label}")
 
@@ -1158,7 +1292,9 @@ class Size:
 class SymbolicShape(tuple[int, ...]):
     """A placeholder's shape: an int per static dim, a :class:`Size` per
     dynamic one. It prints and compares as the shape with ``None`` for the
-    dynamic dims: ``(None, 7200)``.
+    dynamic dims: ``(None, 7200)``, a description of the shape (two ``None``
+    dims compare equal); its sizes themselves compare only where the answer
+    holds at every size (see :class:`Size`).
 
     Type checkers see every dim as an ``int``, as torch types a ``SymInt``:
     a :class:`Size` goes wherever a size does (``x.view(b, t, h, d)``,

@@ -157,3 +157,28 @@ def widen_slices(
             meta = torch.empty_strided(shape, part.stride(), dtype=part.dtype, device="meta")
             widened[probe] = _replaced(widened[probe], key, meta)
     return tuple(widened)
+
+
+_COUNTED_CUTS = frozenset(("unbind", "split", "unsafe_split", "chunk", "unsafe_chunk"))
+"""The functions and tensor methods whose number of pieces may follow the
+length of the dim they cut: one per step (``unbind``), one per ``k`` steps
+(``split(k)``), or up to ``n`` (``chunk(n)``: 2 pieces of a 4-long dim for ``n=3``)."""
+
+
+def counted_cut(kind: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
+    """The dim ``target(*args, **kwargs)`` cuts into a number of pieces that
+    may vary with its length (``x.unbind(1)``, ``x.split(10, 1)``,
+    ``x.chunk(3, 1)``), if it is such a cut; None for any other call, and for
+    cuts whose count is fixed (``split([3, 4], 1)``, ``tensor_split(3, 1)``,
+    ``chunk(1)``)."""
+    name = target if kind == "method" else getattr(target, "__name__", None)
+    if name not in _COUNTED_CUTS:
+        return None
+    if name == "unbind":
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+    else:
+        amount = args[1] if len(args) > 1 else next((v for k, v in kwargs.items() if k != "dim"), None)
+        if type(amount) is not int or (name.endswith("chunk") and amount == 1):
+            return None  # sizes given as a list (a fixed count), or one chunk
+        dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    return dim if type(dim) is int else None
