@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torchx.core import TorchXError
 from torchx.functional._liveness import IN_PLACE_METHODS, liveness
 from torchx.functional._ops import INFIX, name_of_function
+from torchx.functional._placeholder import ByMode
 from torchx.functional._program import (
     BatchOf,
     DeviceVar,
@@ -178,6 +179,10 @@ class _Writer(ValueFold[str]):
             return f"{value.name}.shape[0]"
         if isinstance(value, DeviceVar):
             return f"{value.name}.device"
+        if isinstance(value, ByMode):
+            if (value.training, value.evaluating) == (True, False):
+                return "self.training"
+            return f"({self.value(value.training)} if self.training else {self.value(value.evaluating)})"
         return self.constant(value)
 
     def index(self, value: Any) -> str:

@@ -27,6 +27,7 @@ __all__ = [
     "FACTORIES",
     "INFIX",
     "LAYOUT_METHODS",
+    "MODE_ARGUMENTS",
     "UNINITIALISED_METHODS",
     "ZERO_FILLED_FUNCTIONS",
     "ZERO_FILLED_METHODS",
@@ -119,6 +120,28 @@ LAYOUT_METHODS = frozenset(("stride", "storage_offset", "is_contiguous", "is_non
 """Tensor methods that read how a tensor lies in memory: at run time that
 follows the inputs (their lengths, views of larger tensors, channels-last),
 which a graph does not know when it is defined, so it refuses to record them."""
+
+MODE_ARGUMENTS: dict[Callable[..., Any], tuple[str, int, Any]] = {
+    **{
+        dropout: ("training", 2, inspect.signature(dropout).parameters["training"].default)
+        for dropout in (
+            F.dropout,
+            F.dropout1d,
+            F.dropout2d,
+            F.dropout3d,
+            F.alpha_dropout,
+            F.feature_alpha_dropout,
+        )
+    },
+    F.scaled_dot_product_attention: ("dropout_p", 4, 0.0),
+}
+"""Functions with an argument that a module writes by its mode
+(``dropout_p=p if self.training else 0.0``), which a graph records to follow
+the model's mode: the argument's name, its position and its default.
+``training=True``, given or by default (``F.dropout(x, p)``: torch passes the
+default on, so the two cannot be told apart), follows the mode, and so does
+any ``dropout_p``; ``training=False`` never drops (``F.alpha_dropout``'s
+default). Dropout in both modes (Monte Carlo dropout) is ``torch.dropout(x, p, True)``."""
 
 UNINITIALISED_METHODS = frozenset(("new", "new_empty_strided", "resize", "resize_as"))
 """Tensor methods that may return uninitialised memory and have no zero-filled

@@ -35,6 +35,7 @@ from torchx.core import Layer, ShapeError, TorchXError, current_scope
 from torchx.functional._ops import (
     FACTORIES,
     LAYOUT_METHODS,
+    MODE_ARGUMENTS,
     UNINITIALISED_METHODS,
     ZERO_FILLED_FUNCTIONS,
     ZERO_FILLED_METHODS,
@@ -60,6 +61,7 @@ from torchx.plugin import (
 __all__ = [
     "BatchSize",
     "Buffer",
+    "ByMode",
     "DeviceOf",
     "Node",
     "OwnMetaOutput",
@@ -112,6 +114,47 @@ class DeviceOf:
     ) -> Any:
         """A factory read back from a spec (``torch.arange(T, device=<ids' device>)``) records itself."""
         return Placeholder.__torch_function__(func, types, args, kwargs)
+
+
+@dataclass(frozen=True)
+class ByMode:
+    """An argument that follows the model's mode at run time: ``training``
+    while it trains, ``evaluating`` in eval mode (``self.training`` in the
+    generated forward). ``F.dropout(x, p)`` records ``training=ByMode(True,
+    False)``, ``F.scaled_dot_product_attention(..., dropout_p=p)`` records
+    ``dropout_p=ByMode(p, 0.0)``: they drop in train mode only, as ``nn.Dropout`` does."""
+
+    training: bool | int | float
+    evaluating: bool | int | float
+
+    def __repr__(self) -> str:
+        return f"({self.training!r} if training else {self.evaluating!r})"
+
+    @classmethod
+    def __torch_function__(
+        cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        """A call read back from a spec (``dropout_p=<by mode>``) records itself."""
+        return Placeholder.__torch_function__(func, types, args, kwargs)
+
+
+def _by_mode(
+    function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The call's arguments with the one that only holds in train mode made a
+    :class:`ByMode` (see :data:`~torchx.functional._ops.MODE_ARGUMENTS`); None
+    where the call has none in force."""
+    found = MODE_ARGUMENTS.get(function)
+    if found is None:
+        return None
+    name, position, default = found
+    value = args[position] if len(args) > position else kwargs.get(name, default)
+    if isinstance(value, ByMode) or value is False or value == 0:
+        return None  # by mode already, or never in force
+    by_mode = ByMode(value, False if value is True else 0.0)
+    if len(args) > position:
+        return (*args[:position], by_mode, *args[position + 1 :]), kwargs
+    return args, {**kwargs, name: by_mode}
 
 
 def _node_label(node: Node) -> str:
@@ -232,6 +275,8 @@ def _leaf_meta(leaf: Any, probe: int) -> Any:
         return leaf.node.meta_under(probe).shape[0]
     if isinstance(leaf, DeviceOf):
         return torch.device("meta")
+    if isinstance(leaf, ByMode):
+        return leaf.training
     return leaf
 
 
@@ -572,10 +617,13 @@ def record(
     kwargs: dict[str, Any],
     function: Callable[..., Any],
     what: str,
+    *,
+    fresh: bool = True,
 ) -> Any:
     """Record one operation on placeholders and return placeholder output(s);
     the real tensors among its arguments are read as values of the graph (see
-    :func:`tensor_placeholder`)."""
+    :func:`tensor_placeholder`). ``fresh=False``: its output may be its input
+    (dropout in eval mode), whatever the probes show."""
     leaves = leaves_of((args, kwargs)) if kwargs else leaves_of(args)
     for leaf in leaves:
         if isinstance(leaf, torch.Tensor):
@@ -583,7 +631,8 @@ def record(
             leaves = leaves_of((args, kwargs))
             break
     dynamic = _check_leaves(what, leaves)
-    metas, fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
+    metas, computed_fresh = _compute(what, (kind, target), function, args, kwargs, dynamic)
+    fresh = fresh and computed_fresh
     cut = None
     if dynamic and args and isinstance(args[0], Placeholder):
         metas = widen_slices(kind, target, args, kwargs, args[0].node.metas, metas)
@@ -1077,6 +1126,9 @@ class Placeholder:
             args = (args[0], *args[0]._batch_size_in((args[1],)))
         if func in FACTORIES:
             return _record_factory(func, tuple(args), kwargs, what)
+        by_mode = _by_mode(func, tuple(args), kwargs)
+        if by_mode is not None:  # dropout: its output is its input in eval mode
+            return record("function", func, *by_mode, func, what, fresh=False)
         return record("function", func, tuple(args), kwargs, func, what)
 
     def __torchx_call__(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -21,7 +21,14 @@ import torch
 
 from torchx.core import SpecError
 from torchx.functional._ops import function_named, is_spec_method, name_of_function
-from torchx.functional._placeholder import BatchSize, Buffer, DeviceOf, Placeholder, tensor_placeholder
+from torchx.functional._placeholder import (
+    BatchSize,
+    Buffer,
+    ByMode,
+    DeviceOf,
+    Placeholder,
+    tensor_placeholder,
+)
 from torchx.functional._program import BatchOf, DeviceVar, IdentifierForms, Input, Var, normal_form
 from torchx.functional._tree import leaves_of
 from torchx.plugin import (
@@ -56,6 +63,8 @@ class _GraphValues(TaggedValues):
             return {"batch_of": self.names.get(value.name, value.name)}
         if isinstance(value, DeviceVar):
             return {"device_of": self.names.get(value.name, value.name)}
+        if isinstance(value, ByMode):
+            return {"by_mode": [self.fold(value.training, where), self.fold(value.evaluating, where)]}
         if isinstance(value, Input):
             return {"input": value.name, "shape": list(value.shape), "dtype": dtype_name(value.dtype)}
         return super().other(value, where)
@@ -196,10 +205,22 @@ class _Names:
             )
 
 
+def _by_mode(content: Any, where: str) -> ByMode:
+    """``{"by_mode": [in training, in eval]}``: two bools or two numbers."""
+    if (
+        isinstance(content, list)
+        and len(content) == 2
+        and all(type(value) in (bool, int, float) for value in content)
+        and (type(content[0]) is bool) == (type(content[1]) is bool)
+    ):
+        return ByMode(*content)
+    raise SpecError(where, "by_mode is [value in training, value in eval]: two bools or two numbers")
+
+
 class _Replay(TaggedReader):
     """Decodes spec values, replaying nodes on placeholders."""
 
-    tags_shown = ("node", *TaggedReader.tags_shown)
+    tags_shown = ("node", "by_mode", *TaggedReader.tags_shown)
 
     def __init__(self, reader: SpecReader) -> None:
         self.reader = reader
@@ -209,6 +230,8 @@ class _Replay(TaggedReader):
     def reference(self, tag: Any, content: Any, where: str) -> Any:
         """The node (``{"node": name}``), its batch size (``{"batch_of": name}``) or
         its device (``{"device_of": name}``) a value refers to."""
+        if tag == "by_mode":
+            return _by_mode(content, where)
         if tag not in ("node", "batch_of", "device_of"):
             return super().reference(tag, content, where)
         if content not in self.env:
