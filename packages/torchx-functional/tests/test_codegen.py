@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import weakref
 from typing import Any
 
@@ -151,7 +152,10 @@ def test_a_residual_sum_is_computed_into_the_norm_output_as_hand_written() -> No
     x = Placeholder((None, 4, 6, 6))
     out = L.BatchNorm2d()(L.Conv2d(4, 3, padding=1)(x))
     model = Functional(inputs=x, outputs=L.ReLU(inplace=True)(out + x))
-    assert "add = batch_norm2d.add_(x);  batch_norm2d = None" in model.code
+    assert (
+        "add = batch_norm2d.add_(x) if batch_norm2d.dtype is x.dtype else batch_norm2d + x;  batch_norm2d = None"
+        in model.code
+    )
     data = torch.randn(3, 4, 6, 6, requires_grad=True)
     result = model(data)
     conv, norm = model.conv2d, model.batch_norm2d
@@ -160,6 +164,43 @@ def test_a_residual_sum_is_computed_into_the_norm_output_as_hand_written() -> No
     (grad,) = torch.autograd.grad(result.sum(), data)
     (expected_grad,) = torch.autograd.grad(expected.sum(), data)
     assert torch.equal(grad, expected_grad)
+
+
+@pytest.mark.parametrize("into_second", [False, True], ids=["into the first operand", "into the second"])
+def test_a_residual_sum_under_autocast_has_the_eager_dtype_and_values(into_second: bool) -> None:
+    torch.manual_seed(0)
+    x = Placeholder((None, 16))
+    h = L.Linear(16)(x)
+    model = Functional(inputs=x, outputs=x + h if into_second else h + x)
+    written = "x + linear" if into_second else "linear + x"
+    assert f"add = linear.add_(x) if linear.dtype is x.dtype else {written}" in model.code
+    data = torch.randn(4, 16)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        result = model(data)  # the linear output is bfloat16, the input float32
+        linear = model.linear(data)
+        expected = data + linear if into_second else linear + data
+    assert result.dtype == expected.dtype == torch.float32
+    assert torch.equal(result, expected)
+
+
+@pytest.mark.parametrize("operation", [operator.add, operator.sub])
+def test_a_residual_sum_with_an_input_of_another_dtype_has_the_eager_dtype(operation: Any) -> None:
+    x, y = Placeholder((None, 16), name="x"), Placeholder((None, 16), name="y")
+    model = Functional(inputs=[x, y], outputs=operation(L.Linear(16)(x), y))
+    assert "linear.dtype is y.dtype" in model.code
+    data, other = torch.randn(4, 16), torch.randn(4, 16, dtype=torch.float64)
+    with torch.no_grad():
+        result, expected = model(data, other), operation(model.linear(data), other)
+    assert result.dtype == expected.dtype == torch.float64
+    assert torch.equal(result, expected)
+
+
+def test_a_sum_with_a_number_runs_as_written_for_an_integer_input() -> None:
+    x = Placeholder((None, 4))
+    model = Functional(inputs=x, outputs=x * x + 0.5)
+    assert "add = mul + 0.5" in model.code
+    data = torch.arange(8).view(2, 4)  # a floating placeholder takes integers: mul is int64
+    assert torch.equal(model(data), data * data + 0.5)
 
 
 @pytest.mark.parametrize(

@@ -219,10 +219,13 @@ class _Writer(ValueFold[str]):
     def step(self, step: Step, copy_input: bool = False, into: int | None = None) -> str:
         """The call ``step`` makes; ``copy_input``: on a copy of its first input
         (a layer working in place on memory the graph reads again); ``into``:
-        arithmetic computed into that operand (``bn3.add_(identity)``)."""
+        arithmetic computed into that operand where both are of one dtype at
+        run time (``bn3.add_(identity) if bn3.dtype is identity.dtype else bn3
+        + identity``; see :mod:`~torchx.functional._liveness`)."""
         if into is not None:
-            operand, other = step.args[into], step.args[1 - into]
-            return f"{self.value(operand)}.{IN_PLACE_METHODS[step.target]}({self.value(other)})"
+            operand, other = self.value(step.args[into]), self.value(step.args[1 - into])
+            in_place = f"{operand}.{IN_PLACE_METHODS[step.target]}({other})"
+            return f"{in_place} if {operand}.dtype is {other}.dtype else {self.step(step)}"
         if step.kind == "parameter":
             return self.parameter(step)
         if step.kind == "attribute":  # a tensor the model holds: self.wte.weight, self.constant

@@ -13,13 +13,23 @@ that holds (a ReLU after a convolution and a norm), the step runs in place, as
 in a hand-written forward; elsewhere it runs on a copy, so the values and the
 gradients are the ones the graph means.
 
-A sum or difference (``out + identity``) is computed into one of its
-operands, as a hand-written ``out += identity`` is, where that changes nothing
-anyone can see: the operand is read by this step alone, shares its memory
-with nothing, has the result's shape and dtype, and was made by an operation
-whose backward never reads its own output (a convolution, a linear layer, a
-norm, a sum or a product). A fresh result would cost a large allocation; this
-one costs none, and the values are the same.
+A sum or difference of two tensors (``out + identity``) is computed into
+one of its operands, as a hand-written ``out += identity`` is, where that
+changes nothing anyone can see: the operand is read by this step alone,
+shares its memory with nothing, has the result's shape, and was made by an
+operation whose backward never reads its own output (a convolution, a linear
+layer, a norm, a sum or a product). A fresh result would cost a large
+allocation; this one costs none, and the values are the same.
+
+That holds only where the result's dtype is the operand's, and a dtype
+recorded at definition is not the one at run time (autocast makes a linear
+layer's output bfloat16, an input may come in float64). So the operands must
+have the result's dtype when recorded, and the code checks it again at run
+time, at the cost of a dtype comparison:
+``add = bn3.add_(identity) if bn3.dtype is identity.dtype else bn3 + identity``
+(dtypes are singletons, so ``is`` is equality; under ``torch.fx`` tracing,
+where a dtype is a proxy, it is false and the sum is traced as written).
+A sum with a number runs as written: an integer tensor plus 0.5 is floating.
 """
 
 from __future__ import annotations
@@ -27,6 +37,8 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 from torchx.functional._placeholder import _ATOMS
 from torchx.functional._program import BatchOf, DeviceVar, Program, Step, Var
@@ -88,6 +100,11 @@ class _Memory:
         steps = program.steps
         self.outputs = {leaf.name for leaf in leaves_of(program.outputs) if isinstance(leaf, Var)}
         self.produced = {step.var: step for step in steps}
+        self.dtypes: dict[str, torch.dtype | None] = {
+            program.variables[item.name]: item.dtype for item in program.input_list()
+        }
+        """Each variable's dtype as recorded (None: not a tensor)."""
+        self.dtypes.update((step.var, step.dtype) for step in steps)
         self.last_use: dict[str, int] = {}
         self.uses: dict[str, int] = dict.fromkeys(self.outputs, 1)
         """How many times each value is read (an output once more, by the caller)."""
@@ -138,24 +155,21 @@ class _Memory:
         )
 
     def into(self, step: Step, index: int) -> int | None:
-        """The operand (by position) arithmetic ``step`` may be computed into."""
+        """The operand (by position) arithmetic ``step`` may be computed into,
+        where the generated code finds both operands of one dtype at run time."""
         if (
             step.kind != "function"
             or step.dtype is None  # not a tensor: arithmetic on sizes
             or step.target not in IN_PLACE_METHODS
             or step.kwargs
             or len(step.args) != 2
+            or not all(type(arg) is Var and self.dtypes.get(arg.name) == step.dtype for arg in step.args)
         ):
             return None
         positions = (0, 1) if step.target in _COMMUTATIVE else (0,)
         for position in positions:
-            operand = step.args[position]
-            if (
-                isinstance(operand, Var)
-                and self.reusable(operand.name, index, step.var)
-                and (self.produced[operand.name].shape, self.produced[operand.name].dtype)
-                == (step.shape, step.dtype)
-            ):
+            name = step.args[position].name
+            if self.reusable(name, index, step.var) and self.produced[name].shape == step.shape:
                 return position
         return None
 
