@@ -1,14 +1,17 @@
-"""Summaries with a dynamic sequence: multiply-adds and the largest tensor in N and T (issue 27)."""
+"""Summaries with a dynamic sequence: multiply-adds and the largest tensor in N and T (issue 27);
+memory figures and strided feature maps of dynamic images (issue 39)."""
 
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from typing import Any
 
 import pytest
 import sympy  # type: ignore[import-untyped]
 import torch
 import torch.nn.functional as F
+from torch import nn
 from toy_layers import Chain, Dense
 
 import torchx
@@ -66,7 +69,9 @@ def test_attention_is_quadratic_in_the_positions_and_agrees_with_static_summarie
             )
     largest = summary.largest_tensor
     assert largest is not None and largest.scaling == Scaling(((1, 2, 4),))  # the (N, T, T) scores
-    assert largest.shape == (None, None, None) and largest.bytes == 4
+    assert (
+        largest.shape == (None, None, None) and largest.bytes == largest.scaling
+    )  # was 4: the size at N=T=1
 
 
 @pytest.mark.parametrize(
@@ -103,5 +108,89 @@ def test_scaling_reads_polynomials_only() -> None:
     assert Scaling.of(3 * BATCH * POSITION**2 + BATCH + 2) == Scaling(((0, 0, 2), (1, 0, 1), (1, 2, 3)))
     assert str(Scaling.of(3 * BATCH * POSITION**2 + BATCH + 2)) == "2 + N + 3*N*T^2"
     assert Scaling.of(POSITION / 2) is None  # a fraction
-    assert Scaling.of(sympy.floor(POSITION / 2) * BATCH) is None  # a strided dim
+    assert Scaling.of(sympy.floor(BATCH / 2)) is None  # a rounding no multiple of T clears
     assert str(Scaling(())) == "0" and Scaling(()).to_data() == {}
+
+
+def mobilenet_like() -> nn.Sequential:
+    """MobileNetV3's outline: a 16-channel stem at half the input's size, depthwise
+    blocks strided down to 1/32, then a 1024-channel head on a 1x1 map."""
+    stages = [(16, 16, 1), (16, 24, 2), (24, 40, 2), (40, 96, 2), (96, 576, 2)]
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, stride=2, padding=1),
+        nn.Hardswish(),
+        *(
+            layer
+            for inputs, outputs, stride in stages
+            for layer in (
+                nn.Conv2d(inputs, inputs, 3, stride, 1, groups=inputs),
+                nn.Conv2d(inputs, outputs, 1),
+            )
+        ),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Conv2d(576, 1024, 1),
+        nn.Hardswish(),
+        nn.Flatten(),
+        nn.Linear(1024, 10),
+    )
+
+
+def test_a_dynamic_image_reports_memory_in_n_and_t_not_at_size_1() -> None:
+    model = mobilenet_like()
+    summary = torchx.summarize(model, (None, 3, None, None))
+    largest = summary.largest_tensor
+    # was the head's (None, 1024, 1, 1), 0.00 MB: every None counted as 1
+    assert largest is not None and largest.shape == (None, 16, None, None)
+    assert largest.bytes == Scaling(((1, 2, 16),), multiple=2)  # 16 channels of (T/2)^2 float32
+    activation = summary.activation_bytes
+    assert isinstance(activation, Scaling) and activation.position_degree == 2  # was a constant 0.02 MB
+    assert summary.input_bytes == Scaling(((1, 2, 12),))
+    text = str(summary)
+    assert "largest tensor of a forward (bytes): 16*N*T^2 (aten.convolution, (None, 16, None, None))" in text
+    assert "input size (bytes): 12*N*T^2\n" in text and "params size (MB): 2.66\n" in text
+    assert "forward/backward pass size (bytes): " in text and "estimated total size (bytes): " in text
+    assert text.endswith("(None in the shapes), exact where T is a multiple of 32")
+    for batch, size in ((1, 224), (3, 64)):
+        static = torchx.summarize(model, (batch, 3, size, size))
+        assert static.largest_tensor is not None
+        assert largest.bytes.at(batch, size) == static.largest_tensor.bytes
+        for figure in ("input_bytes", "activation_bytes", "total_bytes", "total_mult_adds"):
+            assert getattr(summary, figure).at(batch, size) == getattr(static, figure), figure
+
+
+def test_json_writes_memory_polynomials_and_where_they_are_exact() -> None:
+    data = json.loads(torchx.summarize(mobilenet_like(), (None, 3, None, None)).to_json())
+    assert data["largest_tensor"]["bytes"] == {"N*T^2": 16}
+    assert data["input_bytes"] == {"N*T^2": 12} and data["position_multiple"] == 32
+    assert data["total_bytes"]["1"] == data["parameter_bytes"] and "N*T^2" in data["activation_bytes"]
+
+
+def test_a_figure_with_no_polynomial_is_unknown_not_counted_at_size_1() -> None:
+    summary = torchx.summarize(SquareOnly(), (None, None, 16))  # no fake run: N must equal T
+    assert summary.input_bytes == Scaling(((1, 1, 64),))
+    assert summary.activation_bytes is None and summary.total_bytes is None and summary.largest_tensor is None
+    text = str(summary)
+    assert "forward/backward pass size (MB): -\n" in text and "estimated total size (MB): -\n" in text
+
+
+def test_a_strided_count_is_exact_where_t_is_a_multiple_of_the_strides() -> None:
+    half = Scaling.of(sympy.floor((POSITION - 1) / 2) + 1)  # a stride-2 conv's length
+    assert half == Scaling(((0, 1, Fraction(1, 2)),), multiple=2) and str(half) == "1/2*T"
+    assert half.to_data() == {"T": 0.5} and half.at(1, 224) == 112
+    with pytest.raises(ValueError, match="multiple of 2, not at T=225"):
+        half.at(1, 225)
+    nested = Scaling.of(sympy.floor((sympy.floor((POSITION - 1) / 2) + 1 - 1) / 3) + 1)  # then stride 3
+    assert nested is not None and nested.multiple == 6 and nested.at(1, 60) == 10
+    assert Scaling.of(sympy.floor(POSITION / 2) * BATCH) == Scaling(((1, 1, Fraction(1, 2)),), multiple=2)
+
+
+def test_scalings_order_by_size_for_large_dims_and_add() -> None:
+    map_112 = Scaling.of(64 * BATCH * (POSITION / 2) ** 2)  # (N, 16, T/2, T/2) float32
+    map_1 = Scaling.of(4096 * BATCH)  # (N, 1024, 1, 1)
+    assert map_112 is not None and map_1 is not None
+    assert map_1 < map_112 and map_112 > map_1 and max([map_1, map_112]) is map_112
+    assert Scaling(((0, 0, -3), (1, 2, 16))) < map_112  # the same leading term, less below
+    assert not map_112 < map_112 and Scaling(((0, 0, 5),)) < Scaling(((0, 0, 6),))
+    total = map_112 + Scaling(((1, 2, Fraction(1, 2)),), multiple=4) + 7
+    assert total == Scaling(((0, 0, 7), (1, 2, Fraction(33, 2))), multiple=4)
+    assert Scaling(((1, 1, Fraction(1, 2)),)) + Scaling(((1, 1, Fraction(1, 2)),)) == Scaling(((1, 1, 1),))

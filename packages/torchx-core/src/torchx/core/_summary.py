@@ -7,25 +7,29 @@ definitions, so the two tools agree on the same model: parameter bytes,
 input bytes, and "forward/backward" bytes = twice the output bytes of every
 call of a layer that has parameters (the outputs kept for the backward pass);
 input bytes are the data alone (torchinfo also counts 64 bytes of Python
-object per input tensor). ``None`` dims count as 1 in the memory figures
-(per sample).
+object per input tensor). With a dynamic batch alone they are per sample.
 
 With a dynamic dim other than the batch (a sequence: ``(None, None)`` token
-ids), multiply-adds and the largest tensor are counted once more on fake
-tensors whose dynamic dims are symbols (see :mod:`torchx.core._scaling`):
-they read as polynomials in ``N`` (the batch) and ``T`` (the positions),
-``1,024*N*T + 32*N*T^2``; a count that is no polynomial (a strided dim's floor
-division) or a forward that cannot run on fake tensors keeps the probes'
-figure, per sample where proportional to the batch, else ``-``.
+ids, an image: ``(None, 3, None, None)``), multiply-adds and every memory
+figure that grows with it (input, forward/backward, total, the largest
+tensor) are counted once more on fake tensors whose dynamic dims are symbols
+(see :mod:`torchx.core._scaling`): they read as polynomials in ``N`` (the
+batch) and ``T`` (the positions), ``1,024*N*T + 32*N*T^2``, exact where ``T``
+is a multiple of what strided layers divide it by. The largest tensor is the
+largest for large dims (a 112x112 map over a 1x1 one). A count that is no
+polynomial, or a forward that cannot run on fake tensors, keeps the probes'
+figure for mult-adds (per sample where proportional to the batch), and is
+``-`` for memory, never a figure of the probes' sizes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import sympy  # type: ignore[import-untyped]
@@ -36,6 +40,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 from torch.nn.parameter import is_lazy
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+from torch.utils._sympy.functions import FloorDiv
 from torch.utils.flop_counter import flop_registry
 
 from torchx.core import _memory as memory
@@ -105,8 +110,11 @@ class Summary:
     rows: tuple[SummaryRow, ...]
     total_parameters: int
     trainable_parameters: int
-    input_bytes: int
-    activation_bytes: int
+    input_bytes: int | Scaling | None
+    """Bytes of the inputs: per sample with a dynamic batch, a :class:`~torchx.core._scaling.Scaling`
+    where they grow with another dynamic dim (memory figures below alike), None where unknown."""
+    activation_bytes: int | Scaling | None
+    """Twice the output bytes of every call of a leaf with parameters (torchinfo's forward/backward)."""
     parameter_bytes: int
     largest_tensor: Allocation | None = None
     """The largest tensor one forward allocates (any op, inside layers or not):
@@ -137,7 +145,9 @@ class Summary:
         return self.total_parameters - self.trainable_parameters
 
     @property
-    def total_bytes(self) -> int:
+    def total_bytes(self) -> int | Scaling | None:
+        if self.input_bytes is None or self.activation_bytes is None:
+            return None
         return self.input_bytes + self.activation_bytes + self.parameter_bytes
 
     def to_json(self) -> str:
@@ -149,13 +159,17 @@ class Summary:
                 "op": self.largest_tensor.op,
                 "shape": self.largest_tensor.shape,
                 "dtype": dtype_name(self.largest_tensor.dtype),
-                "bytes": _count_data(self.largest_tensor.scaling or self.largest_tensor.bytes),
+                "bytes": _count_data(self.largest_tensor.bytes),
             }
         for name in ("depth", "columns"):
             data.pop(name)
         data["frozen_parameters"] = self.frozen_parameters
         data["total_mult_adds"] = _count_data(self.total_mult_adds)
-        data["total_bytes"] = self.total_bytes
+        data["input_bytes"] = _count_data(self.input_bytes)
+        data["activation_bytes"] = _count_data(self.activation_bytes)
+        data["total_bytes"] = _count_data(self.total_bytes)
+        if self._multiple() > 1:
+            data["position_multiple"] = self._multiple()
         return json.dumps(data, indent=2)
 
     def __str__(self) -> str:
@@ -177,24 +191,31 @@ class Summary:
             f"total parameters: {self.total_parameters:,} (trainable {self.trainable_parameters:,}, "
             f"frozen {self.frozen_parameters:,})",
             self._mult_adds_total(),
-            f"input size (MB): {self.input_bytes / _MB:.2f}",
-            f"forward/backward pass size (MB): {self.activation_bytes / _MB:.2f}",
-            f"params size (MB): {self.parameter_bytes / _MB:.2f}",
-            f"estimated total size (MB): {self.total_bytes / _MB:.2f}",
+            _size_text("input size", self.input_bytes),
+            _size_text("forward/backward pass size", self.activation_bytes),
+            _size_text("params size", self.parameter_bytes),
+            _size_text("estimated total size", self.total_bytes),
         ]
         if self.largest_tensor is not None:
             largest = self.largest_tensor
-            size = (
-                f"(MB): {largest.bytes / _MB:.2f}"
-                if largest.scaling is None
-                else f"(bytes): {largest.scaling}"
+            totals.append(
+                f"{_size_text('largest tensor of a forward', largest.bytes)} "
+                f"({largest.op}, {shape_text(largest.shape)})"
             )
-            totals.append(f"largest tensor of a forward {size} ({largest.op}, {shape_text(largest.shape)})")
-        if any(isinstance(row.mult_adds, Scaling) for row in self.rows) or (
-            self.largest_tensor is not None and self.largest_tensor.scaling is not None
-        ):
-            totals.append(_LEGEND)
+        if self._scalings():
+            multiple = self._multiple()
+            totals.append(_LEGEND + (f", exact where T is a multiple of {multiple}" if multiple > 1 else ""))
         return "\n".join([*lines, rule, *totals])
+
+    def _scalings(self) -> list[Scaling]:
+        """The figures that are polynomials in ``N`` and ``T``."""
+        largest = None if self.largest_tensor is None else self.largest_tensor.bytes
+        figures = (*(row.mult_adds for row in self.rows), self.input_bytes, self.activation_bytes, largest)
+        return [figure for figure in figures if isinstance(figure, Scaling)]
+
+    def _multiple(self) -> int:
+        """Where ``T`` is a multiple of this, every polynomial of the summary is exact."""
+        return math.lcm(*(scaling.multiple for scaling in self._scalings()))
 
     def _mult_adds_total(self) -> str:
         total = self.total_mult_adds
@@ -211,8 +232,15 @@ class Summary:
 _LEGEND = "N: the batch size, T: the size of each other dynamic dim (None in the shapes)"
 
 
-def _count_data(count: int | Scaling | None) -> int | dict[str, int] | None:
+def _count_data(count: int | Scaling | None) -> int | dict[str, int | float] | None:
     return count.to_data() if isinstance(count, Scaling) else count
+
+
+def _size_text(label: str, size: int | Scaling | None) -> str:
+    """``input size (MB): 0.60``, ``input size (bytes): 12*N*T^2`` or ``input size (MB): -``."""
+    if isinstance(size, Scaling):
+        return f"{label} (bytes): {size}"
+    return f"{label} (MB): {'-' if size is None else f'{size / _MB:.2f}'}"
 
 
 COLUMNS: dict[str, tuple[str, Any, bool]] = {
@@ -266,7 +294,7 @@ def shape_text(shape: Any) -> str:
 
 
 def _bytes(shape: Any, dtype: torch.dtype) -> int:
-    """Bytes of a tensor shaped ``shape`` (``None`` dims count as 1)."""
+    """Bytes of a tensor shaped ``shape`` (``None`` dims count as 1: per sample, with a dynamic batch)."""
     count = 1
     for dim in shape:
         count *= 1 if dim is None else dim
@@ -306,9 +334,12 @@ def summarize(model: nn.Module, *inputs: InputLike, dtype: torch.dtype | None = 
 
 def forward_too_large(largest: Allocation | None, device: torch.device) -> str | None:
     """Why a forward whose largest tensor is ``largest`` cannot run on
-    ``device``, or None where it fits (or the memory is unknown)."""
-    available = None if largest is None else memory.available_memory(device)
-    if largest is None or available is None or largest.bytes <= available:
+    ``device``, or None where it fits (or the memory or its size is unknown:
+    a size growing with a dynamic dim after the batch)."""
+    if largest is None or isinstance(largest.bytes, Scaling):
+        return None
+    available = memory.available_memory(device)
+    if available is None or largest.bytes <= available:
         return None
     per = " per sample" if None in largest.shape else ""
     return (
@@ -345,21 +376,22 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
     named = list(model.named_modules())
     recording = record_calls(model, named, inputs, dtype)
     calls = recording.calls
-    counted = _counts_by_position(model, named, inputs, dtype)
     mult_adds_of: dict[int, int | Scaling | None] = dict(recording.mult_adds)
+    input_bytes: int | Scaling | None = sum(
+        _bytes(input_shape(value), input_dtype(value, dtype)) for value in inputs
+    )
+    activation: int | Scaling | None = 2 * sum(_bytes(*leaf) for leaf in _kept_outputs(named, calls))
     largest = recording.largest
-    if counted is not None:
-        mult_adds_of.update(counted[0])
-        largest = counted[1] or largest
+    sized = _sizes_by_position(model, named, inputs, dtype)
+    if sized is not None:
+        mult_adds_of.update(sized.mult_adds)
+        input_bytes, largest = sized.input_bytes, sized.largest
+        if sized.activation_bytes is None or sized.activation_bytes.position_degree:
+            activation = sized.activation_bytes
     rows = []
-    activation = 0
     for path, module in named:
         parameters = list(module.parameters())
         mult_adds = mult_adds_of.get(id(module), 0 if calls[id(module)] else None)
-        if parameters and not any(True for _ in module.children()):  # torchinfo: leaves with parameters
-            activation += 2 * sum(
-                _bytes(shape, leaf_dtype) for call in calls[id(module)] for shape, leaf_dtype in call.leaves
-            )
         rows.append(
             SummaryRow(
                 path=path,
@@ -373,7 +405,6 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
             )
         )
     all_parameters = list(model.parameters())
-    input_bytes = sum(_bytes(input_shape(value), input_dtype(value, dtype)) for value in inputs)
     return Summary(
         rows=tuple(rows),
         total_parameters=sum(p.numel() for p in all_parameters),
@@ -385,6 +416,17 @@ def _summary(model: nn.Module, inputs: Sequence[InputLike], dtype: torch.dtype |
         per_sample=Probes.for_inputs(inputs).dynamic,
         inputs=_named_inputs(model, inputs),
     )
+
+
+def _kept_outputs(
+    named: list[tuple[str, nn.Module]], calls: dict[int, list[_Call]]
+) -> Iterator[tuple[Shape, torch.dtype]]:
+    """The shape and dtype of each output torchinfo counts as kept for the
+    backward pass: of every call of a leaf module with parameters."""
+    for _, module in named:
+        if next(module.parameters(), None) is not None and next(module.children(), None) is None:
+            for call in calls[id(module)]:
+                yield from call.leaves
 
 
 def _named_inputs(model: nn.Module, inputs: Sequence[InputLike]) -> tuple[tuple[str, Any], ...]:
@@ -408,9 +450,9 @@ class Allocation:
     """Its bytes in ``N`` and ``T``, where it grows with a dynamic dim other than the batch."""
 
     @property
-    def bytes(self) -> int:
-        """Its size in bytes (``None`` dims count as 1: per sample, per position)."""
-        return _bytes(self.shape, self.dtype) if self.scaling is None else self.scaling.at(1, 1)
+    def bytes(self) -> int | Scaling:
+        """Its size in bytes: per sample with a dynamic batch, else :attr:`scaling` where there is one."""
+        return _bytes(self.shape, self.dtype) if self.scaling is None else self.scaling
 
 
 class _ForwardRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -457,7 +499,7 @@ def _largest(
         Allocation(op, merge_probes(shape, other[1]), dtype)
         for (op, shape, dtype), other in zip(first, second, strict=True)
     ]
-    return max(merged, key=lambda allocation: allocation.bytes, default=None)
+    return max(merged, key=lambda allocation: _bytes(allocation.shape, allocation.dtype), default=None)
 
 
 @dataclass(frozen=True)
@@ -539,76 +581,139 @@ def _record_forward(
     return seen, recorder
 
 
-def _counts_by_position(
+@dataclass(frozen=True)
+class _Sizes:
+    """A forward's figures in ``N`` and ``T`` (None: no polynomial)."""
+
+    mult_adds: dict[int, Scaling]
+    """By ``id`` of the module, those whose count is a polynomial."""
+    input_bytes: Scaling | None
+    activation_bytes: Scaling | None
+    largest: Allocation | None
+    """The largest tensor for large dims (None unless every size is a polynomial)."""
+
+
+def _sizes_by_position(
     model: nn.Module,
     named: list[tuple[str, nn.Module]],
     inputs: Sequence[InputLike],
     dtype: torch.dtype | None,
-) -> tuple[dict[int, Scaling], Allocation | None] | None:
-    """With a dynamic dim other than the batch: the multiply-adds of the modules
-    whose count is a polynomial in ``N`` and ``T``, and the largest tensor: the
-    one growing fastest with ``T``, then with ``N``, then the largest per sample
-    and position (None unless every size is a polynomial). Counted in a forward
-    on fake tensors whose dynamic dims are the symbols. None without such a dim, or where that forward fails (ops without
-    fake kernels, control flow on a size, inputs whose dims must be equal)."""
+) -> _Sizes | None:
+    """With a dynamic dim other than the batch, the figures of a forward
+    that grow with it, counted on symbols (see :class:`_SymbolicRun`); only
+    the inputs' bytes where that forward fails. None without such a dim."""
     shapes = [input_shape(value) for value in inputs]
     if not any(dim is None for shape in shapes for dim in shape[1:]):
         return None
-    shape_env = ShapeEnv()
-    mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
-    try:
-        # dim 0 and the other dynamic dims take different sizes: duck sizing makes one symbol of each
-        fakes = tuple(
-            mode.from_tensor(
-                torch.empty(
-                    [
-                        DYNAMIC_PROBES[min(index, 1)] if dim is None else dim
-                        for index, dim in enumerate(shape)
-                    ],
-                    dtype=input_dtype(value, dtype),
-                    device="meta",
-                ),
-                symbolic_context=StatelessSymbolicContext(
-                    dynamic_sizes=[DimDynamic.DUCK if dim is None else DimDynamic.STATIC for dim in shape]
-                ),
-            )
-            for value, shape in zip(inputs, shapes, strict=True)
-        )
-        with mode:
-            recorder = _record_forward(model, named, fakes)[1]
-    except Exception:  # noqa: BLE001 - any failure of the fake run keeps the probes' counts
-        return None
-
-    def expression(count: object) -> Any:
-        return shape_env.replace(count.node.expr) if isinstance(count, torch.SymInt) else sympy.sympify(count)
-
-    roles = {
-        (expression(size), BATCH if index == 0 else POSITION)
-        for fake, shape in zip(fakes, shapes, strict=True)
-        for index, (size, dim) in enumerate(zip(fake.shape, shape, strict=True))
-        if dim is None
-    }
-    symbols = dict(roles)
-    if len(symbols) != len(roles) or not all(isinstance(symbol, sympy.Symbol) for symbol in symbols):
-        return None  # a dynamic dim was fixed, or the batch had to equal the positions
-
-    def scaling(count: object) -> Scaling | None:
-        return Scaling.of(expression(count).xreplace(symbols))
-
+    sizes = (
+        _symbolic_bytes(shape, input_dtype(value, dtype)) for value, shape in zip(inputs, shapes, strict=True)
+    )
+    input_bytes = Scaling.of(sympy.Add(*sizes))
+    run = _SymbolicRun.of(model, named, inputs, shapes, dtype)
+    if run is None:
+        return _Sizes({}, input_bytes, None, None)
     mult_adds = {
-        key: scaled for key, count in recorder.mult_adds.items() if (scaled := scaling(count)) is not None
+        key: scaled
+        for key, count in run.recorder.mult_adds.items()
+        if (scaled := Scaling.of(run.count(count))) is not None
     }
+    kept = sympy.Add(*(run.bytes(*leaf) for leaf in _kept_outputs(named, run.calls)))
+    return _Sizes(mult_adds, input_bytes, Scaling.of(2 * kept), _largest_by_position(run))
+
+
+def _symbolic_bytes(shape: Shape, dtype: torch.dtype) -> Any:
+    """Bytes of an input shaped ``shape``: a dynamic dim 0 is ``N``, any other ``T``."""
+    dims = (dim if dim is not None else BATCH if index == 0 else POSITION for index, dim in enumerate(shape))
+    return sympy.Mul(dtype.itemsize, *dims)
+
+
+def _largest_by_position(run: _SymbolicRun) -> Allocation | None:
+    """The tensor of ``run`` that is largest for large dims (see :class:`Scaling`'s
+    order), or None where a size is no polynomial."""
     sized = []
-    for op, shape, dtype in recorder.allocations:
-        size = Scaling.of(sympy.Mul(dtype.itemsize, *map(expression, shape)).xreplace(symbols))
+    for op, shape, dtype in run.recorder.allocations:
+        size = Scaling.of(run.bytes(shape, dtype))
         if size is None:
-            return mult_adds, None
-        sized.append((size.position_degree, size.batch_degree, size.at(1, 1), op, shape, dtype, size))
+            return None
+        sized.append((size, op, shape, dtype))
     if not sized:
-        return mult_adds, None
-    *_, op, shape, dtype, size = max(sized, key=lambda item: item[:3])
+        return None
+    size, op, shape, dtype = max(sized, key=lambda item: item[0])
     dims = tuple(dim if isinstance(dim, int) else None for dim in shape)
-    return mult_adds, Allocation(op, dims, dtype, size if size.position_degree else None)
+    return Allocation(op, dims, dtype, size if size.position_degree else None)
+
+
+@dataclass(frozen=True)
+class _SymbolicRun:
+    """A forward on fake tensors whose dynamic dims are symbols: torch's
+    ``ShapeEnv`` writes every size and count as an expression in them."""
+
+    calls: dict[int, list[_Call]]
+    recorder: _ForwardRecorder
+    shape_env: ShapeEnv
+    symbols: dict[Any, Any]
+    """Torch's symbol of each dynamic dim, by ``N`` (dim 0) or ``T`` (another)."""
+
+    @classmethod
+    def of(
+        cls,
+        model: nn.Module,
+        named: list[tuple[str, nn.Module]],
+        inputs: Sequence[InputLike],
+        shapes: list[Shape],
+        dtype: torch.dtype | None,
+    ) -> _SymbolicRun | None:
+        """``model``'s forward on ``inputs`` shaped ``shapes``, or None where it
+        fails (ops without fake kernels, control flow on a size) or fixes a
+        dynamic dim (inputs whose dims must be equal)."""
+        shape_env = ShapeEnv()
+        mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+        try:
+            # dim 0 and the other dynamic dims take different sizes: duck sizing makes one symbol of each
+            fakes = tuple(
+                mode.from_tensor(
+                    torch.empty(
+                        [
+                            DYNAMIC_PROBES[min(index, 1)] if dim is None else dim
+                            for index, dim in enumerate(shape)
+                        ],
+                        dtype=input_dtype(value, dtype),
+                        device="meta",
+                    ),
+                    symbolic_context=StatelessSymbolicContext(
+                        dynamic_sizes=[DimDynamic.DUCK if dim is None else DimDynamic.STATIC for dim in shape]
+                    ),
+                )
+                for value, shape in zip(inputs, shapes, strict=True)
+            )
+            with mode:
+                calls, recorder = _record_forward(model, named, fakes)
+        except Exception:  # noqa: BLE001 - any failure of the fake run: the probes' mult-adds, memory unknown
+            return None
+        run = cls(calls, recorder, shape_env, {})
+        roles = {
+            (run.count(size), BATCH if index == 0 else POSITION)
+            for fake, shape in zip(fakes, shapes, strict=True)
+            for index, (size, dim) in enumerate(zip(fake.shape, shape, strict=True))
+            if dim is None
+        }
+        symbols = dict(roles)
+        if len(symbols) != len(roles) or not all(isinstance(symbol, sympy.Symbol) for symbol in symbols):
+            return None  # a dynamic dim was fixed, or the batch had to equal the positions
+        return replace(run, symbols=symbols)
+
+    def count(self, value: object) -> Any:
+        """``value`` (an int or a ``SymInt``) in ``N`` and ``T``, a floor division as a ``floor``."""
+        raw = (
+            self.shape_env.replace(value.node.expr)
+            if isinstance(value, torch.SymInt)
+            else sympy.sympify(value)
+        )
+        return raw.replace(FloorDiv, lambda base, divisor: sympy.floor(base / divisor)).xreplace(self.symbols)
+
+    def bytes(self, shape: Shape, dtype: torch.dtype) -> Any:
+        """Bytes of a tensor shaped ``shape`` (of ``SymInt``s and ints), in ``N`` and ``T``."""
+        return sympy.Mul(dtype.itemsize, *map(self.count, shape))
 
 
 def _mult_adds(first: dict[int, int], last: dict[int, int], probes: Probes) -> dict[int, int | None]:

@@ -106,7 +106,7 @@ def check(
     measured = Check(
         params=summary.total_parameters,
         mult_adds=cast("int | None", mult_adds),  # a summary of static shapes counts in plain numbers
-        activation_bytes=None if largest is None else largest.bytes,
+        activation_bytes=None if largest is None else cast("int", largest.bytes),
         reason=None,
     )
     return replace(measured, reason=_reason(measured, summary, constraints or Constraints()))
