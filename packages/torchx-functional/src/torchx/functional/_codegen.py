@@ -32,8 +32,8 @@ from torchx.functional._liveness import IN_PLACE_METHODS, liveness
 from torchx.functional._ops import INFIX, name_of_function
 from torchx.functional._placeholder import ByMode
 from torchx.functional._program import (
+    AttributeVar,
     BatchOf,
-    DeviceVar,
     Input,
     Namespace,
     Parameter,
@@ -177,8 +177,8 @@ class _Writer(ValueFold[str]):
             return f"{self.value(value.value)}.clone()"
         if isinstance(value, BatchOf):
             return f"{value.name}.shape[0]"
-        if isinstance(value, DeviceVar):
-            return f"{value.name}.device"
+        if isinstance(value, AttributeVar):
+            return f"{value.name}.{value.attribute}"
         if isinstance(value, ByMode):
             if (value.training, value.evaluating) == (True, False):
                 return "self.training"

@@ -31,7 +31,7 @@ from torchx.functional._placeholder import (
     meta_signature,
     shares_input,
 )
-from torchx.functional._program import BatchOf, DeviceVar, Input, Program, Step, Var, normal_form, trace
+from torchx.functional._program import AttributeVar, BatchOf, Input, Program, Step, Var, normal_form, trace
 from torchx.plugin import (
     Graph,
     InputLike,
@@ -761,9 +761,9 @@ def _resolved(value: Any, variables: dict[str, Any]) -> Any:
     if isinstance(value, BatchOf):
         tensor = variables.get(value.name)
         return tensor.shape[0] if isinstance(tensor, torch.Tensor) else None
-    if isinstance(value, DeviceVar):
+    if isinstance(value, AttributeVar):
         tensor = variables.get(value.name)
-        return tensor.device if isinstance(tensor, torch.Tensor) else None
+        return getattr(tensor, value.attribute) if isinstance(tensor, torch.Tensor) else None
     if isinstance(value, (tuple, list)):
         return type(value)(_resolved(item, variables) for item in value)
     return value

@@ -41,7 +41,7 @@ from typing import Any
 import torch
 
 from torchx.functional._placeholder import _ATOMS
-from torchx.functional._program import BatchOf, DeviceVar, Program, Step, Var
+from torchx.functional._program import AttributeVar, BatchOf, Program, Step, Var
 from torchx.functional._tree import leaves_of
 
 __all__ = ["IN_PLACE_METHODS", "Liveness", "liveness"]
@@ -75,7 +75,7 @@ def _read(*values: Any) -> list[str]:
             names.extend(flat)
         else:
             names.extend(
-                [leaf.name for leaf in leaves_of(value) if isinstance(leaf, (Var, BatchOf, DeviceVar))]
+                [leaf.name for leaf in leaves_of(value) if isinstance(leaf, (Var, BatchOf, AttributeVar))]
             )
     return names
 
@@ -86,7 +86,7 @@ def _flat_reads(value: tuple[Any, ...]) -> list[str] | None:
     names = []
     for leaf in value:
         kind = type(leaf)
-        if kind is Var or kind is BatchOf or kind is DeviceVar:
+        if kind is Var or kind is BatchOf or kind is AttributeVar:
             names.append(leaf.name)
         elif kind not in _ATOMS:
             return None

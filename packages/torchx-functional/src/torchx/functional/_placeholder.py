@@ -59,10 +59,10 @@ from torchx.plugin import (
 )
 
 __all__ = [
+    "AttributeOf",
     "BatchSize",
     "Buffer",
     "ByMode",
-    "DeviceOf",
     "Node",
     "OwnMetaOutput",
     "Pieces",
@@ -98,21 +98,77 @@ class BatchSize:
         return _size_name(self.node, 0)
 
 
-@dataclass(frozen=True)
-class DeviceOf:
-    """A ``device=`` argument that stands for the device of ``node``'s output at
-    run time (a factory of a dynamic size makes its tensor beside its input)."""
+_FLOATING = frozenset(
+    dtype
+    for dtype in vars(torch).values()
+    if isinstance(dtype, torch.dtype) and (dtype.is_floating_point or dtype.is_complex)
+)
+
+
+@dataclass(frozen=True, eq=False)
+class AttributeOf:
+    """The ``dtype`` or ``device`` of ``node``'s output at run time: what
+    ``x.dtype`` and ``x.device`` give on a placeholder, read off the tensor in
+    the generated forward (``x.dtype``), so ``.to(x.dtype)`` and
+    ``torch.ones((t, t), dtype=x.dtype)`` follow ``model.to(torch.float64)``,
+    ``.cuda()`` and autocast; a factory of a dynamic size makes its tensor on
+    its input's device so.
+
+    It has no value at definition time: a floating dtype is whatever ``.to()``
+    and autocast make it, so it compares only with itself, and as a kind (an
+    integer or bool dtype is never floating, and keeps its dtype); a device
+    compares only with itself. Anything else (``x.dtype.itemsize``,
+    ``torch.finfo(x.dtype)``) is refused."""
 
     node: Node
+    attribute: Literal["dtype", "device"]
 
     def __repr__(self) -> str:
-        return f"{_node_label(self.node)}.device"
+        return f"{_node_label(self.node)}.{self.attribute}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AttributeOf) and (other.node, other.attribute) == (self.node, self.attribute):
+            return True
+        if self.attribute == "dtype" and isinstance(other, (AttributeOf, torch.dtype)):
+            dtypes = [
+                self.node.meta.dtype,
+                other.node.meta.dtype if isinstance(other, AttributeOf) else other,
+            ]
+            if dtypes[0] not in _FLOATING or dtypes[1] not in _FLOATING:
+                return dtypes[0] == dtypes[1]  # an integer or bool dtype is one at every run
+        elif not isinstance(other, (AttributeOf, torch.device, str)):
+            return NotImplemented
+        raise self._no_value(f"{self!r} == {other!r}")
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = object.__hash__
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise self._no_value(f"{self!r}.{name}")
+
+    def _no_value(self, use: str) -> TorchXError:
+        follows, fix = (
+            ("model.to(torch.float64) and autocast", "; it compares only as a kind (integer and bool dtypes "
+             "stay), and limits are numbers (float('-inf'), not torch.finfo(x.dtype).min)")
+            if self.attribute == "dtype"
+            else ("model.to(device)", "")
+        )  # fmt: skip
+        return TorchXError(
+            f"{use} needs the {self.attribute} {self!r} has at run time: it follows {follows}, and a graph "
+            "cannot keep the one it had when it was defined. It works as an argument "
+            f"(t.to({self!r}), torch.ones(3, {self.attribute}={self!r})){fix}"
+        )
 
     @classmethod
     def __torch_function__(
         cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
-        """A factory read back from a spec (``torch.arange(T, device=<ids' device>)``) records itself."""
+        """A call given one (``torch.arange(T, device=x.device)``, ``t.to(x.dtype)``) records itself."""
         return Placeholder.__torch_function__(func, types, args, kwargs)
 
 
@@ -224,9 +280,9 @@ class Node:
                 found.append(value)
             elif kind not in _ATOMS:
                 found.extend(
-                    leaf.node if isinstance(leaf, (BatchSize, DeviceOf)) else leaf
+                    leaf.node if isinstance(leaf, (BatchSize, AttributeOf)) else leaf
                     for leaf in leaves_of(value)
-                    if isinstance(leaf, (Node, BatchSize, DeviceOf))
+                    if isinstance(leaf, (Node, BatchSize, AttributeOf))
                 )
         return found
 
@@ -273,8 +329,8 @@ def _leaf_meta(leaf: Any, probe: int) -> Any:
         return leaf.node.meta_under(probe)
     if isinstance(leaf, BatchSize):
         return leaf.node.meta_under(probe).shape[0]
-    if isinstance(leaf, DeviceOf):
-        return torch.device("meta")
+    if isinstance(leaf, AttributeOf):
+        return torch.device("meta") if leaf.attribute == "device" else leaf.node.meta_under(probe).dtype
     if isinstance(leaf, ByMode):
         return leaf.training
     return leaf
@@ -1051,7 +1107,14 @@ class Placeholder:
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.node.meta.dtype  # type: ignore[no-any-return]
+        """The dtype at run time (see :class:`AttributeOf`), typed as a dtype as
+        :attr:`shape`'s sizes are typed as ints; ``repr(x)`` shows the one it was defined with."""
+        return cast("torch.dtype", AttributeOf(self.node, "dtype"))
+
+    @property
+    def device(self) -> torch.device:
+        """The device at run time (see :class:`AttributeOf`)."""
+        return cast("torch.device", AttributeOf(self.node, "device"))
 
     @property
     def name(self) -> str | None:
@@ -1059,7 +1122,9 @@ class Placeholder:
 
     def __repr__(self) -> str:
         origin = self.node.describe()
-        return f"Placeholder(shape={format_shape(self.node.shape)}, dtype={self.dtype}, from={origin})"
+        return (
+            f"Placeholder(shape={format_shape(self.node.shape)}, dtype={self.node.meta.dtype}, from={origin})"
+        )
 
     def __len__(self) -> int:
         raise TorchXError("len() of a Placeholder is not recorded; use placeholder.shape[0]")
@@ -1122,6 +1187,13 @@ class Placeholder:
         _refuse_in_place(what)
         _refuse_uninitialised(what)
         _refuse_layout(what)
+        if (
+            args
+            and type(args[0]) is torch.Tensor
+            and func in (getattr(torch.Tensor, what, None), getattr(torch._C.TensorBase, what, None))
+        ):
+            # a method of a real tensor given a value of the graph (table.to(x.dtype)): on the tensor as a constant
+            return tensor_placeholder(args[0], f"Tensor.{what}")._method(what, tuple(args[1:]), kwargs)
         if func is torch.reshape and len(args) == 2 and isinstance(args[0], Placeholder):
             args = (args[0], *args[0]._batch_size_in((args[1],)))
         if func in FACTORIES:
@@ -1158,7 +1230,7 @@ class Placeholder:
         if name == "flatten" and not args and not kwargs:
             args = (1,)  # keep the batch dim
         if name == "new_tensor" and args and not _symbolic_leaves((args, kwargs)):  # data: a constant
-            constant = torch.tensor(args[0], dtype=kwargs.get("dtype") or self.dtype)
+            constant = torch.tensor(args[0], dtype=kwargs.get("dtype") or self.node.meta.dtype)
             return tensor_placeholder(constant, "Tensor.new_tensor")
         if name in BATCH_SIZED_METHODS and args:
             args = self._batch_size_in(args)
@@ -1193,7 +1265,7 @@ def _record_factory(
     if kwargs.get("device") is None:
         source = next((leaf.source for leaf in leaves_of((args, kwargs)) if isinstance(leaf, Size)), None)
         if source is not None:
-            kwargs = {**kwargs, "device": DeviceOf(source)}
+            kwargs = {**kwargs, "device": AttributeOf(source, "device")}
 
     def on_meta(*values: Any, **options: Any) -> Any:
         return function(*values, **{**options, "device": "meta"})

@@ -35,13 +35,13 @@ from torch import nn
 
 import torchx.layers as L
 from torchx.core import BuildWarning, TorchXError
-from torchx.functional._placeholder import _ATOMS, BatchSize, DeviceOf, Node, Placeholder
+from torchx.functional._placeholder import _ATOMS, AttributeOf, BatchSize, Node, Placeholder
 from torchx.functional._tree import leaves_of, map_leaves
 from torchx.plugin import Layer, format_shape, given_name, layer_name, layer_view, record_of, short_repr
 
 __all__ = [
     "BatchOf",
-    "DeviceVar",
+    "AttributeVar",
     "IdentifierForms",
     "Input",
     "Namespace",
@@ -70,10 +70,11 @@ class BatchOf:
 
 
 @dataclass(frozen=True)
-class DeviceVar:
-    """The run-time device of a variable (a factory's ``device=``)."""
+class AttributeVar:
+    """The run-time ``dtype`` or ``device`` of a variable (``t.to(x.dtype)``, a factory's ``device=``)."""
 
     name: str
+    attribute: str
 
 
 @dataclass(frozen=True)
@@ -387,8 +388,8 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: Abstr
             return Var(variables[id(leaf)])
         if isinstance(leaf, BatchSize):
             return BatchOf(variables[id(leaf.node)])
-        if isinstance(leaf, DeviceOf):
-            return DeviceVar(variables[id(leaf.node)])
+        if isinstance(leaf, AttributeOf):
+            return AttributeVar(variables[id(leaf.node)], leaf.attribute)
         return leaf
 
     for node in ordered:
@@ -432,7 +433,7 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: Abstr
 
     def describe(leaf: Placeholder) -> Input:
         name, _ = input_names[id(leaf.node)]
-        return Input(name, leaf.node.shape, leaf.dtype)
+        return Input(name, leaf.node.shape, leaf.node.meta.dtype)
 
     program_inputs = map_leaves(describe, inputs)
     program_outputs = map_leaves(lambda leaf: Var(variables[id(leaf.node)]), outputs)

@@ -22,14 +22,14 @@ import torch
 from torchx.core import SpecError
 from torchx.functional._ops import function_named, is_spec_method, name_of_function
 from torchx.functional._placeholder import (
+    AttributeOf,
     BatchSize,
     Buffer,
     ByMode,
-    DeviceOf,
     Placeholder,
     tensor_placeholder,
 )
-from torchx.functional._program import BatchOf, DeviceVar, IdentifierForms, Input, Var, normal_form
+from torchx.functional._program import AttributeVar, BatchOf, IdentifierForms, Input, Var, normal_form
 from torchx.functional._tree import leaves_of
 from torchx.plugin import (
     SpecReader,
@@ -61,8 +61,8 @@ class _GraphValues(TaggedValues):
             return {"node": self.names.get(value.name, value.name)}
         if isinstance(value, BatchOf):
             return {"batch_of": self.names.get(value.name, value.name)}
-        if isinstance(value, DeviceVar):
-            return {"device_of": self.names.get(value.name, value.name)}
+        if isinstance(value, AttributeVar):
+            return {f"{value.attribute}_of": self.names.get(value.name, value.name)}
         if isinstance(value, ByMode):
             return {"by_mode": [self.fold(value.training, where), self.fold(value.evaluating, where)]}
         if isinstance(value, Input):
@@ -228,11 +228,12 @@ class _Replay(TaggedReader):
         self.names = _Names()  # of inputs and nodes, which share ``env``
 
     def reference(self, tag: Any, content: Any, where: str) -> Any:
-        """The node (``{"node": name}``), its batch size (``{"batch_of": name}``) or
-        its device (``{"device_of": name}``) a value refers to."""
+        """The node (``{"node": name}``), its batch size (``{"batch_of": name}``),
+        its device (``{"device_of": name}``) or its dtype (``{"dtype_of": name}``)
+        a value refers to, or a value by mode (``{"by_mode": [0.1, 0.0]}``)."""
         if tag == "by_mode":
             return _by_mode(content, where)
-        if tag not in ("node", "batch_of", "device_of"):
+        if tag not in ("node", "batch_of", "device_of", "dtype_of"):
             return super().reference(tag, content, where)
         if content not in self.env:
             raise SpecError(
@@ -244,8 +245,8 @@ class _Replay(TaggedReader):
             raise SpecError(where, f"{tag} needs a tensor node, {short_repr(content)} is not one")
         if tag == "batch_of":
             return BatchSize(found.node)
-        if tag == "device_of":
-            return DeviceOf(found.node)
+        if tag in ("device_of", "dtype_of"):
+            return AttributeOf(found.node, "device" if tag == "device_of" else "dtype")
         return found
 
     def inputs(self, value: Any, where: str) -> Any:
