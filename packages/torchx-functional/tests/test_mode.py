@@ -105,7 +105,11 @@ def test_the_spec_writes_the_mode_and_reads_it_back(fresh_plugins: PluginManager
         assert torch.equal(rebuilt(x), graph(x))
 
 
-@pytest.mark.parametrize("content", [[0.1], [0.1, "x"], [True, 0.0], "p", [0.1, 0.0, 0.0]])
+@pytest.mark.parametrize(
+    "content",
+    [[0.1], [0.1, "x"], [True, 0.0], "p", [0.1, 0.0, 0.0]],
+    ids=["one_value", "a_string", "a_bool_and_a_number", "not_a_list", "three_values"],
+)
 def test_a_spec_whose_mode_value_is_malformed_is_refused(
     fresh_plugins: PluginManager, content: object
 ) -> None:

@@ -124,7 +124,11 @@ def test_normalising_unless_one_step_is_refused() -> None:
             x = x / x.std(1, keepdim=True)
 
 
-@pytest.mark.parametrize("read", [lambda x: x.stride(), lambda x: x.stride(1), lambda x: x.is_contiguous()])
+@pytest.mark.parametrize(
+    "read",
+    [lambda x: x.stride(), lambda x: x.stride(1), lambda x: x.is_contiguous()],
+    ids=["strides", "one_stride", "is_contiguous"],
+)
 def test_the_memory_layout_is_not_read_at_definition(read: Callable[[Any], Any]) -> None:
     """Today ``x.stride()`` gave the probe's (488, 8, 1): windows made with it read the wrong rows past 61 steps."""
     x = Placeholder((None, None, 8), name="x")

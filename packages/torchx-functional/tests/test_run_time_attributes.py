@@ -83,6 +83,7 @@ def test_a_dtype_compares_where_the_answer_holds_at_every_run() -> None:
         (lambda x: x.device == "cpu", r"x\.device == 'cpu' needs the device .*model\.to\(device\)"),
         (lambda x: x.device.type, r"x\.device\.type needs the device"),
     ],
+    ids=["itemsize", "is_floating_point", "device_compared", "device_type"],
 )
 def test_what_needs_a_value_of_a_dtype_or_device_at_definition_is_refused(use, match) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(TorchXError, match=match):
