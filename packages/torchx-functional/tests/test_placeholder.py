@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import torchx.layers as L
-from torchx.core import ShapeError, TorchXError
+from torchx.core import DtypeError, LayerError, ShapeError, TorchXError
 from torchx.functional import Functional, Placeholder
 
 
@@ -138,7 +138,7 @@ def test_view_with_the_defined_batch_size_keeps_the_batch_flexible() -> None:
 
 def test_placeholder_dims_must_be_non_negative_ints_or_none() -> None:
     for shape in [(-1, 3), (2.5, 3), ("8", 3), (True, 3)]:
-        with pytest.raises(TorchXError, match="every dim must be a non-negative int or None"):
+        with pytest.raises(TorchXError, match="every dim must be a non-negative int, None"):
             Placeholder(shape)  # type: ignore[arg-type]
 
 
@@ -307,3 +307,44 @@ def test_layers_alike_on_alike_shapes_build_alike_and_each_is_still_checked() ->
         with pytest.raises(ShapeError, match="dynamic"):
             L.Linear(4)(Placeholder((None, 5, None)))
     assert L.Linear(4, in_features=8)(x).shape == (None, None, 4)
+
+
+# -- a layer's formula gives shapes; dtypes are torch's, as in its first call ------
+
+
+@pytest.mark.parametrize(
+    ("make", "dtype"),
+    [
+        pytest.param(lambda: L.Embedding(10, 4), torch.float32, id="float ids into an embedding"),
+        pytest.param(lambda: L.Embedding(10, 4), torch.bool, id="bool ids into an embedding"),
+        pytest.param(lambda: L.Dropout(0.1), torch.int64, id="integers into dropout"),
+    ],
+)
+def test_a_layer_on_a_placeholder_refuses_the_dtype_its_first_call_refuses(
+    make: Callable[[], torch.nn.Module], dtype: torch.dtype
+) -> None:
+    with pytest.raises(LayerError) as eager:
+        make()(torch.zeros(2, 3, dtype=dtype))
+    with pytest.raises(LayerError) as recorded:
+        make()(Placeholder((None, 3), dtype=dtype))
+    assert type(recorded.value) is type(eager.value)
+    # what TorchX says is the same; torch's own words differ between the CPU and meta kernels
+    said = str(eager.value).replace("(2, 3)", "(None, 3)").split(": ")[:2]
+    assert str(recorded.value).split(": ")[:2] == said
+    assert recorded.value.fix == eager.value.fix
+
+
+def test_float_ids_into_an_embedding_say_it_takes_integer_ids_also_when_it_is_built() -> None:
+    embed = L.Embedding(10, 4)
+    embed(Placeholder((None, 3), dtype=torch.long))
+    for layer in (L.Embedding(10, 4), embed):
+        with pytest.raises(DtypeError, match=r"it takes integer ids \(torch.long or torch.int\)") as caught:
+            layer(Placeholder((None, 3)))
+        assert caught.value.fix == "pass the ids as integers: x.long()"
+
+
+def test_a_layer_on_a_placeholder_has_the_output_dtype_of_its_call() -> None:
+    x = Placeholder((None, 3), dtype=torch.long)
+    model = Functional(inputs=x, outputs=L.Linear(2)(L.Sigmoid()(x)))  # the sigmoid of integers is float32
+    data = torch.arange(6).view(2, 3)
+    assert torch.equal(model(data), model.linear(torch.sigmoid(data)))

@@ -399,13 +399,16 @@ _DTYPES_OF_KIND = _dtypes_by_kind()
 def input_test(writer: _Writer, variable: str, item: Input) -> str:
     """A cheap test, true when the value of ``variable`` may not fit ``item``:
     it is not a plain tensor, its rank or a static dim after the batch (dim 0)
-    differs, or its dtype is not of the kind of a placeholder that is not
+    differs, a named dim lies outside its bounds, or its dtype is not of the kind of a placeholder that is not
     floating (integer ids, bool masks). A floating placeholder takes any dtype."""
     tests = [f"type({variable}) is not _Tensor"]
     static = [(index, size) for index, size in enumerate(item.shape) if index and size is not None]
-    if static:
+    bounded = [(index, dim) for index, dim in enumerate(item.dims) if dim is not None]
+    if static or bounded:
         tests.append(f"len(_shape := {variable}.shape) != {len(item.shape)}")
         tests += [f"_shape[{index}] != {size}" for index, size in static]
+        tests += [f"_shape[{index}] < {dim.min}" for index, dim in bounded if dim.min > 1]
+        tests += [f"_shape[{index}] > {dim.max}" for index, dim in bounded if dim.max is not None]
     else:
         tests.append(f"{variable}.ndim != {len(item.shape)}")
     kind = dtype_kind(item.dtype)

@@ -23,6 +23,7 @@ from torchx.functional._codegen import (
     generate_scriptable,
     parameters_of,
 )
+from torchx.functional._dims import Dim, export_shapes
 from torchx.functional._placeholder import (
     OwnMetaOutput,
     answering_copies,
@@ -224,6 +225,15 @@ class Functional(Container, OwnMetaOutput):
         """Always True: a Functional's layers build on its placeholders."""
         return True
 
+    def dynamic_shapes(self) -> dict[str, Any]:
+        """The dynamic dims of its inputs, as ``torch.export`` takes them:
+        ``torch.export.export(model, (ids,), dynamic_shapes=model.dynamic_shapes())``
+        keeps every ``None`` dim and :class:`~torchx.functional.Dim` dynamic, bounds
+        included (dim 0 is one batch for every input; dims of one name are one dim)."""
+        return export_shapes(
+            {parameter.key: parameter.structure for parameter in parameters_of(self._torchx_program)}
+        )
+
     @property
     def inputs(self) -> list[Input]:
         """The model's inputs: name, shape (``None``: dynamic) and dtype."""
@@ -283,7 +293,7 @@ class Functional(Container, OwnMetaOutput):
         return answers.forward(*args, **kwargs)
 
     def extra_repr(self) -> str:
-        inputs = ", ".join(f"{item.name}: {format_shape(item.shape)}" for item in self.inputs)
+        inputs = ", ".join(f"{item.name}: {format_shape(item.shown())}" for item in self.inputs)  # type: ignore[arg-type]
         return f"inputs=({inputs})"
 
     # -- specs and summaries are in their own modules --------------------------------
@@ -474,10 +484,13 @@ def _label(model: Functional) -> str:
 
 def _described(structure: Any) -> str:
     """What an input takes, as messages show it: ``(None, 4)`` (dim 0, the
-    batch, as None), with the dtype where it is not floating (``(None, 10)
+    batch, as None; a named dim by name and bounds: ``(None, T<=64)``), with the dtype where it is not floating (``(None, 10)
     torch.int64``); lists, tuples and dicts of them as written."""
     if isinstance(structure, Input):
-        shown = format_shape((None, *structure.shape[1:]) if structure.shape else ())
+        dims = list(structure.shown())  # named dims by name and bounds: (None, T<=64)
+        if dims and not isinstance(dims[0], str):
+            dims[0] = None  # the batch
+        shown = format_shape(dims)  # type: ignore[arg-type]  # format_shape prints str dims as they are
         return shown if structure.dtype.is_floating_point else f"{shown} {structure.dtype}"
     if isinstance(structure, dict):
         return "{" + ", ".join(f"{key!r}: {_described(item)}" for key, item in structure.items()) + "}"
@@ -589,6 +602,12 @@ def _input_error(model: Functional, given: dict[str, Any]) -> LayerError | None:
                 fix = _shape_fix(where, expected.shape, tuple(value.shape))
             problem = f"expected shape {shown} (dim 0 is the batch), got {format_shape(tuple(value.shape))}"
             return ShapeError(layer, problem, fix=fix, source=model)
+        outside = _outside_bounds(expected, value)
+        if outside is not None:
+            index, dim = outside
+            problem = f"dim {index} is {dim.shown()}, got {value.shape[index]} (shape {format_shape(tuple(value.shape))})"
+            fix = f"give inputs within {dim.shown()}, or define the model for them: L.Dim({dim.name!r}, ...) with wider bounds"
+            return ShapeError(layer, problem, fix=fix, source=model)
         kind = dtype_kind(expected.dtype)
         problem = f"expected {kind} dtype (the placeholder's is {expected.dtype}), got {value.dtype}"
         return DtypeError(
@@ -613,11 +632,21 @@ def _input_leaves(model: Functional, given: dict[str, Any]) -> Iterator[tuple[st
 
 def _fits(expected: Input, value: torch.Tensor) -> bool:
     """Whether tensor ``value`` fits the placeholder ``expected``: its shape,
-    and its dtype's kind where the placeholder is not floating."""
+    its named dims' bounds, and its dtype's kind where the placeholder is not floating."""
     kind = dtype_kind(expected.dtype)
-    return _fits_shape(expected.shape, tuple(value.shape)) and (
-        kind == "floating" or dtype_kind(value.dtype) == kind
+    return (
+        _fits_shape(expected.shape, tuple(value.shape))
+        and _outside_bounds(expected, value) is None
+        and (kind == "floating" or dtype_kind(value.dtype) == kind)
     )
+
+
+def _outside_bounds(expected: Input, value: torch.Tensor) -> tuple[int, Dim] | None:
+    """The first named dim of ``expected`` whose size in ``value`` lies outside its bounds, with its index."""
+    for index, dim in enumerate(expected.dims):
+        if dim is not None and index < value.dim() and not dim.admits(value.shape[index]):
+            return index, dim
+    return None
 
 
 def _fits_shape(expected: tuple[int | None, ...], got: tuple[int, ...]) -> bool:

@@ -32,6 +32,7 @@ from torch import nn
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
 from torchx.core import Layer, ShapeError, TorchXError, current_scope
+from torchx.functional._dims import Dim, probe_sizes
 from torchx.functional._ops import (
     FACTORIES,
     LAYOUT_METHODS,
@@ -654,9 +655,7 @@ def _compute(
             for leaf in leaves_of(args) + leaves_of(kwargs)
         )
         raise ShapeError(
-            what,
-            f"cannot take ({shapes}): {torch_message(error)}",
-            fix="change the inputs' shapes or the operation's arguments",
+            what, f"cannot take ({shapes}): {torch_message(error)}", fix=_fix(function, metas)
         ) from None
     found = (tuple([output for output, _ in runs]), runs[0][1])
     if signature is not None:
@@ -664,6 +663,25 @@ def _compute(
             _RESULTS.clear()
         _RESULTS[signature] = found
     return found
+
+
+def _fix(function: Callable[..., Any], metas: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> str:
+    """The fix for an operation the probes refused: where the first probe
+    works and the second does not, a dynamic size has a bound the recording
+    does not know (a table of 64 rows sliced by it): say it."""
+    if len(metas) > 1:
+        try:
+            _run(function, *metas[0])
+        except Exception:  # noqa: BLE001 - refused at the first probe too: the shapes misfit
+            pass
+        else:
+            return (
+                f"it works where the dynamic dims are {Probes(True).sizes[0]} long, not "
+                f"{Probes(True).sizes[1]}: if a dynamic size has a bound (a table of that many rows sliced by "
+                "it), name it in the input's shape, L.Placeholder((None, L.Dim('T', max=64))), and the "
+                "probes stay inside it"
+            )
+    return "change the inputs' shapes or the operation's arguments"
 
 
 def record(
@@ -1042,15 +1060,38 @@ class Placeholder:
             raise TorchXError(f"Placeholder dtype must be a torch.dtype, got {dtype!r}")
         if name is not None and not isinstance(name, str):
             raise TorchXError(f"Placeholder name must be a string, got {name!r}")
-        dims = tuple(shape)
-        for dim in dims:
-            if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
+        given = tuple(shape)
+        for dim in given:
+            if (
+                dim is not None
+                and not isinstance(dim, Dim)
+                and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0)
+            ):
                 raise TorchXError(
-                    f"Placeholder shape {dims!r}: every dim must be a non-negative int or None (dynamic)"
+                    f"Placeholder shape {given!r}: every dim must be a non-negative int, None (dynamic) "
+                    "or an L.Dim (dynamic, named and bounded)"
                 )
+        named = tuple(dim if isinstance(dim, Dim) else None for dim in given)
+        dims = tuple(None if isinstance(dim, Dim) else dim for dim in given)
         probes = Probes(None in dims)
         metas = tuple(meta for (meta,) in probes.meta_inputs([dims], dtype))
-        self.node = Node("input", None, (), {}, metas, name)
+        if any(named):  # the probes stay inside the bounds
+            metas = tuple(
+                meta.new_empty(
+                    [
+                        size if dim is None else probe_sizes(dim)[probe]
+                        for dim, size in zip(named, meta.shape, strict=True)
+                    ]
+                )
+                for probe, meta in enumerate(metas)
+            )
+        self.node = Node("input", named if any(named) else None, (), {}, metas, name)  # see input_dims
+
+    def input_dims(self) -> tuple[Dim | None, ...]:
+        """The named dims (:class:`~torchx.functional.Dim`) of an input, None
+        for each other dim (an input given none: all None)."""
+        target = self.node.target if self.node.kind == "input" else None
+        return target if isinstance(target, tuple) else (None,) * len(self.node.shape)
 
     @classmethod
     def _of(cls, node: Node) -> Placeholder:

@@ -1,8 +1,9 @@
-"""torchx-functional as a TorchX plugin: ``Functional`` as a spec type, ``Placeholder`` and ``Buffer`` on the façade."""
+"""torchx-functional as a TorchX plugin: ``Functional`` as a spec type, ``Placeholder``, ``Buffer`` and ``Dim`` on the façade."""
 
 from __future__ import annotations
 
 from torchx.core import LayerRegistry, hookimpl
+from torchx.functional._dims import Dim
 from torchx.functional._functional import Functional
 from torchx.functional._placeholder import Buffer, Placeholder
 
@@ -13,3 +14,4 @@ def torchx_register_layers(registry: LayerRegistry) -> None:
     registry.export("Placeholder", Placeholder)
     registry.export("Input", Placeholder)
     registry.export("Buffer", Buffer)
+    registry.export("Dim", Dim)

@@ -35,6 +35,7 @@ from torch import nn
 
 import torchx.layers as L
 from torchx.core import BuildWarning, TorchXError
+from torchx.functional._dims import Dim
 from torchx.functional._placeholder import _ATOMS, AttributeOf, BatchSize, Node, Placeholder
 from torchx.functional._tree import leaves_of, map_leaves
 from torchx.plugin import Layer, format_shape, given_name, layer_name, layer_view, record_of, short_repr
@@ -79,7 +80,8 @@ class AttributeVar:
 
 @dataclass(frozen=True)
 class Input:
-    """One input of the model: its parameter name, shape (``None``: dynamic) and dtype.
+    """One input of the model: its parameter name, shape (``None``: dynamic),
+    dtype and named dims (a :class:`~torchx.functional.Dim` or None per dim; empty if none is named).
 
     The name is what callers pass the input by (a keyword, a dict key) and may
     be any string; the generated forward holds it in a variable of its own
@@ -90,6 +92,14 @@ class Input:
     name: str
     shape: tuple[int | None, ...]
     dtype: torch.dtype
+    dims: tuple[Dim | None, ...] = ()
+
+    def shown(self) -> tuple[int | str | None, ...]:
+        """The shape as summaries show it: a named dim by name and bounds (``T<=64``)."""
+        return tuple(
+            dim.shown() if dim is not None else size
+            for size, dim in zip(self.shape, self.dims or (None,) * len(self.shape), strict=True)
+        )
 
 
 @dataclass(frozen=True)
@@ -433,7 +443,8 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: Abstr
 
     def describe(leaf: Placeholder) -> Input:
         name, _ = input_names[id(leaf.node)]
-        return Input(name, leaf.node.shape, leaf.node.meta.dtype)
+        dims = leaf.input_dims()
+        return Input(name, leaf.node.shape, leaf.node.meta.dtype, dims if any(dims) else ())
 
     program_inputs = map_leaves(describe, inputs)
     program_outputs = map_leaves(lambda leaf: Var(variables[id(leaf.node)]), outputs)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from torchx.core import SpecError
+from torchx.functional._dims import Dim
 from torchx.functional._ops import function_named, is_spec_method, name_of_function
 from torchx.functional._placeholder import (
     AttributeOf,
@@ -66,7 +67,11 @@ class _GraphValues(TaggedValues):
         if isinstance(value, ByMode):
             return {"by_mode": [self.fold(value.training, where), self.fold(value.evaluating, where)]}
         if isinstance(value, Input):
-            return {"input": value.name, "shape": list(value.shape), "dtype": dtype_name(value.dtype)}
+            shape = [
+                size if dim is None else dim.to_spec()
+                for size, dim in zip(value.shape, value.dims or (None,) * len(value.shape), strict=True)
+            ]
+            return {"input": value.name, "shape": shape, "dtype": dtype_name(value.dtype)}
         return super().other(value, where)
 
 
@@ -205,6 +210,15 @@ class _Names:
             )
 
 
+def _dim(entry: Any, where: str) -> Any:
+    """A dim of an input's shape: an int, null, or a named dim ``{"dim": "T", "max": 64}``."""
+    if not isinstance(entry, Mapping):
+        return entry  # an int or None: Placeholder checks it
+    if not isinstance(entry.get("dim"), str) or not set(entry) <= {"dim", "min", "max"}:
+        raise SpecError(where, 'a named dim is {"dim": name, "min": int, "max": int} (min and max optional)')
+    return Dim(entry["dim"], min=entry.get("min", 1), max=entry.get("max"))
+
+
 def _by_mode(content: Any, where: str) -> ByMode:
     """``{"by_mode": [in training, in eval]}``: two bools or two numbers."""
     if (
@@ -259,7 +273,7 @@ class _Replay(TaggedReader):
                 raise SpecError(where, f"two inputs are named {short_repr(name)}")
             self.names.add(name, where)
             try:
-                placeholder = Placeholder(shape, dtype=dtype, name=name)
+                placeholder = Placeholder([_dim(size, where) for size in shape], dtype=dtype, name=name)
             except Exception as error:  # noqa: BLE001 - report as a spec problem
                 raise SpecError(where, str(error)) from None
             self.env[name] = placeholder

@@ -33,6 +33,7 @@ from torchx.layers._sequential import *
 
 if TYPE_CHECKING:  # names of other distributions: looked up at run time by ``__getattr__``, typed here
     from torchx.functional import Buffer as Buffer
+    from torchx.functional import Dim as Dim
     from torchx.functional import Functional as Functional
     from torchx.functional import Placeholder as Placeholder
     from torchx.rnn import GRU as GRU
