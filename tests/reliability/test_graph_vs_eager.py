@@ -266,9 +266,18 @@ def test_an_in_place_residual_broadcasts_its_second_input() -> None:
     check(program, [Size(2, 1, 2), Size(2, 5, 5)], EVAL)
 
 
-def test_dropout_given_training_true_drops_in_eval_mode() -> None:
-    """F.dropout(x, 0.5, training=True) drops whatever the mode eagerly; the graph followed model.eval()."""
-    check(Program.of("return F.dropout(x, 0.5, training=True)", width=8), [Size(2, 5)], EVAL)
+def test_dropout_in_both_modes_is_written_torch_dropout() -> None:
+    """F.dropout(x, p, training=True) follows the mode, as the default does (torch passes its default
+    on: the two cannot be told apart); dropout in eval too (Monte Carlo dropout) is torch.dropout."""
+    check(
+        Program.of(
+            "return F.dropout(x, 0.5, training=True) + torch.dropout(x, 0.5, True)",
+            reference="return F.dropout(x, 0.5, training=self.training) + torch.dropout(x, 0.5, True)",
+            width=8,
+        ),
+        [Size(2, 5)],
+        EVAL,
+    )
 
 
 # -- the check itself ------------------------------------------------------------

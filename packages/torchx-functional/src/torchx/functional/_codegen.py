@@ -221,11 +221,15 @@ class _Writer(ValueFold[str]):
         (a layer working in place on memory the graph reads again); ``into``:
         arithmetic computed into that operand where both are of one dtype at
         run time (``bn3.add_(identity) if bn3.dtype is identity.dtype else bn3
-        + identity``; see :mod:`~torchx.functional._liveness`)."""
+        + identity``; see :mod:`~torchx.functional._liveness`), and of one shape
+        where the result has a dynamic dim (the other may broadcast it longer at run time)."""
         if into is not None:
             operand, other = self.value(step.args[into]), self.value(step.args[1 - into])
             in_place = f"{operand}.{IN_PLACE_METHODS[step.target]}({other})"
-            return f"{in_place} if {operand}.dtype is {other}.dtype else {self.step(step)}"
+            fits = f"{operand}.dtype is {other}.dtype"
+            if step.shape is not None and None in step.shape:
+                fits += f" and {operand}.shape == {other}.shape"
+            return f"{in_place} if {fits} else {self.step(step)}"
         if step.kind == "parameter":
             return self.parameter(step)
         if step.kind == "attribute":  # a tensor the model holds: self.wte.weight, self.constant

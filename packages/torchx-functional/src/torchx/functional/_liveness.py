@@ -65,32 +65,38 @@ class Liveness:
 
 
 def _read(*values: Any) -> list[str]:
-    """The variables step arguments read (a batch size or a device reads its variable)."""
+    """The variables step arguments read (a batch size reads its variable)."""
+    return _reads(values)[0]
+
+
+def _reads(values: tuple[Any, ...]) -> tuple[list[str], list[str]]:
+    """The variables ``values`` (step arguments) read, and those whose dtype or
+    device alone they read (``h.to(x.dtype)``): that keeps the variable, not
+    its memory, so it may be overwritten before (``h += x``: ``add =
+    linear.add_(x)``, then ``add.to(linear.dtype)``)."""
     names: list[str] = []
+    attributes: list[str] = []
     for value in values:
         if not value:
             continue
         flat = _flat_reads(value) if type(value) is tuple else None
-        if flat is not None:
-            names.extend(flat)
-        else:
-            names.extend(
-                [leaf.name for leaf in leaves_of(value) if isinstance(leaf, (Var, BatchOf, AttributeVar))]
-            )
-    return names
+        for leaf in leaves_of(value) if flat is None else flat:
+            kind = type(leaf)
+            if kind is Var or kind is BatchOf:
+                names.append(leaf.name)
+            elif kind is AttributeVar:
+                attributes.append(leaf.name)
+    return names, attributes
 
 
-def _flat_reads(value: tuple[Any, ...]) -> list[str] | None:
-    """:func:`_read` of a tuple of variables, sizes read off them and numbers
-    (most steps' arguments), without a tree walk; None for anything else."""
-    names = []
+def _flat_reads(value: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The leaves of a tuple of variables, sizes read off them and numbers (most
+    steps' arguments), without a tree walk; None for anything else."""
     for leaf in value:
         kind = type(leaf)
-        if kind is Var or kind is BatchOf or kind is AttributeVar:
-            names.append(leaf.name)
-        elif kind not in _ATOMS:
+        if kind is not Var and kind is not BatchOf and kind is not AttributeVar and kind not in _ATOMS:
             return None
-    return names
+    return value
 
 
 class _Memory:
@@ -106,17 +112,22 @@ class _Memory:
         """Each variable's dtype as recorded (None: not a tensor)."""
         self.dtypes.update((step.var, step.dtype) for step in steps)
         self.last_use: dict[str, int] = {}
+        """The last step reading each value's memory."""
+        self.last_read: dict[str, int] = {}
+        """The last step reading each variable, its memory or its dtype or device: when it is released."""
         self.uses: dict[str, int] = dict.fromkeys(self.outputs, 1)
         """How many times each value is read (an output once more, by the caller)."""
         # The values whose memory a variable may share (its "roots"): itself, when
         # its step returns fresh memory; else whatever its arguments share.
         self.roots: dict[str, frozenset[str]] = {}
-        last_use, uses, roots = self.last_use, self.uses, self.roots
+        last_use, last_read, uses, roots = self.last_use, self.last_read, self.uses, self.roots
         for index, step in enumerate(steps):
-            arguments = _read(step.args)
-            for name in arguments + _read(step.kwargs) if step.kwargs else arguments:
-                last_use[name] = index
+            arguments, attributes = _reads((step.args, step.kwargs) if step.kwargs else (step.args,))
+            for name in arguments:
+                last_use[name] = last_read[name] = index
                 uses[name] = uses.get(name, 0) + 1
+            for name in attributes:
+                last_read[name] = index
             if step.fresh:
                 roots[step.var] = frozenset((step.var,))
             else:
@@ -178,7 +189,7 @@ def liveness(program: Program) -> Liveness:
     """Release points and in-place decisions for ``program``'s steps."""
     memory = _Memory(program)
     released: list[list[str]] = [[] for _ in program.steps]
-    for name, index in memory.last_use.items():
+    for name, index in memory.last_read.items():
         if name in memory.produced and name not in memory.outputs:
             released[index].append(name)
     copied = []

@@ -1012,6 +1012,19 @@ def _binary(
     return method
 
 
+def _augmented(function: Callable[[Any, Any], Any]) -> Callable[[Placeholder, Any], Placeholder]:
+    """The operator method ``self <op>= other``: ``function(self, other)`` in
+    ``self``'s dtype at run time, as torch's in-place operator keeps it (under
+    autocast, ``h += x`` stays bfloat16 where ``h + x`` is float32). A graph's
+    values never change: another name for the old ``self`` keeps the old value."""
+
+    def method(self: Placeholder, other: Any) -> Any:
+        result = record("function", function, (self, other), {}, function, function.__name__)
+        return result._method("to", (self.dtype,), {})
+
+    return method
+
+
 def _unary(function: Callable[[Any], Any]) -> Callable[[Placeholder], Placeholder]:
     """The operator method ``<op> self``, recorded as ``function(self)``."""
 
@@ -1213,6 +1226,10 @@ class Placeholder:
     __eq__ = _binary(operator.eq)  # type: ignore[assignment]  # a bool tensor, as torch's
     __ne__ = _binary(operator.ne)  # type: ignore[assignment]
     __getitem__ = _binary(operator.getitem)
+    __iadd__ = _augmented(operator.add)
+    __isub__ = _augmented(operator.sub)
+    __imul__ = _augmented(operator.mul)
+    __itruediv__ = _augmented(operator.truediv)
 
     # -- recording ---------------------------------------------------------------
 
@@ -1270,9 +1287,18 @@ class Placeholder:
         _refuse_layout(f"Tensor.{name}")
         if name == "flatten" and not args and not kwargs:
             args = (1,)  # keep the batch dim
-        if name == "new_tensor" and args and not _symbolic_leaves((args, kwargs)):  # data: a constant
-            constant = torch.tensor(args[0], dtype=kwargs.get("dtype") or self.node.meta.dtype)
-            return tensor_placeholder(constant, "Tensor.new_tensor")
+        if (
+            name == "new_tensor"
+            and args
+            and type(args[0]) in (list, tuple)
+            and not _symbolic_leaves((args, kwargs))
+        ):
+            # data: a constant, in x's dtype at run time unless one is given (a number is written in the call)
+            dtype = kwargs.get("dtype")
+            constant = tensor_placeholder(
+                torch.tensor(args[0], dtype=dtype or self.node.meta.dtype), "Tensor.new_tensor"
+            )
+            return constant if dtype is not None else constant._method("to", (self.dtype,), {})
         if name in BATCH_SIZED_METHODS and args:
             args = self._batch_size_in(args)
         elif name in BATCH_SIZED_METHODS:
@@ -1440,6 +1466,14 @@ class Size:
 
     def __index__(self) -> int:
         raise self._no_value()
+
+    def __float__(self) -> float:
+        raise self._no_value()
+
+    def __truediv__(self, other: Any) -> Any:
+        raise self._no_value()  # a float, which a graph holds only as a tensor: (x.new_ones(()) * T) / 2
+
+    __rtruediv__ = __pow__ = __rpow__ = __truediv__
 
     def __int__(self) -> int:
         raise self._no_value()
