@@ -173,7 +173,10 @@ def test_a_residual_sum_under_autocast_has_the_eager_dtype_and_values(into_secon
     h = L.Linear(16)(x)
     model = Functional(inputs=x, outputs=x + h if into_second else h + x)
     written = "x + linear" if into_second else "linear + x"
-    assert f"add = linear.add_(x) if linear.dtype is x.dtype and linear.shape == x.shape else {written}" in model.code
+    assert (
+        f"add = linear.add_(x) if linear.dtype is x.dtype and linear.shape == x.shape else {written}"
+        in model.code
+    )
     data = torch.randn(4, 16)
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         result = model(data)  # the linear output is bfloat16, the input float32

@@ -88,3 +88,16 @@ def test_a_dtype_compares_where_the_answer_holds_at_every_run() -> None:
 def test_what_needs_a_value_of_a_dtype_or_device_at_definition_is_refused(use, match) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(TorchXError, match=match):
         use(Placeholder((None, 8), name="x"))
+
+
+def test_an_error_inside_the_forward_names_the_step_and_the_line_that_recorded_it() -> None:
+    x = Placeholder((None, 8), name="x")
+    table = L.Parameter((8, 8))(x)
+    model = Functional(inputs=x, outputs=L.Linear(8)(x) @ table.to(torch.float64))  # the line named below
+    line = (
+        test_an_error_inside_the_forward_names_the_step_and_the_line_that_recorded_it.__code__.co_firstlineno
+        + 3
+    )
+    with pytest.raises(RuntimeError, match="same dtype") as info:
+        model(torch.randn(2, 8))
+    assert f"raised in Functional step 'matmul' (defined at {__file__}:{line})" in info.value.__notes__

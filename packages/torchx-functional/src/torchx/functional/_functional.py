@@ -723,14 +723,19 @@ def _explain(model: Functional, error: Exception, given: dict[str, Any]) -> Exce
     step, values = _failing_step(model, error)
     if step is None or step.kind != "module":
         if step is not None:
-            add_note(error, f"raised in Functional step {step.var!r}")
+            add_note(error, f"raised in Functional step {step.var!r}{_defined_at(step)}")
         return error
     module = model.get_submodule(step.target)
     explained = explain_failure(module, tuple(_resolved(arg, values) for arg in step.args), error)
     if explained is None:
-        add_note(error, f"raised in Functional.{step.target} ({layer_name(module)})")
+        add_note(error, f"raised in Functional.{step.target} ({layer_name(module)}){_defined_at(step)}")
         return error
     return explained.within(f"Functional.{step.target}", model)
+
+
+def _defined_at(step: Step) -> str:
+    """Where ``step`` was recorded, as messages say it: `` (defined at model.py:12)``."""
+    return "" if step.defined_at is None else " (defined at {}:{})".format(*step.defined_at)
 
 
 def _key_paths(structure: Any, prefix: str) -> list[str] | None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import contextvars
 import itertools
 import operator
+import os
+import sys
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -230,6 +232,7 @@ class Node:
         "__weakref__",
         "_shape",
         "args",
+        "defined_at",
         "fresh",
         "id",
         "kind",
@@ -271,6 +274,8 @@ class Node:
         one node each. Held weakly (a size holds this node): without a cycle, a
         graph no one holds is freed at once, not by the garbage collector."""
         self._shape: tuple[int | None, ...] | None = None
+        self.defined_at = _definition_site()
+        """The file and line of the code that recorded it (the first frame outside torch and TorchX)."""
 
     def inputs(self) -> list[Node]:
         """The nodes this node reads."""
@@ -310,6 +315,20 @@ class Node:
         if self.kind == "tensor":
             return f"tensor {format_shape(tuple(self.meta.shape))}"
         return getattr(self.target, "__name__", repr(self.target))
+
+
+_LIBRARIES = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)), "<")
+"""Where torch's and TorchX's own code lies (and generated forwards, named ``<torchx-functional-0>``)."""
+
+
+def _definition_site() -> tuple[str, int] | None:
+    """The file and line of the innermost caller outside torch and TorchX: where a node was recorded."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if not frame.f_code.co_filename.startswith(_LIBRARIES):
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
 
 
 def _as_meta(value: Any, probe: int) -> Any:

@@ -136,6 +136,8 @@ class Step:
     output_saved: bool = True
     """Whether the step's backward may read its output (False only where known
     not to: convolutions, linear layers, norms, sums and products)."""
+    defined_at: tuple[str, int] | None = None
+    """The file and line that recorded it, for messages."""
 
 
 @dataclass
@@ -438,6 +440,7 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: Abstr
                 fresh=node.fresh or plain,
                 in_place=node.kind == "module" and _works_in_place(node.target),
                 output_saved=not plain,
+                defined_at=node.defined_at,
             )
         )
 
