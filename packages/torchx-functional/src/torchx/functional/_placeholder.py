@@ -138,7 +138,7 @@ class AttributeOf:
                 other.node.meta.dtype if isinstance(other, AttributeOf) else other,
             ]
             if dtypes[0] not in _FLOATING or dtypes[1] not in _FLOATING:
-                return dtypes[0] == dtypes[1]  # an integer or bool dtype is one at every run
+                return bool(dtypes[0] == dtypes[1])  # an integer or bool dtype is one at every run
         elif not isinstance(other, (AttributeOf, torch.device, str)):
             return NotImplemented
         raise self._no_value(f"{self!r} == {other!r}")
@@ -1461,8 +1461,8 @@ class Size:
     __mod__ = _size_arithmetic(operator.mod, "%")
     __rmod__ = _size_arithmetic(operator.mod, "%", reflected=True)
 
-    __eq__ = _size_comparison(operator.eq, "==")  # type: ignore[assignment]
-    __ne__ = _size_comparison(operator.ne, "!=")  # type: ignore[assignment]
+    __eq__ = _size_comparison(operator.eq, "==")
+    __ne__ = _size_comparison(operator.ne, "!=")
     __lt__ = _size_comparison(operator.lt, "<")
     __le__ = _size_comparison(operator.le, "<=")
     __gt__ = _size_comparison(operator.gt, ">")
