@@ -4,8 +4,10 @@ The layers carry Hugging Face's names (``name="encoder.layer.0.attention.self.qu
 so the state dict of ``transformers.BertModel`` loads by key. The inputs are
 Hugging Face's: ``input_ids``, ``attention_mask`` (1 keeps a position, 0 is
 padding) and ``token_type_ids``, each ``(batch, sequence)`` with both sizes
-dynamic; the outputs are ``last_hidden_state`` and ``pooler_output``. Padded
-keys are masked with ``masked_fill(..., float("-inf"))`` before the softmax.
+dynamic; the outputs are ``last_hidden_state`` and ``pooler_output``.
+Attention is ``F.scaled_dot_product_attention`` with the padded keys masked
+out and ``dropout_p=dropout``, which a graph applies in train mode only, as
+Hugging Face's ``dropout if self.training else 0.0``.
 
     python examples/bert.py      # run on a padded batch; compare with transformers if installed
 """
@@ -13,6 +15,7 @@ keys are masked with ``masked_fill(..., float("-inf"))`` before the softmax.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 import torchx
 import torchx.layers as L
@@ -32,10 +35,9 @@ def _attention(x: Placeholder, padding: Placeholder, name: str, heads: int, drop
         L.Linear(width, name=f"{name}.{part}")(x).view(b, t, heads, width // heads).transpose(1, 2)
         for part in ("query", "key", "value")
     )
-    scores = (q @ k.transpose(-2, -1)) * (width // heads) ** -0.5
-    scores = scores.masked_fill(padding, float("-inf"))
-    probs = L.Dropout(dropout)(scores.softmax(-1))
-    return (probs @ v).transpose(1, 2).reshape(b, t, width)
+    # attention dropout in train mode only: a graph's dropout_p follows model.train()/eval()
+    attended = F.scaled_dot_product_attention(q, k, v, attn_mask=~padding, dropout_p=dropout)
+    return attended.transpose(1, 2).reshape(b, t, width)
 
 
 def _residual(x: Placeholder, branch: Placeholder, name: str, dropout: float) -> Placeholder:

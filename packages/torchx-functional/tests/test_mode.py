@@ -119,3 +119,12 @@ def test_a_spec_whose_mode_value_is_malformed_is_refused(
             node["kwargs"]["dropout_p"] = {"by_mode": content}
     with pytest.raises(SpecError, match=r"by_mode is \[value in training, value in eval\]"):
         L.Layer.from_spec(spec)
+
+
+def test_a_scripted_graph_follows_the_mode_too() -> None:
+    graph = _graph(0.4).eval()
+    scripted = torch.jit.script(graph)
+    x = torch.randn(2, 6, 8)
+    assert torch.equal(scripted(x), graph(x))
+    scripted.train()
+    assert not torch.equal(scripted(x), scripted(x))

@@ -213,6 +213,7 @@ class Functional(Container, OwnMetaOutput):
             "ScriptableFunctional", (_ScriptableFunctional,), {"forward": compile_forward(source, namespace)}
         )
         form: nn.Module = form_class(self._modules, self._parameters, self._buffers)
+        form.training = self.training  # its forward reads the mode (dropout_p=(p if self.training else 0.0))
         return form
 
     @property
