@@ -318,7 +318,8 @@ class LeafLayer(Layer):
 
     output_dtype_of: ClassVar[str | None] = None
     """The parameter whose dtype the output takes (an embedding's ``"weight"``:
-    its input is integer ids); None (the default): the first input's."""
+    its input is integer ids); None (the default): the first input's. Read
+    where no meta run of the built layer says (see :func:`_checked_dtype`)."""
 
     _torchx_kind = "leaf"
 
@@ -445,20 +446,22 @@ class LeafLayer(Layer):
         abstract = target is not None and (
             tensors[0].is_meta if len(tensors) == 1 else all(t.is_meta for t in tensors)
         )
-        shape = None
+        found = None
         # Two threads calling one unbuilt layer: one builds it and makes the first
         # call; if that fails it unbuilds the layer before any other thread can use it.
         with _BUILD_LOCK:
             built_here = type(self) is layer_class
             if built_here:
                 if abstract and not kwargs:
-                    shape = closed_form_output(self, positional, target.swap.meta)  # type: ignore[union-attr]
+                    found = _formula(self, positional)
                 with outside_transforms():  # initialising is setup, not part of a vmap'd or grad'ed function
                     self._build(positional, tensors, target if abstract else None)
             try:
                 if not abstract:
                     return self.forward(*inputs, **kwargs)
-                output = shape if shape is not None else run_on_meta(self, inputs, kwargs, call=self.forward)
+                output = None if found is None else _meta_output(found, self, positional, target.swap.meta)  # type: ignore[union-attr]
+                if output is None:
+                    output = run_on_meta(self, inputs, kwargs, call=self.forward)
                 # A shared layer's next call in this build runs on meta stand-ins of its tensors.
                 if self._modules:
                     target.swap.add(self)  # type: ignore[union-attr]
@@ -879,24 +882,37 @@ def _dtype_differs(
 
 def _fails_on_meta(layer: nn.Module, inputs: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
     """Whether the built ``layer`` fails for meta tensors of the shapes and
-    dtypes of ``inputs``, outside autocast's devices and function transforms.
-    An op with no meta kernel leaves it unknown: False."""
+    dtypes of ``inputs`` (see :func:`_run_meta_copy`). An op with no meta
+    kernel leaves it unknown: False."""
+    try:
+        _run_meta_copy(layer, inputs, kwargs)
+    except Exception as error:  # noqa: BLE001 - any failure is the answer
+        return not lacks_meta_kernel(error)
+    return False
+
+
+def _run_meta_copy(
+    layer: nn.Module, inputs: tuple[Any, ...], kwargs: Mapping[str, Any], floating: torch.dtype | None = None
+) -> Any:
+    """The output of a meta copy of the built ``layer`` (no hooks) for meta
+    tensors of the shapes and dtypes of ``inputs`` (floating ones in
+    ``floating``, if given), outside autocast's devices and function transforms."""
     with outside_transforms():
         metas = tree_map(
             lambda value: (
-                torch.empty(value.shape, dtype=value.dtype, device="meta")
+                torch.empty(
+                    value.shape,
+                    dtype=floating if floating is not None and value.is_floating_point() else value.dtype,
+                    device="meta",
+                )
                 if isinstance(value, torch.Tensor)
                 else value
             ),
             (inputs, dict(kwargs)),
         )
-        try:
-            with warnings.catch_warnings(), meta_copy(layer, hooks=False) as copied, torch.no_grad():
-                warnings.simplefilter("ignore")
-                copied.forward(*metas[0], **metas[1])
-        except Exception as error:  # noqa: BLE001 - any failure is the answer
-            return not lacks_meta_kernel(error)
-    return False
+        with warnings.catch_warnings(), meta_copy(layer, hooks=False) as copied, torch.no_grad():
+            warnings.simplefilter("ignore")
+            return copied.forward(*metas[0], **metas[1])
 
 
 def _refused_on_meta(native: type[nn.Module], arguments: Mapping[str, Any]) -> bool:
@@ -938,17 +954,30 @@ def closed_form_output(
     make_meta: Callable[[Sequence[int], torch.dtype], torch.Tensor] = _new_meta,
 ) -> Any:
     """The meta output of ``module``, a TorchX leaf layer built or not, for meta
-    ``inputs``, from its layer's formula (its input, for ``same_shape``
-    layers; else ``make_meta(shape, dtype)``, a new meta tensor by default),
-    or None when there is none."""
+    ``inputs``, from its layer's formula in the dtype of :func:`_checked_dtype`,
+    which raises for a dtype the layer refuses (its input, for ``same_shape``
+    layers keeping it; else ``make_meta(shape, dtype)``, a new meta tensor by
+    default), or None when there is none."""
     found = _formula(module, inputs)
-    if found is None:
-        return None
+    return None if found is None else _meta_output(found, module, inputs, make_meta)
+
+
+def _meta_output(
+    found: _Formula,
+    module: nn.Module,
+    inputs: tuple[Any, ...],
+    make_meta: Callable[[Sequence[int], torch.dtype], torch.Tensor],
+) -> Any:
+    """The meta output of ``module`` for meta ``inputs``: the shape its
+    formula ``found`` gives, the dtype of :func:`_checked_dtype` (None where
+    that is still unknown)."""
     layer_class, shape = found
-    if shape is None:
+    dtype = _checked_dtype(layer_class, module, inputs)
+    if dtype is None:
+        return None
+    if shape is None and dtype == inputs[0].dtype:
         return inputs[0]  # a meta tensor: only its shape and dtype are read
-    dtype = _output_dtype(layer_class, module, inputs)
-    return None if dtype is None else make_meta(shape, dtype)
+    return make_meta(inputs[0].shape if shape is None else shape, dtype)
 
 
 _Formula = tuple[type[LeafLayer], tuple[int, ...] | None]
@@ -1024,6 +1053,62 @@ def _output_dtype(
     return None if tensor is None else tensor.dtype
 
 
+_DTYPES: dict[Hashable, torch.dtype | None] = {}
+"""What :func:`_checked_dtype` found, by :func:`_dtype_key`."""
+_DTYPES_LIMIT = 4096
+
+
+def _checked_dtype(
+    layer_class: type[LeafLayer], module: nn.Module, inputs: tuple[Any, ...]
+) -> torch.dtype | None:
+    """The dtype of the output of ``module``, built, for meta ``inputs``;
+    raises the error of its first call for inputs of a kind of dtype torch
+    refuses (ids into an embedding are integers; dropout does not take integers).
+
+    A formula knows shapes, not what torch's code checks of dtypes, so a meta
+    run answers, once per layer class and arguments, mode, and dtypes of the
+    inputs and of the layer's parameters. Floating inputs run in the dtype of
+    the layer's floating parameters: a shape or placeholder promises a kind of
+    dtype, not its precision (a float64 model is built from shapes, a floating
+    placeholder takes float64). Where the run cannot answer (an unbuilt layer,
+    an op with no meta kernel): the dtype the layer declares, unchecked (see
+    :func:`_output_dtype`). Kernels that refuse a dtype on one device only
+    (``relu`` of bools on CPU) refuse it when the model runs."""
+    if isinstance(module, LeafLayer):
+        return _output_dtype(layer_class, module, inputs)
+    key = _dtype_key(module, inputs)
+    if key in _DTYPES:
+        return _DTYPES[key]
+    weights = next(
+        (p.dtype for p in module._parameters.values() if p is not None and p.is_floating_point()), None
+    )
+    try:
+        output = _run_meta_copy(module, inputs, {}, floating=weights)
+    except Exception as error:
+        if not lacks_meta_kernel(error):
+            classified = _classified(layer_class, module, (inputs, {}), inputs, error)
+            if classified is error:
+                raise
+            raise classified from error
+        output = None
+    dtype = output.dtype if isinstance(output, torch.Tensor) else _output_dtype(layer_class, module, inputs)
+    if key is not None:
+        if len(_DTYPES) >= _DTYPES_LIMIT:
+            _DTYPES.clear()
+        _DTYPES[key] = dtype
+    return dtype
+
+
+def _dtype_key(module: nn.Module, inputs: tuple[Any, ...]) -> Hashable | None:
+    """What a built layer's output dtype depends on (see :func:`_checked_dtype`);
+    None where an argument is not data (see :func:`_arguments_key`)."""
+    arguments = module.__dict__["_torchx"].key
+    if arguments is None:
+        return None
+    parameters = [tensor.dtype for tensor in module._parameters.values() if tensor is not None]
+    return (arguments, module.training, *[value.dtype for value in inputs], *parameters)
+
+
 def _runs_hooks(module: nn.Module) -> bool:
     """Whether a call of ``module`` runs hooks (its own or global ones) around its forward."""
     return bool(
@@ -1062,10 +1147,10 @@ def build_for_meta(
 ) -> list[Any] | None:
     """Build ``layer``, an unbuilt leaf layer, for meta ``inputs`` (positional,
     one tuple per probe) on ``device`` (in ``dtype``, or the layers' default)
-    and give its meta output under each probe from its formula: its first
-    call inside :func:`build_target`, without the swap to stand-ins, the meta
-    run and the build transaction that a layer without a formula, or with
-    hooks, needs. None, with nothing built, where those are needed. Every
+    and give its meta output under each probe from its formula (the dtype
+    from :func:`_checked_dtype`): its first call inside :func:`build_target`,
+    without the swap to stand-ins, the meta run of each call and the build
+    transaction that a layer without a formula, or with hooks, needs. None, with nothing built, where those are needed. Every
     probe is checked against the formula before the first probe builds: one
     that needs other inferred arguments (a dynamic dim read as a size) raises
     the ShapeError, with nothing built."""
@@ -1111,16 +1196,13 @@ def build_for_meta(
         try:
             with probes.shown(0):
                 _build_alone(layer, inputs[0], BuildTarget.on(device, dtype), dict(inferred))
+                return [
+                    _meta_output(found, layer, inputs[probe], _new_meta)
+                    for probe, found in enumerate(formulas)
+                ]
         except BaseException:
             unbuild(layer)
             raise
-    outputs: list[Any] = []
-    for probe, (formula_class, shape) in enumerate(formulas):
-        if shape is None:  # same_shape
-            outputs.append(inputs[probe][0])
-        else:
-            outputs.append(_new_meta(shape, _output_dtype(formula_class, layer, inputs[probe])))
-    return outputs
 
 
 def _build_alone(
