@@ -79,11 +79,11 @@ def test_a_dtype_compares_where_the_answer_holds_at_every_run() -> None:
     ("use", "match"),
     [
         (lambda x: x.dtype.itemsize, r"x\.dtype\.itemsize needs the dtype"),
-        (lambda x: x.dtype.is_floating_point, r"x\.dtype\.is_floating_point needs the dtype"),
+        (lambda x: x.dtype.is_signed, r"x\.dtype\.is_signed needs the dtype"),
         (lambda x: x.device == "cpu", r"x\.device == 'cpu' needs the device .*model\.to\(device\)"),
         (lambda x: x.device.type, r"x\.device\.type needs the device"),
     ],
-    ids=["itemsize", "is_floating_point", "device_compared", "device_type"],
+    ids=["itemsize", "is_signed", "device_compared", "device_type"],
 )
 def test_what_needs_a_value_of_a_dtype_or_device_at_definition_is_refused(use, match) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(TorchXError, match=match):
@@ -101,3 +101,10 @@ def test_an_error_inside_the_forward_names_the_step_and_the_line_that_recorded_i
     with pytest.raises(RuntimeError, match="same dtype") as info:
         model(torch.randn(2, 8))
     assert f"raised in Functional step 'matmul' (defined at {__file__}:{line})" in info.value.__notes__
+
+
+def test_a_dtype_answers_its_kind_and_the_recorded_dtype_is_asked_for_by_name() -> None:
+    x, ids = Placeholder((None, 8), name="x"), Placeholder((None, 8), dtype=torch.long, name="ids")
+    assert x.dtype.is_floating_point and not ids.dtype.is_floating_point and not x.dtype.is_complex
+    assert (x.recorded_dtype, ids.recorded_dtype) == (torch.float32, torch.long)  # a converter's decision
+    assert "dtype=torch.int64" in repr(Placeholder((None, 2), dtype=ids.dtype))  # another input declared alike

@@ -119,9 +119,10 @@ class AttributeOf:
 
     It has no value at definition time: a floating dtype is whatever ``.to()``
     and autocast make it, so it compares only with itself, and as a kind (an
-    integer or bool dtype is never floating, and keeps its dtype); a device
-    compares only with itself. Anything else (``x.dtype.itemsize``,
-    ``torch.finfo(x.dtype)``) is refused."""
+    integer or bool dtype is never floating, and keeps its dtype;
+    ``is_floating_point`` and ``is_complex`` answer); a device compares only
+    with itself. Anything else (``x.dtype.itemsize``, ``torch.finfo(x.dtype)``)
+    is refused."""
 
     node: Node
     attribute: Literal["dtype", "device"]
@@ -152,6 +153,8 @@ class AttributeOf:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if self.attribute == "dtype" and name in ("is_floating_point", "is_complex"):
+            return getattr(self.node.meta.dtype, name)  # a kind: .to() and autocast keep it
         raise self._no_value(f"{self!r}.{name}")
 
     def _no_value(self, use: str) -> TorchXError:
@@ -1088,6 +1091,10 @@ class Placeholder:
     ) -> None:
         if not isinstance(shape, (tuple, list, torch.Size)):
             raise TorchXError(f"Placeholder shape must be a tuple of dims, got {shape!r}")
+        if isinstance(dtype, AttributeOf) and dtype.attribute == "dtype":
+            dtype = (
+                dtype.node.meta.dtype
+            )  # another input's declared like it: L.Placeholder(shape, dtype=x.dtype)
         if dtype is not None and not isinstance(dtype, torch.dtype):
             raise TorchXError(f"Placeholder dtype must be a torch.dtype, got {dtype!r}")
         if name is not None and not isinstance(name, str):
@@ -1188,6 +1195,13 @@ class Placeholder:
     def device(self) -> torch.device:
         """The device at run time (see :class:`AttributeOf`)."""
         return cast("torch.device", AttributeOf(self.node, "device"))
+
+    @property
+    def recorded_dtype(self) -> torch.dtype:
+        """The dtype it was recorded in: for code that decides while the graph
+        is defined, as a converter or a size check does. The graph's own
+        computations read :attr:`dtype`, which follows the model at run time."""
+        return self.node.meta.dtype  # type: ignore[no-any-return]
 
     @property
     def name(self) -> str | None:

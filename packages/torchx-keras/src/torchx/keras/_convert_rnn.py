@@ -300,7 +300,9 @@ def time_distributed(layer: KerasLayer, inputs: list[Value], graph: GraphBuilder
     def make() -> nn.Module:
         inner = _wrapped(layer, "layer", "layer", graph)
         frame_shape = (None, *value.keras_shape[2:])
-        frame = L.Placeholder(frame_shape, dtype=value.tensor.dtype, name=f"{layer.module_name}_frame")
+        frame = L.Placeholder(
+            frame_shape, dtype=value.tensor.recorded_dtype, name=f"{layer.module_name}_frame"
+        )
         outputs = graph.call(inner, [Value(frame, keras_order(len(frame_shape)))])
         if len(outputs) != 1:
             raise layer.error(

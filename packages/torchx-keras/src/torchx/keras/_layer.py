@@ -184,7 +184,7 @@ class KerasLayer:
     def _check_size(self, module: LeafLayer, args: tuple[Any, ...]) -> None:
         """Refuse, before allocating anything, a layer much larger than the weights the file holds for it
         (a config's ``units=10**7`` next to a kernel of 288 numbers would allocate gigabytes first)."""
-        size = build_need(module, *(TypedShape(tuple(arg.shape), arg.dtype) for arg in args)).total
+        size = build_need(module, *(TypedShape(tuple(arg.shape), arg.recorded_dtype) for arg in args)).total
         held = self.weights.nbytes()
         if size > 2 * held + SIZE_SLACK:
             raise self.error(

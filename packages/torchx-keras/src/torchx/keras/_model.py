@@ -245,7 +245,8 @@ def _cast(value: Value, dtype: torch.dtype) -> Value:
     source = value
     while source.placeholder is None and source.padding is not None:  # a pending padding keeps its dtype
         source = source.padding.source
-    if not source.tensor.dtype.is_floating_point or source.tensor.dtype == dtype:
+    recorded = source.tensor.recorded_dtype  # a conversion decides while it defines the graph
+    if not recorded.is_floating_point or recorded == dtype:
         return value
     return value.with_tensor(value.tensor.to(dtype))
 
