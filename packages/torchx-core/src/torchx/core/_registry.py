@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 PROVIDED_BY = {
-    **dict.fromkeys(("Placeholder", "Input", "Functional", "Model", "Buffer"), "torchx-functional"),
+    **dict.fromkeys(("Placeholder", "Input", "Functional", "Model", "Buffer", "Dim"), "torchx-functional"),
     **dict.fromkeys(
         (
             "RNN",
