@@ -107,4 +107,5 @@ def test_a_dtype_answers_its_kind_and_the_recorded_dtype_is_asked_for_by_name() 
     x, ids = Placeholder((None, 8), name="x"), Placeholder((None, 8), dtype=torch.long, name="ids")
     assert x.dtype.is_floating_point and not ids.dtype.is_floating_point and not x.dtype.is_complex
     assert (x.recorded_dtype, ids.recorded_dtype) == (torch.float32, torch.long)  # a converter's decision
-    assert "dtype=torch.int64" in repr(Placeholder((None, 2), dtype=ids.dtype))  # another input declared alike
+    alike = Placeholder((None, 2), dtype=ids.dtype)  # another input declared with its dtype
+    assert "dtype=torch.int64" in repr(alike)
