@@ -109,3 +109,12 @@ def test_a_dtype_answers_its_kind_and_the_recorded_dtype_is_asked_for_by_name() 
     assert (x.recorded_dtype, ids.recorded_dtype) == (torch.float32, torch.long)  # a converter's decision
     alike = Placeholder((None, 2), dtype=ids.dtype)  # another input declared with its dtype
     assert "dtype=torch.int64" in repr(alike)
+
+
+def test_a_layer_call_is_defined_where_the_user_called_it() -> None:
+    """In an editable install each distribution has its own torchx folder: none of them is the user's code."""
+    out = L.Linear(8)(Placeholder((None, 8)))
+    assert out.node.defined_at == (
+        __file__,
+        test_a_layer_call_is_defined_where_the_user_called_it.__code__.co_firstlineno + 2,
+    )

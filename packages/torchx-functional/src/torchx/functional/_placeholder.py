@@ -33,6 +33,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
+import torchx
 from torchx.core import Layer, ShapeError, TorchXError, current_scope
 from torchx.functional._dims import Dim, probe_sizes
 from torchx.functional._ops import (
@@ -320,8 +321,10 @@ class Node:
         return getattr(self.target, "__name__", repr(self.target))
 
 
-_LIBRARIES = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)), "<")
-"""Where torch's and TorchX's own code lies (and generated forwards, named ``<torchx-functional-0>``)."""
+_LIBRARIES = (os.path.dirname(torch.__file__), *torchx.__path__, "<")
+"""Where torch's and TorchX's own code lies (every folder of the ``torchx``
+package: one per distribution in editable installs), and generated forwards
+(named ``<torchx-functional-0>``)."""
 
 
 def _definition_site() -> tuple[str, int] | None:
@@ -1092,9 +1095,8 @@ class Placeholder:
         if not isinstance(shape, (tuple, list, torch.Size)):
             raise TorchXError(f"Placeholder shape must be a tuple of dims, got {shape!r}")
         if isinstance(dtype, AttributeOf) and dtype.attribute == "dtype":
-            dtype = (
-                dtype.node.meta.dtype
-            )  # another input's declared like it: L.Placeholder(shape, dtype=x.dtype)
+            # declared like another input: L.Placeholder(shape, dtype=x.dtype)
+            dtype = dtype.node.meta.dtype
         if dtype is not None and not isinstance(dtype, torch.dtype):
             raise TorchXError(f"Placeholder dtype must be a torch.dtype, got {dtype!r}")
         if name is not None and not isinstance(name, str):
@@ -1404,18 +1406,13 @@ def _size_arithmetic(
 def _expression(value: Any) -> Hashable:
     """What a size (or an int) stands for, as a structure of where it was read
     and the arithmetic done on it: equal for two reads of one dim of one value."""
-    if not isinstance(value, Size):
-        return value  # type: ignore[no-any-return]
-    return _node_expression(value.node)
-
-
-def _node_expression(node: Any) -> Hashable:
+    node = value.node if isinstance(value, Size) else value
     if not isinstance(node, Node):
         return node  # type: ignore[no-any-return]
     if node.kind == "method":  # a read: x.size(dim)
         source, dim = node.args
         return ("size", id(source), dim)
-    return (node.target, *map(_node_expression, node.args))
+    return (node.target, *map(_expression, node.args))
 
 
 def _size_comparison(function: Callable[[Any, Any], bool], symbol: str) -> Callable[[Size, Any], bool]:
