@@ -117,9 +117,8 @@ def export_shapes(structures: dict[str, Any]) -> dict[str, Any]:
             return {key: shapes(item) for key, item in structure.items()}
         if isinstance(structure, (list, tuple)):
             return type(structure)(shapes(item) for item in structure)
-        named = structure.dims or (None,) * len(structure.shape)
         found = {}
-        for index, (size, dim) in enumerate(zip(structure.shape, named, strict=True)):
+        for index, (size, dim) in enumerate(structure.each_dim()):
             if dim is not None:
                 found[index] = export_dim(dim.name, dim.min, dim.max)
             elif size is None:

@@ -94,12 +94,13 @@ class Input:
     dtype: torch.dtype
     dims: tuple[Dim | None, ...] = ()
 
+    def each_dim(self) -> zip[tuple[int | None, Dim | None]]:
+        """Each dim's size (``None``: dynamic) with its named dim, if any."""
+        return zip(self.shape, self.dims or (None,) * len(self.shape), strict=True)
+
     def shown(self) -> tuple[int | str | None, ...]:
         """The shape as summaries show it: a named dim by name and bounds (``T<=64``)."""
-        return tuple(
-            dim.shown() if dim is not None else size
-            for size, dim in zip(self.shape, self.dims or (None,) * len(self.shape), strict=True)
-        )
+        return tuple(size if dim is None else dim.shown() for size, dim in self.each_dim())
 
 
 @dataclass(frozen=True)

@@ -82,10 +82,7 @@ def _split_pieces(
 ) -> Iterator[tuple[int | None, int, int, Piece]]:
     """``(key, dim, dim, piece)`` for each piece ``split``, ``chunk`` or
     ``tensor_split`` cuts (``x.split(10, 1)``: ``0:10``, ``10:20``...)."""
-    amount = (
-        args[1] if len(args) > 1 else next((value for key, value in kwargs.items() if key != "dim"), None)
-    )
-    dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    amount, dim = _cut_arguments(args, kwargs)
     if type(dim) is not int or not -ndim <= dim < ndim:
         return
     pieces: Iterable[Piece]
@@ -102,6 +99,15 @@ def _split_pieces(
         return
     for key, piece in enumerate(pieces):
         yield key, dim % ndim, dim % ndim, piece
+
+
+def _cut_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """The amount (a size, sizes, a count or indices) and the dim of a call of
+    ``split``, ``chunk`` or ``tensor_split``, given in place or by keyword."""
+    amount = (
+        args[1] if len(args) > 1 else next((value for key, value in kwargs.items() if key != "dim"), None)
+    )
+    return amount, args[2] if len(args) > 2 else kwargs.get("dim", 0)
 
 
 def _part(output: Any, key: int | None) -> torch.Tensor | None:
@@ -177,8 +183,7 @@ def counted_cut(kind: str, target: Any, args: tuple[Any, ...], kwargs: dict[str,
     if name == "unbind":
         dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
     else:
-        amount = args[1] if len(args) > 1 else next((v for k, v in kwargs.items() if k != "dim"), None)
+        amount, dim = _cut_arguments(args, kwargs)
         if type(amount) is not int or (name.endswith("chunk") and amount == 1):
             return None  # sizes given as a list (a fixed count), or one chunk
-        dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
     return dim if type(dim) is int else None

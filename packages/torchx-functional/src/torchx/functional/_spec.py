@@ -67,10 +67,7 @@ class _GraphValues(TaggedValues):
         if isinstance(value, ByMode):
             return {"by_mode": [self.fold(value.training, where), self.fold(value.evaluating, where)]}
         if isinstance(value, Input):
-            shape = [
-                size if dim is None else dim.to_spec()
-                for size, dim in zip(value.shape, value.dims or (None,) * len(value.shape), strict=True)
-            ]
+            shape = [size if dim is None else dim.to_spec() for size, dim in value.each_dim()]
             return {"input": value.name, "shape": shape, "dtype": dtype_name(value.dtype)}
         return super().other(value, where)
 
