@@ -5,10 +5,13 @@ A spec names a function by its place in one of torch's own namespaces
 "torch.Tensor.split"), an operator by "operator.mul", and a tensor method
 by its name ("flatten"). A name resolves only by looking its last part up as
 an attribute of one of those namespace objects, and only to a function a graph
-records (one that dispatches on placeholders through ``__torch_function__``):
-nothing is imported or evaluated by name, and modules, classes and private
-names are never reached. Graphs that use anything else still run, but refuse
-to be written to a spec.
+records (one that dispatches on placeholders through ``__torch_function__``)
+and that is on the allow-list (:mod:`torchx.functional._allow_list`): nothing
+is imported or evaluated by name, and modules, classes and private names are
+never reached. A graph defined in Python is held to the same list when it
+records a call (:func:`check_call`), so what can be defined can be saved; only
+what lies outside torch's namespaces (a Python operator's dunder) is recorded
+and refused when written to a spec.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from typing import Any, cast
 import torch
 import torch.nn.functional as F
 
+from torchx.core import TorchXError
+from torchx.functional._allow_list import FUNCTIONS, METHODS
+
 __all__ = [
     "FACTORIES",
     "INFIX",
@@ -31,9 +37,12 @@ __all__ = [
     "UNINITIALISED_METHODS",
     "ZERO_FILLED_FUNCTIONS",
     "ZERO_FILLED_METHODS",
+    "check_call",
+    "check_method",
     "function_named",
     "is_spec_method",
     "name_of_function",
+    "updated_arguments",
 ]
 
 _NAMESPACES: dict[str, Any] = {
@@ -48,6 +57,9 @@ _NAMESPACES: dict[str, Any] = {
 """The namespaces a spec's function names are looked up in, by the prefix it
 writes (the first one an object is found in is how it is written)."""
 
+_LISTED_AS = {"torch.nn.functional": "F"}
+"""Prefixes the allow-list knows by another name."""
+
 _OPERATORS = (
     "add sub mul truediv floordiv mod pow matmul and_ or_ xor neg pos abs invert lt le gt ge eq ne getitem"
 ).split()
@@ -57,41 +69,6 @@ _OPERATOR_FUNCTIONS: dict[str, Callable[..., Any]] = {
 """Python's operators a graph records (``x + 1``), by name: a list, because
 ``operator`` also holds ``attrgetter`` and ``methodcaller``, which reach any attribute."""
 _OPERATOR_NAMES: dict[int, str] = {id(function): name for name, function in _OPERATOR_FUNCTIONS.items()}
-
-_DENIED = frozenset(
-    (
-        # files and code: read or write a path, or load a program
-        "load", "save", "from_file", "import_ir_module", "import_ir_module_from_buffer", "compile",
-        # process-wide state: seeds, defaults, threads, flags
-        "manual_seed", "seed", "set_rng_state", "use_deterministic_algorithms",
-        # tensor methods that act outside the value: autograd, hooks, storage, streams, host memory
-        "backward", "register_hook", "register_post_accumulate_grad_hook", "retain_grad", "record_stream",
-        "pin_memory", "share_memory_", "storage", "untyped_storage", "data_ptr", "module_load", "as_subclass",
-        "numpy", "tolist", "item",
-    )
-)  # fmt: skip
-"""Names a spec may not call, whatever the namespace: defence in depth. The
-namespace rule alone keeps out ``torch.hub``, ``torch.utils`` and ``torch.jit``
-(modules), ``os``/``builtins`` (not torch's) and private names (``torch._C``);
-the recorded-function rule keeps out what cannot take a placeholder
-(``torch.load``, ``torch.save``, ``torch.from_file`` and the ``set_*`` functions
-are not among torch's overridable functions). This list refuses them by name as
-well, so a later torch that made one of them overridable would still not let a
-spec read a file, run a program, change process-wide state or touch memory
-outside a tensor's value."""
-
-
-def _allowed_name(name: Any) -> bool:
-    """A public identifier (no dots, no ``_`` prefix, ASCII), not denied."""
-    return (
-        isinstance(name, str)
-        and name.isascii()
-        and name.isidentifier()
-        and not name.startswith("_")
-        and name not in _DENIED
-        and not name.startswith("set_")
-    )
-
 
 ZERO_FILLED_METHODS: dict[str, str] = {"new_empty": "new_zeros"}
 """Tensor methods that return uninitialised memory, and the zero-filled twin
@@ -182,13 +159,14 @@ _FUNCTION_TYPES = (
 )
 
 
-def _member(namespace: Any, attribute: Any) -> Callable[..., Any] | None:
-    """The function ``attribute`` names in ``namespace`` if a spec may call it: a
-    public name, found in the namespace's own dict (no ``__getattr__`` or
-    descriptor runs), a function (not a module, class or other object), and one
-    a graph records."""
-    if not _allowed_name(attribute):
+def _member(prefix: str, attribute: str) -> Callable[..., Any] | None:
+    """The function ``attribute`` names in the namespace ``prefix`` if a spec may
+    call it: on the allow-list, found in the namespace's own dict (no
+    ``__getattr__`` or descriptor runs), a function (not a module, class or
+    other object), and one a graph records."""
+    if attribute not in FUNCTIONS[prefix]:
         return None
+    namespace = _NAMESPACES[prefix]
     found = inspect.getattr_static(namespace, attribute, None)
     # torch.Tensor's C methods take tensors only; its Python ones dispatch on placeholders
     kinds = types.FunctionType if namespace is torch.Tensor else _FUNCTION_TYPES
@@ -203,11 +181,12 @@ def _spec_names() -> dict[Callable[..., Any], str]:
     :data:`_NAMESPACES`, under its own ``__name__`` where a namespace holds it
     under several (``torch.special.expit`` is named ``special_expit``)."""
     names: dict[Callable[..., Any], str] = {}
-    for prefix, namespace in _NAMESPACES.items():
+    for prefix in _NAMESPACES:
         found = {
             attribute: function
-            for attribute in dir(namespace)
-            if (function := _member(namespace, attribute)) is not None and function not in names
+            for attribute in sorted(FUNCTIONS[_LISTED_AS.get(prefix, prefix)])
+            if (function := _member(_LISTED_AS.get(prefix, prefix), attribute)) is not None
+            and function not in names
         }
         for attribute, function in sorted(found.items(), key=lambda item: item[1].__name__ != item[0]):
             names.setdefault(function, f"{prefix}.{attribute}")
@@ -234,15 +213,147 @@ def function_named(name: Any) -> Callable[..., Any] | None:
     if name in _OPERATOR_FUNCTIONS:
         return _OPERATOR_FUNCTIONS[name]
     prefix, _, attribute = name.rpartition(".")
-    namespace = _NAMESPACES.get(prefix)
-    return None if namespace is None else _member(namespace, attribute)
+    prefix = _LISTED_AS.get(prefix, prefix)
+    return _member(prefix, attribute) if prefix in FUNCTIONS else None
 
 
 def is_spec_method(name: Any) -> bool:
-    """Whether a spec may name the tensor method ``name``: a public method of
-    ``torch.Tensor`` (not a property), not denied. A graph records a method on
-    its placeholders (shapes worked out on meta tensors), never on data."""
-    if not _allowed_name(name):
+    """Whether a spec may name the tensor method ``name``: one on the allow-list
+    that is a method of ``torch.Tensor`` (not a property). A graph records a
+    method on its placeholders (shapes worked out on meta tensors), never on data."""
+    if not isinstance(name, str) or name not in METHODS:
         return False
     method = inspect.getattr_static(torch.Tensor, name, None)
     return isinstance(method, (types.MethodDescriptorType, types.FunctionType))
+
+
+def _unlisted(what: str, kind: str) -> TorchXError:
+    return TorchXError(
+        f"{what} is not on the allow-list of the {kind} a graph records (and a spec names): those that "
+        "compute new values from their arguments and never read or write memory beyond them, format "
+        "strings or call functions (torchx.functional._allow_list says what is left out and why). "
+        "Fix: compute it with listed operations"
+    )
+
+
+_IN_PLACE_OPERATORS = frozenset(
+    (
+        "__setitem__", "__delitem__",
+        *(f"__i{op}__" for op in "add sub mul truediv floordiv mod pow matmul and or xor lshift rshift".split()),
+    )
+)  # fmt: skip
+"""The operators of a tensor that write into it (``t += x``, ``t[i] = x``)."""
+
+
+def check_method(name: str) -> None:
+    """Refuse to record the tensor method ``name`` unless it is on the allow-list
+    or one of Python's operators (``t + x``: recorded, and refused by specs) that
+    does not write into the tensor."""
+    what = f"Tensor.{name}"
+    _refuse_kind(name, what)
+    if not is_spec_method(name) and not (name.startswith("__") and name.endswith("__")):
+        raise _unlisted(what, "tensor methods")
+
+
+def _refuse_kind(name: str, what: str) -> None:
+    """Refuse what writes into its input, returns uninitialised memory or reads the memory layout."""
+    if name in _IN_PLACE_OPERATORS or (name.endswith("_") and not name.endswith("__")):
+        raise TorchXError(
+            f"{what} works in place, which a graph cannot record; use the out-of-place form "
+            f"({name.strip('_').removeprefix('i') if name.startswith('__') else name.rstrip('_')}) and use its result"
+        )
+    if name in UNINITIALISED_METHODS:
+        raise TorchXError(
+            f"{what} may return uninitialised memory (whatever a freed tensor held there), which a graph "
+            "does not record; use x.new_zeros(size) (or x.new_tensor(data), torch.zeros_like(x))"
+        )
+    if name in LAYOUT_METHODS:
+        raise TorchXError(
+            f"{what} reads how a tensor lies in memory, which a graph only knows at run time (it follows "
+            "the inputs' lengths and layout), so it cannot be recorded. Fix: cut windows with "
+            "x.unfold(dim, size, step), and give shapes with sizes read off x.shape (x.view(b, t, -1))"
+        )
+
+
+def check_call(
+    function: Callable[..., Any], what: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments to record ``function`` with, or a refusal: a function of
+    torch's namespaces must be on the allow-list, and no call writes ``out=``.
+    ``inplace=True`` gives the same value as the out-of-place call, which is
+    recorded in its place (by keyword or by position: ``F.relu(x, True)``)."""
+    name = getattr(function, "__name__", "")
+    if isinstance(function, types.MethodDescriptorType) or function in _TENSOR_FUNCTIONS:
+        check_method(name)  # torch.Tensor.add_(x, 1): a method by another name
+    elif name_of_function(function) is None and _in_namespaces(function):
+        _refuse_kind(name, what)
+        raise _unlisted(what, "functions")
+    if _given(function, "out", args, kwargs) is not None:
+        raise TorchXError(
+            f"{what} was given out=, which writes the result into a tensor the graph does not own (an "
+            "input, a layer's parameter); use the value it returns"
+        )
+    if kwargs.get("inplace") is True:
+        kwargs = {key: value for key, value in kwargs.items() if key != "inplace"}
+    position = _position(function, "inplace")
+    if position is not None and position < len(args) and args[position] is True:
+        args = (*args[:position], False, *args[position + 1 :])
+    return args, kwargs
+
+
+_TENSOR_FUNCTIONS = frozenset(
+    value for value in vars(torch.Tensor).values() if isinstance(value, types.FunctionType)
+)
+"""The methods of torch.Tensor written in Python (``split``, ``norm``)."""
+
+
+def _in_namespaces(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` is a public function of one of torch's namespaces a spec names from."""
+    name = getattr(function, "__name__", None)
+    return (
+        isinstance(name, str)
+        and not name.startswith("_")
+        and any(inspect.getattr_static(space, name, None) is function for space in _NAMESPACES.values())
+    )
+
+
+def _position(function: Callable[..., Any], name: str) -> int | None:
+    """The position of ``function``'s parameter ``name``, if it is written in Python and takes it by position."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    positional = code.co_varnames[: code.co_argcount]
+    return positional.index(name) if name in positional else None
+
+
+def _given(function: Callable[..., Any], name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The value a call gives ``function``'s parameter ``name``, by keyword or position (None if none)."""
+    position = _position(function, name)
+    if position is not None and position < len(args):
+        return args[position]
+    return kwargs.get(name)
+
+
+UPDATED_ARGUMENTS: dict[Callable[..., Any], tuple[str, tuple[str, ...]]] = {
+    F.batch_norm: ("training", ("running_mean", "running_var")),
+    F.instance_norm: ("use_input_stats", ("running_mean", "running_var")),
+    F.embedding: ("max_norm", ("weight",)),
+    F.embedding_bag: ("max_norm", ("weight",)),
+}
+"""Functions that update some of their arguments in place: the argument that
+makes them do so (unless it is False or None: training, max_norm) and the
+arguments they update (running statistics, a renormalised embedding table)."""
+
+
+def updated_arguments(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The arguments a call of ``function`` updates in place, by name (see :data:`UPDATED_ARGUMENTS`)."""
+    if function not in UPDATED_ARGUMENTS:
+        return {}
+    flag, updated = UPDATED_ARGUMENTS[function]
+    given = inspect.signature(function).bind_partial(*args, **kwargs)
+    given.apply_defaults()
+    if given.arguments.get(flag) in (False, None):
+        return {}
+    return {name: given.arguments[name] for name in updated if given.arguments.get(name) is not None}

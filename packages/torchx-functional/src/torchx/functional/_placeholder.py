@@ -38,11 +38,12 @@ from torchx.core import Layer, ShapeError, TorchXError, current_scope
 from torchx.functional._dims import Dim, probe_sizes
 from torchx.functional._ops import (
     FACTORIES,
-    LAYOUT_METHODS,
     MODE_ARGUMENTS,
-    UNINITIALISED_METHODS,
     ZERO_FILLED_FUNCTIONS,
     ZERO_FILLED_METHODS,
+    check_call,
+    check_method,
+    updated_arguments,
 )
 from torchx.functional._slices import counted_cut, widen_slices
 from torchx.functional._tree import leaves_of, map_leaves
@@ -441,27 +442,6 @@ def _check_leaves(what: str | nn.Module, leaves: list[Any]) -> bool:
     return dynamic
 
 
-def _refuse_uninitialised(what: str) -> None:
-    """Constructors of uninitialised memory without a zero-filled twin: refused
-    at definition time (their output would show a freed tensor's contents)."""
-    if what.rsplit(".", 1)[-1] in UNINITIALISED_METHODS:
-        raise TorchXError(
-            f"{what} may return uninitialised memory (whatever a freed tensor held there), which a graph "
-            "does not record; use x.new_zeros(size) (or x.new_tensor(data), torch.zeros_like(x))"
-        )
-
-
-def _refuse_layout(what: str) -> None:
-    """Reads of the memory layout (``x.stride()``): refused at definition time
-    (see :data:`~torchx.functional._ops.LAYOUT_METHODS`)."""
-    if what.rsplit(".", 1)[-1] in LAYOUT_METHODS:
-        raise TorchXError(
-            f"{what} reads how a tensor lies in memory, which a graph only knows at run time (it follows "
-            "the inputs' lengths and layout), so it cannot be recorded. Fix: cut windows with "
-            "x.unfold(dim, size, step), and give shapes with sizes read off x.shape (x.view(b, t, -1))"
-        )
-
-
 def _cuts_dynamic_dim(kind: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
     """The dynamic dim of ``args[0]`` this call cuts into a number of pieces
     that follows its length (``x.unbind(1)``, ``x.split(10, 1)``), if it is such a cut."""
@@ -514,17 +494,19 @@ class Pieces:
         )
 
 
-def _refuse_in_place(what: str) -> None:
-    """In-place operations (``x.mul_(2)``) change their input, which a recorded
-    graph cannot express (nodes are values): refuse them at definition time.
-    An ``inplace=True`` flag is another matter: the value is the same either
-    way, so the graph records the out-of-place call."""
-    name = what.rsplit(".", 1)[-1]
-    if name.endswith("_") and not name.endswith("__"):
-        raise TorchXError(
-            f"{what} works in place, which a graph cannot record; use the out-of-place form "
-            f"({name.rstrip('_')}(...)) and use its result"
-        )
+def _refuse_updates_of_values(
+    function: Callable[..., Any], what: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """A function that updates an argument in place (``F.batch_norm``'s running
+    statistics in training) may update only what the model holds (a layer's
+    buffer, a constant): never an input or a value the graph computed."""
+    for name, value in updated_arguments(function, args, kwargs).items():
+        if isinstance(value, Placeholder) and value.node.kind != "tensor":
+            raise TorchXError(
+                f"{what} updates its argument {name} in place, and was given {value.node.describe()}, a "
+                "value of the graph rather than a tensor the model holds; give it a layer's buffer or "
+                "parameter (or call it so that it does not update: training=False, max_norm=None)"
+            )
 
 
 class _ModuleCall(TorchXError, RuntimeError):
@@ -780,8 +762,9 @@ def tensor_placeholder(tensor: torch.Tensor, what: str = "the graph") -> Placeho
             base.stride()[::-1],
         ):
             return source.t()  # type: ignore[no-any-return]  # wte.weight.T
-        as_strided: Any = torch.as_strided
-        return as_strided(source, tuple(tensor.shape), tensor.stride(), tensor.storage_offset())  # type: ignore[no-any-return]
+        # a view within the parameter (torch made it): recorded as it is, though no graph may write as_strided
+        view = (source, tuple(tensor.shape), tensor.stride(), tensor.storage_offset())
+        return record("function", torch.as_strided, view, {}, torch.as_strided, "Tensor.as_strided")  # type: ignore[no-any-return]
     if tensor.grad_fn is not None:
         raise TorchXError(
             f"{what} was given a tensor of shape {format_shape(tuple(tensor.shape))} computed from a "
@@ -1275,11 +1258,8 @@ class Placeholder:
         kwargs = kwargs or {}
         func = ZERO_FILLED_FUNCTIONS.get(func, func)
         what = getattr(func, "__name__", repr(func))
-        if kwargs.get("inplace") is True:  # F.relu(x, inplace=True): the same value, out of place
-            kwargs = {key: value for key, value in kwargs.items() if key != "inplace"}
-        _refuse_in_place(what)
-        _refuse_uninitialised(what)
-        _refuse_layout(what)
+        args, kwargs = check_call(func, what, tuple(args), kwargs)
+        _refuse_updates_of_values(func, what, args, kwargs)
         if (
             args
             and type(args[0]) is torch.Tensor
@@ -1317,9 +1297,7 @@ class Placeholder:
 
     def _method(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = ZERO_FILLED_METHODS.get(name, name)  # never uninitialised memory
-        _refuse_in_place(f"Tensor.{name}")
-        _refuse_uninitialised(f"Tensor.{name}")
-        _refuse_layout(f"Tensor.{name}")
+        check_method(name)
         if name == "flatten" and not args and not kwargs:
             args = (1,)  # keep the batch dim
         if (
