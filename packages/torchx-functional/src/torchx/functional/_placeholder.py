@@ -1353,13 +1353,29 @@ def _record_factory(
     return record("function", function, args, kwargs, on_meta, what)
 
 
+MAX_SIZE_TERMS = 1_000
+"""Most reads and operations one size expression may hold (``(T + 2) // 2``
+holds 4); a size's label in messages is at most :data:`_MAX_LABEL` characters."""
+
+_MAX_LABEL = 120
+
+
 def _size_op(function: Callable[..., Any], args: tuple[Any, ...], label: str) -> Size:
     """Record integer arithmetic on sizes: a size again, never an int (``T // 128``
-    is 0 under both probes, yet not 0)."""
+    is 0 under both probes, yet not 0). Its cost is bounded: an expression holds
+    at most :data:`MAX_SIZE_TERMS` terms (each step may double them: ``s + s``)."""
     sizes = [arg for arg in args if isinstance(arg, Size)]
+    terms = 1 + sum(size.terms for size in sizes)
+    if terms > MAX_SIZE_TERMS:
+        raise TorchXError(
+            f"a size computed from {sizes[0].source.describe()}'s shape would hold {terms:,} terms, more "
+            f"than {MAX_SIZE_TERMS:,}; compute it in fewer steps (or read it off a tensor's shape)"
+        )
+    if len(label) > _MAX_LABEL:
+        label = f"(a size of {terms} terms)"
     probes = max(len(size.node.metas) for size in sizes)
     metas = tuple(function(*_as_meta(args, probe)) for probe in range(probes))
-    return Size(Node("function", function, _as_nodes(args), {}, metas), sizes[0].source, label)
+    return Size(Node("function", function, _as_nodes(args), {}, metas), sizes[0].source, label, terms)
 
 
 def _label(value: Any) -> str:
@@ -1427,14 +1443,16 @@ class Size:
     tensor's ``t[:T]`` are refused. Messages show it by name: ``ids.shape[1]``.
     """
 
-    __slots__ = ("__weakref__", "label", "node", "source")
+    __slots__ = ("__weakref__", "label", "node", "source", "terms")
     __torchx_dynamic_size__ = True  # a shape holding it reads as None there (torchx.plugin.is_dynamic_size)
 
-    def __init__(self, node: Node, source: Node, label: str) -> None:
+    def __init__(self, node: Node, source: Node, label: str, terms: int = 1) -> None:
         self.node = node
         self.source = source
         """The node whose output's shape it was read from (the first one, for arithmetic)."""
         self.label = label
+        self.terms = terms
+        """How many reads and operations the expression holds (see :data:`MAX_SIZE_TERMS`)."""
 
     def __repr__(self) -> str:
         return self.label
