@@ -251,7 +251,7 @@ def check_method(name: str) -> None:
     does not write into the tensor."""
     what = f"Tensor.{name}"
     _refuse_kind(name, what)
-    if not is_spec_method(name) and not (name.startswith("__") and name.endswith("__")):
+    if name not in METHODS and not (name.startswith("__") and name.endswith("__")):
         raise _unlisted(what, "tensor methods")
 
 
@@ -288,15 +288,18 @@ def check_call(
     elif name_of_function(function) is None and _in_namespaces(function):
         _refuse_kind(name, what)
         raise _unlisted(what, "functions")
-    if _given(function, "out", args, kwargs) is not None:
+    code = getattr(function, "__code__", None)  # a function written in Python: its positional parameters
+    positional = code.co_varnames[: code.co_argcount] if code is not None else ()
+    out = args[positional.index("out")] if "out" in positional[: len(args)] else kwargs.get("out")
+    if out is not None:
         raise TorchXError(
             f"{what} was given out=, which writes the result into a tensor the graph does not own (an "
             "input, a layer's parameter); use the value it returns"
         )
     if kwargs.get("inplace") is True:
         kwargs = {key: value for key, value in kwargs.items() if key != "inplace"}
-    position = _position(function, "inplace")
-    if position is not None and position < len(args) and args[position] is True:
+    if "inplace" in positional[: len(args)] and args[positional.index("inplace")] is True:
+        position = positional.index("inplace")
         args = (*args[:position], False, *args[position + 1 :])
     return args, kwargs
 
@@ -315,23 +318,6 @@ def _in_namespaces(function: Callable[..., Any]) -> bool:
         and not name.startswith("_")
         and any(inspect.getattr_static(space, name, None) is function for space in _NAMESPACES.values())
     )
-
-
-def _position(function: Callable[..., Any], name: str) -> int | None:
-    """The position of ``function``'s parameter ``name``, if it is written in Python and takes it by position."""
-    code = getattr(function, "__code__", None)
-    if code is None:
-        return None
-    positional = code.co_varnames[: code.co_argcount]
-    return positional.index(name) if name in positional else None
-
-
-def _given(function: Callable[..., Any], name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The value a call gives ``function``'s parameter ``name``, by keyword or position (None if none)."""
-    position = _position(function, name)
-    if position is not None and position < len(args):
-        return args[position]
-    return kwargs.get(name)
 
 
 UPDATED_ARGUMENTS: dict[Callable[..., Any], tuple[str, tuple[str, ...]]] = {
