@@ -372,6 +372,31 @@ SIZES = {
         ),
         2 + 4 + 8,
     ),
+    "tied-layer-choices-in-turn": (
+        sequential(*[{"$choice": [linear({"$int": [1, 2]}), {"type": "ReLU"}], "name": n} for n in "abab"]),
+        (2 * 2 + 1) ** 2,
+    ),
+    "tied-in-an-option-and-after": (
+        sequential(
+            {"$choice": [[], [{"$choice": [linear({"$int": [1, 2]}), {"type": "ReLU"}], "name": "a"}]]},
+            {"$choice": [linear({"$int": [1, 2]}), {"type": "ReLU"}], "name": "a"},
+        ),
+        (2 + 1) + (2 * 2 + 1),
+    ),
+    "tied-times-of-plain-blocks": (
+        sequential(
+            *[{"$repeat": {"times": {"$int": [1, 3], "name": "n"}, "layers": [{"type": "ReLU"}]}}] * 2,
+            linear({"$int": [1, 3], "name": "n"}),
+        ),
+        3,
+    ),
+    "choice-of-times-tied-to-a-width": (
+        sequential(
+            {"$repeat": {"times": {"$choice": [1, 2], "name": "k"}, "layers": [linear({"$int": [1, 2]})]}},
+            linear({"$choice": [1, 2], "name": "k"}),
+        ),
+        2 + 4,
+    ),
     "layers-choice": (
         {
             "type": "Sequential",

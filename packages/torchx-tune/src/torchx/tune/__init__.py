@@ -10,8 +10,12 @@ Optuna study over a space, each candidate checked for free first (:func:`check`)
 from torchx.tune._checks import Check as Check
 from torchx.tune._checks import Constraints as Constraints
 from torchx.tune._checks import check as check
+from torchx.tune._counting import MAX_COUNT_STEPS as MAX_COUNT_STEPS
+from torchx.tune._counting import MAX_SPACE_SIZE as MAX_SPACE_SIZE
 from torchx.tune._search import SearchResult as SearchResult
 from torchx.tune._search import search as search
+from torchx.tune._space import MAX_FLOAT_STEPS as MAX_FLOAT_STEPS
+from torchx.tune._space import MAX_MARKER_INT as MAX_MARKER_INT
 from torchx.tune._space import MAX_REPEAT as MAX_REPEAT
 from torchx.tune._space import Parameter as Parameter
 from torchx.tune._space import Space as Space
@@ -22,7 +26,11 @@ from torchx.tune._version import __version__ as __version__
 from torchx.tune._weights import save_weights as save_weights
 
 __all__ = [
+    "MAX_COUNT_STEPS",
+    "MAX_FLOAT_STEPS",
+    "MAX_MARKER_INT",
     "MAX_REPEAT",
+    "MAX_SPACE_SIZE",
     "Check",
     "Constraints",
     "Parameter",

@@ -26,6 +26,9 @@ Reading a space never runs code and is bounded as a spec is: the file by
 :func:`torchx.plugin.read_spec_file`, and every sample holds at most
 :data:`~torchx.plugin.MAX_LAYERS` layers and :data:`~torchx.plugin.MAX_SPEC_VALUES`
 values (repeats and choices expanded), so a repeat of 10**9 is refused when read.
+Numbers are bounded for Optuna, which samples in float64: an ``$int``'s integers by
+:data:`MAX_MARKER_INT`, a ``$float``'s span by the largest float64 and its steps by
+:data:`MAX_FLOAT_STEPS`.
 """
 
 from __future__ import annotations
@@ -34,19 +37,40 @@ import copy
 import dataclasses
 import difflib
 import math
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from torchx.core import SpecError
 from torchx.plugin import MAX_DEPTH, MAX_LAYERS, MAX_SPEC_VALUES, read_spec_file, short_repr
+from torchx.tune._counting import MAX_SPACE_SIZE, Counting, Tally, Tangled
 
-__all__ = ["MAX_REPEAT", "Parameter", "Space", "Trial", "load_space", "parse_space"]
+__all__ = [
+    "MAX_FLOAT_STEPS",
+    "MAX_MARKER_INT",
+    "MAX_REPEAT",
+    "Parameter",
+    "Space",
+    "Trial",
+    "load_space",
+    "parse_space",
+]
 
 MAX_REPEAT = 1000
 """Most repetitions a ``$repeat`` may make."""
+
+MAX_MARKER_INT = 2**53
+"""Largest magnitude of an ``$int``'s low, high and step: Optuna samples integers
+through float64, which holds every integer up to 2**53 (past it, its random sampler
+merges neighbouring values and TPE fails)."""
+
+MAX_FLOAT_STEPS = 2**53
+"""Most steps a ``$float`` with a ``step`` may span: Optuna counts them in float64
+(and checks them in 28-digit decimals, which fail past 10**28)."""
 
 MAX_NESTING = 4 * MAX_DEPTH
 """Deepest nesting of values a space may have (a layer level of a spec takes a few, a choice two:
@@ -99,14 +123,17 @@ class Parameter:
     options: tuple[Any, ...] = ()
     where: str = field(default="$", compare=False)
 
-    @property
+    @cached_property
     def size(self) -> int | None:
         """How many values it takes; None when continuous (a ``$float`` without a step)."""
         if self.kind == "choice":
             return len(self.choices)
         if self.step is None:
             return None
-        return int((Decimal(str(self.high)) - Decimal(str(self.low))) / Decimal(str(self.step))) + 1
+        assert self.low is not None and self.high is not None
+        if isinstance(self.step, int) and isinstance(self.low, int) and isinstance(self.high, int):
+            return (self.high - self.low) // self.step + 1
+        return int(_steps(self.low, self.high, self.step)) + 1
 
     def describe(self) -> str:
         """The declaration, as messages show it: ``$int [8, 64] step 8``."""
@@ -117,25 +144,17 @@ class Parameter:
         return f"${self.kind} [{self.low}, {self.high}]{shown}" + (" log" if self.log else "")
 
 
-_Key = frozenset[tuple[str, Any]]
-_Counts = dict[_Key, int]
-"""Samples counted by what they give the parameters that occur in several places
-(a name shared by markers: see :meth:`Space.size`), each key with its number."""
-_NONE: _Key = frozenset()
-_ACTIVE = "<sampled>"
-"""The value in a key of a parameter whose value changes nothing but itself."""
-
-
 class _Census:
     """The parameters of a space, found by walking it with every repetition expanded."""
 
     def __init__(self) -> None:
         self.parameters: dict[str, Parameter] = {}
         self.occurrences: dict[str, int] = {}
-        self.structural: set[str] = set()
-        """Names whose value shapes the rest: choices, and the times of repeats."""
+        self.shaping: set[str] = set()
+        """Names whose value decides what else is sampled: choices among options that
+        hold markers, and the times of repeats of such blocks."""
 
-    def add(self, parameter: Parameter, *, structural: bool = False) -> None:
+    def add(self, parameter: Parameter, *, shaping: bool = False) -> None:
         name = parameter.name
         first = self.parameters.setdefault(name, parameter)
         if first != parameter:
@@ -146,69 +165,11 @@ class _Census:
                 "places, or give them different names",
             )
         self.occurrences[name] = self.occurrences.get(name, 0) + 1
-        if structural:
-            self.structural.add(name)
+        if shaping:
+            self.shaping.add(name)
 
-
-class _Counting:
-    """What :meth:`_Node.count` needs: the census, and which names occur more than once."""
-
-    def __init__(self, census: _Census) -> None:
-        self.parameters = census.parameters
-        self.structural = census.structural
-        self.tied = {name for name, count in census.occurrences.items() if count > 1}
-
-    def parameter(self, name: str) -> _Counts:
-        """The samples of one occurrence of parameter ``name``."""
-        parameter = self.parameters[name]
-        if name not in self.tied:
-            return {_NONE: parameter.size or 0}
-        if name in self.structural:
-            return {frozenset({(name, value)}): 1 for value in _values(parameter)}
-        return {frozenset({(name, _ACTIVE)}): 1}
-
-    def total(self, counts: _Counts) -> int:
-        """The number of samples in ``counts``, each parameter that occurs in several
-        places and changes nothing but itself counted once, where it was sampled."""
-        total = 0
-        for key, count in counts.items():
-            for name, _ in key:
-                if name not in self.structural:
-                    count *= self.parameters[name].size or 0
-            total += count
-        return total
-
-
-def _values(parameter: Parameter) -> Sequence[Any]:
-    """The values of a discrete parameter that shapes a space (a choice, or the times of a repeat)."""
-    if parameter.kind == "choice":
-        return parameter.choices
-    assert (
-        isinstance(parameter.low, int) and isinstance(parameter.high, int) and isinstance(parameter.step, int)
-    )
-    return range(parameter.low, parameter.high + 1, parameter.step)
-
-
-def _join(a: _Counts, b: _Counts) -> _Counts:
-    """The samples of two parts of a space sampled together: pairs that agree on their shared names."""
-    if a == {_NONE: 1}:
-        return b
-    joined: _Counts = {}
-    for key_a, count_a in a.items():
-        values = dict(key_a)
-        for key_b, count_b in b.items():
-            if all(values.get(name, value) == value for name, value in key_b):
-                key = key_a | key_b
-                joined[key] = joined.get(key, 0) + count_a * count_b
-    return joined
-
-
-def _add(a: _Counts, b: _Counts) -> _Counts:
-    """The samples of either (parts told apart by the value of a parameter)."""
-    added = dict(a)
-    for key, count in b.items():
-        added[key] = added.get(key, 0) + count
-    return added
+    def counting(self, *, fixed: bool) -> Counting:
+        return Counting(self.parameters, self.occurrences, self.shaping, fixed=fixed)
 
 
 def _name(pieces: tuple[str, ...], repetitions: tuple[int, ...] = ()) -> str:
@@ -241,8 +202,9 @@ class _Node:
     def visit(self, census: _Census, repetitions: tuple[int, ...]) -> None:
         """Add the parameters under it to ``census``."""
 
-    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
-        return {_NONE: 1}
+    def count(self, counting: Counting, repetitions: tuple[int, ...]) -> Tally:
+        """Its samples, counted by what they give the tied names (see :mod:`._counting`)."""
+        return Tally()
 
 
 @dataclass(frozen=True)
@@ -268,11 +230,8 @@ class _Object(_Node):
         for _, node in self.items:
             node.visit(census, repetitions)
 
-    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
-        counts: _Counts = {_NONE: 1}
-        for _, node in self.items:
-            counts = _join(counts, node.count(counting, repetitions))
-        return counts
+    def count(self, counting: Counting, repetitions: tuple[int, ...]) -> Tally:
+        return _count_together(counting, [node for _, node in self.items], repetitions)
 
 
 @dataclass(frozen=True)
@@ -296,11 +255,8 @@ class _List(_Node):
         for node in self.items:
             node.visit(census, repetitions)
 
-    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
-        counts: _Counts = {_NONE: 1}
-        for node in self.items:
-            counts = _join(counts, node.count(counting, repetitions))
-        return counts
+    def count(self, counting: Counting, repetitions: tuple[int, ...]) -> Tally:
+        return _count_together(counting, self.items, repetitions)
 
 
 @dataclass(frozen=True)
@@ -310,10 +266,13 @@ class _Marker(_Node):
     declared: Parameter  # named by its given name, or by its place with no repetitions
     pieces: tuple[str, ...] | None  # its place, split at unshared repeats; None when named
 
+    def name(self, repetitions: tuple[int, ...]) -> str:
+        return self.declared.name if self.pieces is None else _name(self.pieces, repetitions)
+
     def parameter(self, repetitions: tuple[int, ...]) -> Parameter:
         if self.pieces is None:
             return self.declared
-        return dataclasses.replace(self.declared, name=_name(self.pieces, repetitions))
+        return dataclasses.replace(self.declared, name=self.name(repetitions))
 
     def sample(self, trial: Trial, repetitions: tuple[int, ...]) -> Any:
         p = self.parameter(repetitions)
@@ -326,8 +285,8 @@ class _Marker(_Node):
     def visit(self, census: _Census, repetitions: tuple[int, ...]) -> None:
         census.add(self.parameter(repetitions))
 
-    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
-        return counting.parameter(self.parameter(repetitions).name)
+    def count(self, counting: Counting, repetitions: tuple[int, ...]) -> Tally:
+        return counting.parameter(self.name(repetitions))
 
 
 @dataclass(frozen=True)
@@ -344,19 +303,23 @@ class _Choice(_Marker):
         return chosen if self.scalars else self.nodes[chosen].sample(trial, repetitions)
 
     def visit(self, census: _Census, repetitions: tuple[int, ...]) -> None:
-        census.add(self.parameter(repetitions), structural=True)
+        census.add(self.parameter(repetitions), shaping=not all(node.plain for node in self.nodes))
         for node in self.nodes:
             node.visit(census, repetitions)
 
-    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
-        name = self.parameter(repetitions).name
-        counts: _Counts = {}
-        for value, node in zip(self.declared.choices, self.nodes, strict=True):
-            option = node.count(counting, repetitions)
-            if name in counting.tied:
-                option = _join({frozenset({(name, value)}): 1}, option)
-            counts = _add(counts, option)
-        return counts
+    def count(self, counting: Counting, repetitions: tuple[int, ...]) -> Tally:
+        name = self.name(repetitions)
+        if not counting.shapes(name):
+            return counting.parameter(name)
+        start = counting.clock
+        branches = counting.branches(name)
+        options = [node.count(counting, repetitions) for node in self.nodes]  # all: their markers are met
+        tally = counting.either(
+            counting.join(Tally.of({branches[value]: 1}), option)
+            for value, option in zip(self.declared.choices, options, strict=True)
+            if value in branches
+        )
+        return counting.settle(tally, start)
 
 
 @dataclass(frozen=True)
@@ -377,29 +340,56 @@ class _Repeat(_Node):
 
     def visit(self, census: _Census, repetitions: tuple[int, ...]) -> None:
         if isinstance(self.times, _Marker):
-            census.add(self.times.parameter(repetitions), structural=True)
+            census.add(self.times.parameter(repetitions), shaping=not self.block.plain)
         for k in range(1 if self.shared else self.most):
             self.block.visit(census, repetitions if self.shared else (*repetitions, k))
 
-    def count(self, counting: _Counting, repetitions: tuple[int, ...]) -> _Counts:
+    def count(self, counting: Counting, repetitions: tuple[int, ...]) -> Tally:
+        start = counting.clock
         if isinstance(self.times, _Marker):
-            name = self.times.parameter(repetitions).name
-            keys = {
-                t: frozenset({(name, t)}) if name in counting.tied else _NONE
-                for t in _values(counting.parameters[name])
-            }
+            name = self.times.name(repetitions)
+            if not counting.shapes(name):
+                return counting.parameter(name)
+            branches = counting.branches(name)
         else:
-            keys = {self.most: _NONE}
-        counts: _Counts = {}
-        made: _Counts = {_NONE: 1}  # the samples of the first t repetitions
-        for t in range(max(keys) + 1):
-            if t and (not self.shared or t == 1):
-                made = _join(
-                    made, self.block.count(counting, repetitions if self.shared else (*repetitions, t - 1))
-                )
-            if t in keys:
-                counts = _add(counts, _join({keys[t]: 1}, made))
-        return counts
+            branches = {self.most: frozenset()}
+        tally = counting.either(
+            counting.join(Tally.of({branches[t]: 1}), made)
+            for t, made in self._prefixes(counting, repetitions, branches)
+        )
+        return counting.settle(tally, start)
+
+    def _prefixes(
+        self, counting: Counting, repetitions: tuple[int, ...], wanted: Collection[int]
+    ) -> Iterator[tuple[int, Tally]]:
+        """The samples of the first ``t`` repetitions, for each ``t`` in ``wanted``."""
+        # a shared block is counted even when it is never repeated, so that its markers are met
+        shared = self.block.count(counting, repetitions) if self.shared else None
+        made = Tally()
+        for t in range(max(wanted) + 1):
+            if t and shared is None:
+                made = counting.join(made, self.block.count(counting, (*repetitions, t - 1)))
+            elif t == 1 and shared is not None:
+                made = counting.join(made, shared)
+            if t in wanted:
+                yield t, made.copy()
+
+
+def _count_together(counting: Counting, nodes: Sequence[_Node], repetitions: tuple[int, ...]) -> Tally:
+    """The samples of ``nodes`` sampled together."""
+    start = counting.clock
+    tally = Tally()
+    for node in nodes:
+        tally = counting.settle(counting.join(tally, node.count(counting, repetitions)), start)
+    return tally
+
+
+class _Size(NamedTuple):
+    number: int
+    exact: bool
+    """Else ``number`` is a lower bound."""
+    steps: int
+    """The steps the exact count took (see :data:`~torchx.tune.MAX_COUNT_STEPS`)."""
 
 
 class Space:
@@ -409,14 +399,14 @@ class Space:
     ``size()`` how many architectures the space holds. A space is immutable.
     """
 
-    __slots__ = ("_counting", "_parameters", "_root", "_size", "_spec")
+    __slots__ = ("_census", "_parameters", "_root", "_size", "_spec")
 
     def __init__(self, spec: Mapping[str, Any], root: _Node, census: _Census) -> None:
         self._spec = copy.deepcopy(dict(spec))
         self._root = root
         self._parameters = tuple(census.parameters.values())
-        self._counting = _Counting(census)
-        self._size: list[int | None] = []
+        self._census = census
+        self._size: list[_Size | None] = []
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -438,18 +428,42 @@ class Space:
     def size(self) -> int | None:
         """How many architectures the space holds: the number of different sets of
         values a sample may ask (a choice counts the architectures of each option, a
-        repetition those of its block, a name once); None when a ``$float`` without a
-        ``step`` makes it continuous. Two sets of values may still give one spec, when
-        the options of a choice overlap."""
+        repetition those of its block, a name once). Two sets of values may still give
+        one spec, when the options of a choice overlap.
+
+        None when a ``$float`` without a ``step`` makes it continuous, or when it is not
+        counted exactly: past :data:`~torchx.tune.MAX_SPACE_SIZE` (10**4000), or
+        names tied under so many independent choices that counting would take more than
+        :data:`~torchx.tune.MAX_COUNT_STEPS` steps; ``repr`` then shows a lower bound.
+        """
+        size = self._counted()
+        return size.number if size is not None and size.exact else None
+
+    def _counted(self) -> _Size | None:
+        """The number of architectures, exact or a lower bound; None when continuous."""
         if not self._size:
-            continuous = any(parameter.size is None for parameter in self._parameters)
-            counting = self._counting
-            self._size.append(None if continuous else counting.total(self._root.count(counting, ())))
+            self._size.append(None if any(p.size is None for p in self._parameters) else self._count())
         return self._size[0]
 
+    def _count(self) -> _Size:
+        counting = self._census.counting(fixed=False)
+        try:
+            total = counting.total(self._root.count(counting, ()))
+            return _Size(total, total < MAX_SPACE_SIZE, counting.steps)
+        except Tangled:  # every tied name held at its first value: the samples that give those
+            fixed = self._census.counting(fixed=True)
+            return _Size(fixed.total(self._root.count(fixed, ())), False, counting.steps)
+
     def __repr__(self) -> str:
-        size = self.size()
-        shown = "continuous" if size is None else f"{size:,} architectures"
+        size = self._counted()
+        if size is None:
+            shown = "continuous"
+        elif size.exact:
+            shown = f"{size.number:,} architectures"
+        elif size.number < MAX_SPACE_SIZE:
+            shown = f"at least {size.number:,} architectures"
+        else:
+            shown = f"at least 10**{round(math.log10(MAX_SPACE_SIZE))} architectures"
         return f"Space({len(self._parameters)} parameters, {shown})"
 
 
@@ -499,6 +513,83 @@ def _child(pieces: tuple[str, ...], key: Any) -> tuple[str, ...]:
     else:
         step = f"[{short_repr(key)}]"
     return (*pieces[:-1], pieces[-1] + step)
+
+
+def _numeric(value: Any, integer: bool) -> bool:
+    """Whether ``value`` is an integer (``integer``), or else a finite float64 (or an int within one)."""
+    if isinstance(value, bool):
+        return False
+    if integer:
+        return isinstance(value, int)
+    return isinstance(value, (int, float)) and abs(value) <= sys.float_info.max  # NaN compares false
+
+
+def _check_int(value: int, where: str, what: str) -> None:
+    if abs(value) > MAX_MARKER_INT:
+        raise SpecError(
+            where,
+            f"{what} {_kind(value)} is past 2**53 ({MAX_MARKER_INT:,}): Optuna samples integers through "
+            "float64, which cannot tell larger ones apart",
+        )
+
+
+def _bounds(bounds: Any, integer: bool, where: str) -> tuple[Any, Any]:
+    """The ``[low, high]`` of an ``$int`` (``integer``) or ``$float`` marker, checked: floats for a ``$float``."""
+    expected = "integers" if integer else "numbers"
+    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+        raise SpecError(where, f"expected [low, high] ({expected}), got {_kind(bounds)}")
+    for label, bound in zip(("low", "high"), bounds, strict=True):
+        if not _numeric(bound, integer):
+            kind = "an integer" if integer else "a finite number"
+            raise SpecError(where, f"{label} must be {kind}, got {_kind(bound)}")
+        if integer:
+            _check_int(bound, where, label)
+    low, high = bounds if integer else (float(bounds[0]), float(bounds[1]))
+    if low > high:
+        raise SpecError(
+            where, f"low {bounds[0]} is greater than high {bounds[1]}: write [{bounds[1]}, {bounds[0]}]"
+        )
+    if not integer and not math.isfinite(high - low):
+        raise SpecError(
+            where,
+            f"[{bounds[0]}, {bounds[1]}] is wider than the largest float64 ({sys.float_info.max:.6g}), "
+            "which Optuna's samplers cannot draw from: narrow it",
+        )
+    return low, high
+
+
+def _exact(value: int | float) -> Fraction:
+    """``value`` as written: a float by its shortest decimal form, as Optuna reads a step."""
+    return Fraction(value) if isinstance(value, int) else Fraction(str(value))
+
+
+def _steps(low: int | float, high: int | float, step: int | float) -> Fraction:
+    """How many steps of ``step`` go from ``low`` to ``high``, exactly."""
+    return (_exact(high) - _exact(low)) / _exact(step)
+
+
+def _check_steps(
+    bounds: Sequence[Any], low: int | float, high: int | float, step: int | float, where: str
+) -> None:
+    """Refuse a step that does not divide ``[low, high]``, or (a float's) that makes more than MAX_FLOAT_STEPS."""
+    steps = _steps(low, high, step)
+    if isinstance(step, float) and steps > MAX_FLOAT_STEPS:
+        raise SpecError(
+            where,
+            f"[{bounds[0]}, {bounds[1]}] is more than 2**53 ({MAX_FLOAT_STEPS:,}) steps of {step}, which Optuna "
+            "counts in float64: take a larger step, or none",
+        )
+    if steps.denominator != 1:
+        end = _exact(low) + math.floor(steps) * _exact(step)
+        ends = [
+            str(int(value) if isinstance(step, int) else float(value))
+            for value in (end, end + _exact(step))
+            if abs(value) <= sys.float_info.max
+        ]
+        raise SpecError(
+            where,
+            f"[{bounds[0]}, {bounds[1]}] is not a whole number of steps of {step}: end it at {' or '.join(ends)}",
+        )
 
 
 class _Compiler:
@@ -613,51 +704,26 @@ class _Compiler:
     def number(self, data: Mapping[str, Any], marker: str, pieces: tuple[str, ...]) -> _Marker:
         where = "".join(pieces)
         integer = marker == "$int"
-        bounds = data[marker]
-        expected = "integers" if integer else "numbers"
-        if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
-            raise SpecError(f"{where}.{marker}", f"expected [low, high] ({expected}), got {_kind(bounds)}")
-        for label, bound in zip(("low", "high"), bounds, strict=True):
-            good = (
-                isinstance(bound, int)
-                if integer
-                else isinstance(bound, (int, float)) and math.isfinite(bound)
-            )
-            if isinstance(bound, bool) or not good:
-                kind = "an integer" if integer else "a finite number"
-                raise SpecError(f"{where}.{marker}", f"{label} must be {kind}, got {_kind(bound)}")
-        low, high = bounds if integer else (float(bounds[0]), float(bounds[1]))
-        if low > high:
-            raise SpecError(
-                f"{where}.{marker}",
-                f"low {bounds[0]} is greater than high {bounds[1]}: write [{bounds[1]}, {bounds[0]}]",
-            )
+        low, high = _bounds(data[marker], integer, f"{where}.{marker}")
         log = data.get("log", False)
         if not isinstance(log, bool):
             raise SpecError(f"{where}.log", f"expected true or false, got {_kind(log)}")
         if log and low <= 0:
-            raise SpecError(f"{where}.log", f"a log scale needs low > 0, got low {bounds[0]}")
+            raise SpecError(f"{where}.log", f"a log scale needs low > 0, got low {data[marker][0]}")
         step = data.get("step", 1 if integer else None)
         if "step" in data:
-            good = (
-                isinstance(step, int) if integer else isinstance(step, (int, float)) and math.isfinite(step)
-            )
-            if isinstance(step, bool) or not good or step <= 0:
+            if not _numeric(step, integer) or step <= 0:
                 kind = "a positive integer" if integer else "a positive number"
                 raise SpecError(f"{where}.step", f"expected {kind}, got {_kind(step)}")
+            if integer:
+                _check_int(step, f"{where}.step", "step")
             if log:
                 raise SpecError(
                     f"{where}.step",
                     "a step and a log scale cannot go together (Optuna samples one or the other)",
                 )
             step = step if integer else float(step)
-            span, gap = Decimal(str(high)) - Decimal(str(low)), Decimal(str(step))
-            if span % gap:
-                end = Decimal(str(low)) + (span // gap) * gap
-                raise SpecError(
-                    f"{where}.step",
-                    f"[{bounds[0]}, {bounds[1]}] is not a whole number of steps of {step}: end it at {end} or {end + gap}",
-                )
+            _check_steps(data[marker], low, high, step, f"{where}.step")
         declared = Parameter(
             name=data.get("name") or _name(pieces),
             kind="int" if integer else "float",
