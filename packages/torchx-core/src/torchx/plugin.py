@@ -28,7 +28,8 @@ nothing of core but this namespace and ``torchx``, ``torchx.core`` and
   and refuses bad arguments with :class:`UsageError`;
 - a reader of documents written like specs (torchx-tune's search spaces)
   reads them with :func:`read_spec_file`, within the bounds a spec has
-  (:data:`MAX_SPEC_VALUES`, :data:`MAX_LAYERS`, :data:`MAX_DEPTH`).
+  (:data:`MAX_SPEC_VALUES`, :data:`MAX_LAYERS`, :data:`MAX_DEPTH`, and every
+  integer an int64: :data:`MAX_SPEC_INT`).
 
 A container that runs its children itself, or a graph front-end such as
 torchx-functional's, also uses:
@@ -137,6 +138,7 @@ from torchx.core._spec_values import TaggedValues as TaggedValues
 from torchx.core._spec_values import ValueFold as ValueFold
 from torchx.core._specs import MAX_DEPTH as MAX_DEPTH
 from torchx.core._specs import MAX_LAYERS as MAX_LAYERS
+from torchx.core._specs import MAX_SPEC_INT as MAX_SPEC_INT
 from torchx.core._specs import MAX_SPEC_VALUES as MAX_SPEC_VALUES
 from torchx.core._specs import SpecReader as SpecReader
 from torchx.core._specs import SpecWriter as SpecWriter
@@ -166,6 +168,7 @@ __all__ = [
     "LeafLayer",
     "MAX_DEPTH",
     "MAX_LAYERS",
+    "MAX_SPEC_INT",
     "MAX_SPEC_VALUES",
     "MigrationRegistry",
     "NonFinite",

@@ -111,8 +111,12 @@ def format_call(native: type, arguments: Mapping[str, Any]) -> str:
 def int_digits(value: int) -> int:
     """About how many decimal digits ``value`` has, from its bit length: no
     conversion to text (which Python refuses past 4,300 digits, and which
-    costs quadratic time)."""
-    return int(abs(value).bit_length() * math.log10(2)) + 1
+    costs quadratic time). Exact up to 3,000 digits (where one power of ten
+    decides between the two counts its bits allow), else at most one too many."""
+    digits = int(abs(value).bit_length() * math.log10(2)) + 1
+    if 1 < digits <= 3000 and abs(value) < 10 ** (digits - 1):
+        digits -= 1
+    return digits
 
 
 class _ShortRepr(reprlib.Repr):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextvars
 import copy
-import math
 import operator
 import os
 import threading
@@ -400,7 +399,7 @@ def to_meta(value: InputLike, *, probe: int, dtype: torch.dtype | None = None) -
         problem = shape_problem(value, dtype)
         if problem is not None:
             fix = "give each dim a size >= 0 (or None), the whole a size that fits in memory"
-            raise ShapeError("input", f"shape {format_shape(input_shape(value))} {problem}", fix=fix)
+            raise ShapeError("input", f"shape {_shape_shown(input_shape(value))} {problem}", fix=fix)
     return torch.empty(dims, dtype=dtype, device="meta")
 
 
@@ -413,12 +412,35 @@ def shape_problem(value: InputLike, dtype: torch.dtype | None = None) -> str | N
     if any(dim < 0 for dim in dims):
         return "has a negative dim"
     itemsize = input_dtype(value, dtype).itemsize
-    if math.prod(dims) * itemsize > INT64_MAX:
+    if _bytes_held(dims, itemsize) > INT64_MAX:
         return (
             f"has more elements than a tensor can hold: more than 2**63 bytes at {itemsize} bytes each "
             f"(at most {INT64_MAX // itemsize:,} elements)"
         )
     return None
+
+
+def _shape_shown(shape: Shape, most: int = 16) -> str:
+    """``shape`` as messages show it, its middle dims left out past ``most`` dims (a shape read
+    from a file may have a million): ``(None, 2, 2, ..., 2) (100,001 dims)``."""
+    if len(shape) <= most:
+        return format_shape(shape)
+    head, tail = format_shape(shape[: most // 2]), format_shape(shape[-2:])
+    return f"{head[:-1]}, ..., {tail[1:]} ({len(shape):,} dims)"
+
+
+def _bytes_held(dims: Sequence[int], itemsize: int) -> int:
+    """The bytes of a tensor of ``dims`` (each >= 0), or some number past INT64_MAX when
+    it is past that: the product stops there, so thousands of huge dims (a shape read from
+    a file) cost one pass, not a product thousands of words long."""
+    if 0 in dims:
+        return 0
+    held = itemsize
+    for dim in dims:
+        held *= dim
+        if held > INT64_MAX:
+            break
+    return held
 
 
 def _zeros_on_cpu(value: Any) -> Any:

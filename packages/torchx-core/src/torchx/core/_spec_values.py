@@ -2,8 +2,8 @@
 
 A layer's arguments, and the arguments of the calls a graph records, are made of
 
-- atoms: ``None``, ``bool``, ``int``, ``float`` (``inf``, ``-inf`` and ``nan``
-  too), ``str``;
+- atoms: ``None``, ``bool``, ``int`` (an int64: :data:`MAX_SPEC_INT`), ``float``
+  (``inf``, ``-inf`` and ``nan`` too), ``str``;
 - sequences: ``tuple`` and ``list`` (their subclasses too: ``torch.Size``);
 - mappings: dicts whose keys are all strings;
 - slices (of values), ``Ellipsis`` and torch dtypes.
@@ -30,18 +30,21 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 import torch
 
 from torchx.core._dtypes import dtype_name, dtype_named
-from torchx.core._errors import SpecError, short_repr
+from torchx.core._errors import SpecError, int_digits, short_repr
 
 __all__ = [
     "GRAPH_KINDS",
+    "INT64_RANGE",
     "JSON_KINDS",
     "JsonValues",
     "KIND_TYPES",
     "Kind",
+    "MAX_SPEC_INT",
     "NON_FINITE",
     "TaggedReader",
     "TaggedValues",
     "ValueFold",
+    "int_outside",
     "kind_of",
     "read_json_value",
 ]
@@ -74,6 +77,32 @@ NON_FINITE: dict[str, float] = {"inf": math.inf, "-inf": -math.inf, "nan": math.
 ``{"float": "-inf"}``. A one-key object tagged ``float`` cannot be a legitimate
 value of its own: a plain layer's arguments hold no objects, and a graph's
 objects are all tagged. YAML's ``.inf``, ``-.inf`` and ``.nan`` read as these floats too."""
+
+MAX_SPEC_INT = 2**63 - 1
+"""The largest integer a spec holds; ``-MAX_SPEC_INT - 1`` is the least. Integers
+in a spec are int64, as tensor sizes are: each is checked as a document is read
+(and as a spec is written), before any arithmetic on it, so no size, product or
+count computed from a spec grows past what an int64 holds."""
+
+INT64_RANGE = (
+    "integers in a spec are int64 (-2**63 to 2**63 - 1), as tensor sizes are; "
+    "a larger number is written as a float (1e30)"
+)
+"""What a message about an integer outside :data:`MAX_SPEC_INT` says of the bound."""
+
+
+def int_outside(value: int) -> str | None:
+    """Why the integer ``value`` cannot be in a spec (it is not an int64), or None
+    when it can. Comparisons only: no conversion to text, whatever its size."""
+    if -MAX_SPEC_INT - 1 <= value <= MAX_SPEC_INT:
+        return None
+    shown = (
+        f"an integer of about {int_digits(value):,} digits"
+        if value.bit_length() > 128
+        else f"the integer {value}"
+    )
+    return f"{shown}; {INT64_RANGE}"
+
 
 _NON_FINITE_FORM = 'non-finite numbers are written {"float": "inf"}, {"float": "-inf"} or {"float": "nan"}'
 
@@ -222,6 +251,8 @@ class JsonValues(ValueFold[Any]):
     def atom(self, value: bool | int | float | str | None, where: str) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
             return {"float": "nan" if math.isnan(value) else repr(float(value))}
+        if isinstance(value, int) and (value > MAX_SPEC_INT or value < -MAX_SPEC_INT - 1):
+            raise SpecError(where, f"cannot be written to a spec: {int_outside(value)}")
         return value
 
     def sequence(self, value: tuple[Any, ...] | list[Any], items: list[Any], where: str) -> Any:

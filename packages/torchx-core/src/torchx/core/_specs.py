@@ -14,8 +14,9 @@ place in the document.
 
 Reading is bounded whatever the document: its text (MAX_SPEC_BYTES), its
 size once YAML aliases are expanded (MAX_SPEC_VALUES, MAX_LAYERS), its
-nesting (MAX_DEPTH) and its integers (MAX_INT_DIGITS) are checked before
-anything is built, in time linear in the document as stored.
+nesting (MAX_DEPTH) and its integers (each an int64, MAX_SPEC_INT; the text of
+one at most MAX_INT_DIGITS digits) are checked before anything is built, in
+time linear in the document as stored.
 """
 
 from __future__ import annotations
@@ -36,14 +37,13 @@ from torchx.core._errors import (
     SpecError,
     SpecMigrationWarning,
     TorchXError,
-    int_digits,
     short_repr,
 )
 from torchx.core._files import write_bytes_atomically
 from torchx.core._plugins import current_plugins
 from torchx.core._record import layer_view, name_problem, record_of, set_given_name
 from torchx.core._registry import LayerRegistry
-from torchx.core._spec_values import JsonValues, read_json_value
+from torchx.core._spec_values import INT64_RANGE, MAX_SPEC_INT, JsonValues, int_outside, read_json_value
 
 if TYPE_CHECKING:
     from torchx.core._layer import Layer
@@ -54,6 +54,7 @@ __all__ = [
     "MAX_INT_DIGITS",
     "MAX_LAYERS",
     "MAX_SPEC_BYTES",
+    "MAX_SPEC_INT",
     "MAX_SPEC_VALUES",
     "SpecReader",
     "SpecWriter",
@@ -87,18 +88,14 @@ MAX_SPEC_BYTES = 16 * 2**20
 (16 MiB; a ResNet-152 Functional is 70 KB of JSON)."""
 
 MAX_INT_DIGITS = 640
-"""Most decimal digits an integer in a spec may have. No size (an int64) or
-number (a float64) needs more than 309; 640 is the fewest Python can be set to
-print (``sys.set_int_max_str_digits``), so every integer kept can be shown in a message."""
+"""Most decimal digits the text of an integer in a spec may have to be converted
+at all (Python's conversion costs quadratic time in the digits); the value is
+then bounded by MAX_SPEC_INT (an int64: 19 digits)."""
 
-_INT_LIMIT = 10**MAX_INT_DIGITS
 _INT_CHARACTERS = 4 * MAX_INT_DIGITS
 """Longest text of a non-decimal YAML integer (hex, octal, binary, 1:30:00) converted
 (binary needs 3.33 characters per decimal digit); sexagesimal ones cost quadratic time."""
-_TOO_BIG = (
-    f"integers in a spec have at most {MAX_INT_DIGITS} digits "
-    "(a size is an int64 and a number a float64: neither needs more than 309)"
-)
+_INT_MIN = -MAX_SPEC_INT - 1
 
 _L = TypeVar("_L", bound="Layer")
 
@@ -422,8 +419,10 @@ def _entry_of(
 
 
 def _check_int(value: Any, where: tuple[Any, ...]) -> None:
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_LIMIT:
-        raise SpecError(_path(where), f"an integer of about {int_digits(value):,} digits; {_TOO_BIG}")
+    """Refuse ``value`` at ``where`` if it is an integer outside int64 (see MAX_SPEC_INT)."""
+    problem = int_outside(value) if isinstance(value, int) else None
+    if problem is not None:
+        raise SpecError(_path(where), problem)
 
 
 SEARCH_MARKERS = frozenset({"$int", "$float", "$choice", "$repeat"})
@@ -442,7 +441,7 @@ def _is_marker(key: str, value: Any) -> bool:
 def _measure(document: Any, *, markers: bool = False) -> None:
     """Refuse ``document`` if, with every shared subtree (a YAML alias) counted once
     per use, it holds more than MAX_SPEC_VALUES values or MAX_LAYERS layer objects,
-    or if it holds itself or an integer of more than MAX_INT_DIGITS digits; unless
+    or if it holds itself or an integer outside int64 (MAX_SPEC_INT); unless
     ``markers``, a search-space marker too (see :func:`_is_marker`).
 
     Each distinct list and object is visited once (its expanded size is kept by
@@ -501,7 +500,7 @@ def _measure(document: Any, *, markers: bool = False) -> None:
         for key, item in data.items() if mapping else enumerate(data):
             kind = type(item)
             if kind in _SCALARS:
-                if kind is int and (item >= _INT_LIMIT or item <= -_INT_LIMIT):
+                if kind is int and (item > MAX_SPEC_INT or item < _INT_MIN):
                     _check_int(item, (item, entry, key))
             elif isinstance(item, _CONTAINERS):
                 if id(item) not in sizes:
@@ -554,6 +553,9 @@ def _check_version(spec: Mapping[str, Any]) -> None:
     version = spec.get("format_version", FORMAT_VERSION)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise SpecError("$.format_version", f"expected a positive integer, got {_kind(version)}")
+    problem = int_outside(version)  # before it is shown: Python prints at most 4,300 digits
+    if problem is not None:
+        raise SpecError("$.format_version", problem)
     if version > FORMAT_VERSION:
         raise SpecError(
             "$.format_version",
@@ -633,8 +635,8 @@ def _check_file_size(path: Path) -> None:
 def parse_spec(text: str, kind: str = "yaml", *, where: str = "<spec>") -> Any:
     """The spec document in ``text``: ``kind`` is ``"json"`` or ``"yaml"`` (which
     also reads JSON). YAML is read with PyYAML's safe loader (its C version where
-    installed): plain data only. Text longer than MAX_SPEC_BYTES, and integers of
-    more than MAX_INT_DIGITS digits, are refused."""
+    installed): plain data only. Text longer than MAX_SPEC_BYTES, and integers
+    outside int64 (MAX_SPEC_INT), are refused."""
     if len(text) > MAX_SPEC_BYTES:
         raise SpecError(
             where, f"the document is {len(text):,} characters; spec documents are at most {MAX_SPEC_BYTES:,}"
@@ -691,10 +693,15 @@ def _data_children(value: Any) -> Iterable[tuple[Any, Any]]:
 
 
 def _json_int(digits: str, where: str) -> int:
+    """A JSON integer, bounded: its text measured before it is converted, its value after."""
     count = len(digits) - digits.startswith("-")
     if count > MAX_INT_DIGITS:
-        raise SpecError(where, f"an integer of {count:,} digits; {_TOO_BIG}")
-    return int(digits)
+        raise SpecError(where, f"an integer of {count:,} digits; {INT64_RANGE}")
+    value = int(digits)
+    problem = int_outside(value)
+    if problem is not None:
+        raise SpecError(where, problem)
+    return value
 
 
 class _YamlLimit(Exception):
@@ -715,15 +722,16 @@ def _construct_int(loader: Any, node: Any) -> int:
     where = f"line {node.start_mark.line + 1}, column {node.start_mark.column + 1}"
     digits = text.lstrip("+-").replace("_", "")
     if digits.isascii() and digits.isdigit() and not digits.startswith("0") and len(digits) > MAX_INT_DIGITS:
-        raise _YamlLimit(where, f"an integer of {len(digits):,} digits; {_TOO_BIG}")
+        raise _YamlLimit(where, f"an integer of {len(digits):,} digits; {INT64_RANGE}")
     if len(text) > _INT_CHARACTERS:
-        raise _YamlLimit(where, f"an integer of {len(text):,} characters; {_TOO_BIG}")
+        raise _YamlLimit(where, f"an integer of {len(text):,} characters; {INT64_RANGE}")
     try:
         value: int = loader.construct_yaml_int(node)
     except ValueError:  # more digits than this interpreter's int_max_str_digits
-        raise _YamlLimit(where, f"an integer of {len(digits):,} digits; {_TOO_BIG}") from None
-    if abs(value) >= _INT_LIMIT:
-        raise _YamlLimit(where, f"an integer of about {int_digits(value):,} digits; {_TOO_BIG}")
+        raise _YamlLimit(where, f"an integer of {len(digits):,} digits; {INT64_RANGE}") from None
+    problem = int_outside(value)
+    if problem is not None:
+        raise _YamlLimit(where, problem)
     return value
 
 

@@ -12,7 +12,6 @@ a reader could not tell them apart, nor a keyword call the two inputs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -152,15 +151,14 @@ def _constant_to_spec(model: Functional, path: str, persistent: bool, place: str
 
 def _constant_from_spec(data: Any, replay: _Replay, place: str) -> Placeholder:
     """The constant a spec's ``constant`` entry describes, as a :class:`Buffer`."""
-    if not isinstance(data, Mapping) or sorted(data) != sorted(_CONSTANT_KEYS):
+    if not isinstance(data, Mapping) or sorted(data, key=str) != sorted(_CONSTANT_KEYS):
         raise SpecError(place, f"a constant has {', '.join(_CONSTANT_KEYS)}")
     dtype, shape, values = dtype_named(data["dtype"]), data["shape"], data["values"]
     if (
         dtype is None
         or not isinstance(shape, list)
-        or not all(type(size) is int and size >= 0 for size in shape)
         or not isinstance(values, list)
-        or math.prod(shape) != len(values)
+        or _values_held(shape) != len(values)
     ):
         raise SpecError(
             place, "a constant has a known dtype, a shape of sizes and as many values as the shape holds"
@@ -170,24 +168,97 @@ def _constant_from_spec(data: Any, replay: _Replay, place: str) -> Placeholder:
     return Buffer(tensor, persistent=data["persistent"] is True, name=str(data["buffer"]))
 
 
-def _attribute_from_spec(path: Any, modules: Mapping[str, Any], place: str) -> Placeholder:
-    """A read of the parameter or buffer at ``path`` (``wte.weight``) of one of ``modules``."""
-    key = max(
-        (key for key in modules if isinstance(path, str) and path.startswith(f"{key}.")),
-        key=len,
-        default=None,
-    )
-    if key is None:
+def _values_held(shape: list[Any]) -> int | None:
+    """How many values a constant of ``shape`` holds, or None if ``shape`` is not a list
+    of sizes (ints >= 0); past MAX_CONSTANT_VALUES, some number larger than that.
+
+    Each size is checked before it is multiplied, and the product stops once it passes
+    MAX_CONSTANT_VALUES, so it never grows past an int64 times that bound: a shape of
+    thousands of huge sizes costs one pass, not a product thousands of words long."""
+    if not all(isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in shape):
+        return None
+    if 0 in shape:
+        return 0
+    held = 1
+    for size in shape:
+        held *= size
+        if held > MAX_CONSTANT_VALUES:
+            break
+    return held
+
+
+class _ModulePaths:
+    """The modules of a spec by the dotted parts of their names, so that finding the
+    module a path reads (``blocks.attn.weight``: the longest name it starts with) costs
+    time linear in the path, whatever the number of modules."""
+
+    _HERE = None
+    """The key, in a part's entry, of the module whose name ends there (every part is a string)."""
+
+    def __init__(self, modules: Mapping[Any, Any]) -> None:
+        self.modules = modules
+        self._parts: dict[Any, Any] = {}
+        for key in modules:
+            entry = self._parts
+            for part in str(key).split("."):
+                entry = entry.setdefault(part, {})
+            entry[self._HERE] = key
+
+    def find(self, parts: list[str]) -> tuple[Any, int] | None:
+        """The module key that is the longest proper prefix of the path ``parts``,
+        and how many parts it takes; None when none is."""
+        found = None
+        entry = self._parts
+        for taken, part in enumerate(parts[:-1], start=1):
+            if part not in entry:
+                break
+            entry = entry[part]
+            if self._HERE in entry:
+                found = (entry[self._HERE], taken)
+        return found
+
+    def names(self) -> str:
+        """The modules' names, for a message (the first few)."""
+        return short_repr(sorted(map(str, self.modules)))
+
+
+def _attribute_from_spec(path: Any, modules: _ModulePaths, place: str) -> Placeholder:
+    """A read of the parameter or buffer at ``path`` (``wte.weight``) of one of ``modules``.
+
+    The path is walked part by part through the module's own tables of child modules,
+    parameters and buffers (never an attribute lookup of a name the spec gives), so
+    each read costs time linear in its path."""
+    parts = path.split(".") if isinstance(path, str) else []
+    found = modules.find(parts)
+    if found is None:
         raise SpecError(
-            place, f"{short_repr(path)} is no parameter or buffer of the modules {sorted(modules)}"
+            place, f"{short_repr(path)} is no parameter or buffer of the modules {modules.names()}"
         )
-    module, name = modules[key], path[len(key) + 1 :]
-    tensor = dict((*module.named_parameters(), *module.named_buffers())).get(name)
-    if tensor is None:
+    key, taken = found
+    module = modules.modules[key]
+    owner: Any = module
+    for part in parts[taken:-1]:
+        owner = _table(owner, "_modules").get(part)
+        if owner is None:
+            break
+    last = parts[-1]
+    tensor = None
+    if owner is not None:
+        tensor = _table(owner, "_parameters").get(last)
+        if tensor is None:
+            tensor = _table(owner, "_buffers").get(last)
+    if not isinstance(tensor, torch.Tensor):
+        name = ".".join(parts[taken:])
         raise SpecError(
             place, f"{layer_name(module)} {short_repr(key)} has no parameter or buffer {short_repr(name)}"
         )
     return tensor_placeholder(tensor, f"node reading {path}")
+
+
+def _table(module: Any, table: str) -> Mapping[str, Any]:
+    """``module``'s own table of child modules, parameters or buffers (empty for a value that is no module)."""
+    found = vars(module).get(table) if isinstance(module, torch.nn.Module) else None
+    return found if isinstance(found, Mapping) else {}
 
 
 class _Names:
@@ -300,6 +371,7 @@ def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[An
     for name in raw_modules:
         module_names.add(str(name), f"{where}.modules.{name}")
     modules = {name: reader.layer(spec, f"{where}.modules.{name}") for name, spec in raw_modules.items()}
+    paths = _ModulePaths(modules)
     nodes = fields.get("nodes")
     if not isinstance(nodes, list):
         raise SpecError(f"{where}.nodes", "expected a list of nodes")
@@ -325,7 +397,7 @@ def program_from_spec(fields: Mapping[str, Any], reader: SpecReader) -> tuple[An
             call_kwargs = {
                 str(key): replay.read(item, f"{place}.kwargs.{key}") for key, item in kwargs.items()
             }
-            replay.env[node["name"]] = _call(node, modules, call_args, call_kwargs, place, replay)
+            replay.env[node["name"]] = _call(node, paths, call_args, call_kwargs, place, replay)
     with as_spec_error(f"{where}.outputs"):
         outputs = replay.read(fields.get("outputs"), f"{where}.outputs")
     return inputs, outputs
@@ -344,7 +416,7 @@ def as_spec_error(place: str) -> Iterator[None]:
 
 def _call(
     node: Mapping[str, Any],
-    modules: Mapping[str, Any],
+    paths: _ModulePaths,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     place: str,
@@ -353,13 +425,14 @@ def _call(
     if "constant" in node:
         return _constant_from_spec(node["constant"], replay, f"{place}.constant")
     if "attribute" in node:
-        return _attribute_from_spec(node["attribute"], modules, f"{place}.attribute")
+        return _attribute_from_spec(node["attribute"], paths, f"{place}.attribute")
+    modules = paths.modules
     if "module" in node:
         module = modules.get(node["module"])
         if module is None:
             raise SpecError(
                 f"{place}.module",
-                f"unknown module {short_repr(node['module'])}; modules are {sorted(modules)}",
+                f"unknown module {short_repr(node['module'])}; modules are {paths.names()}",
             )
         return module(*args, **kwargs)
     if "method" in node:
