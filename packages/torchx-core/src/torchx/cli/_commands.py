@@ -5,21 +5,23 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
 
-from torchx.cli._errors import UsageError
+from torchx.cli._errors import ExportError, UsageError, described, one_line
 from torchx.cli._inputs import add_input_arguments, add_spec_argument, inputs_of, load_model, read_document
 from torchx.cli._outputs import output_path, writing
 from torchx.core._build import build
 from torchx.core._commands import CommandRegistry
+from torchx.core._errors import TorchXError
 from torchx.core._files import write_bytes_atomically
 from torchx.core._graph import model_graph
 from torchx.core._module import Module as TorchxModule
 from torchx.core._plugins import current_plugins
-from torchx.core._shapes import input_dtype, input_shape
+from torchx.core._shapes import InputLike, input_dtype, input_shape
 from torchx.core._specs import save_spec
 from torchx.core._summary import COLUMNS, Summary, summarize
 from torchx.core._validate import check_spec
@@ -103,8 +105,8 @@ def validate(options: argparse.Namespace) -> int:
         dtype=options.dtype,
         before_build=lambda model: inputs_of(options, model),
     )
-    for problem in problems:
-        print(f"{options.spec}: {problem}")
+    for problem in problems:  # one line each
+        print(f"{options.spec}: {one_line(str(problem))}")
     if problems:
         return 1
     checked = "readable and builds for the given inputs" if options.input else "readable"
@@ -189,6 +191,13 @@ def configure_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="the .pt2 file to write")
 
 
+_EXAMPLE_SIZE = 4
+"""The size each dynamic (None) dim of an ``--input`` takes in the example inputs torch.export traces."""
+
+_SYMBOLIC_SIZE = re.compile(r"\b[su]\d+\b")
+"""How torch names a dynamic size in its messages while it exports (``s27``, ``u0``)."""
+
+
 def export(options: argparse.Namespace) -> int:
     """Build with fresh weights and save a torch.export program (.pt2)."""
     output = output_path(options.output, (".pt2",))
@@ -197,7 +206,8 @@ def export(options: argparse.Namespace) -> int:
     model = build(model, *inputs, dtype=options.dtype).eval()
     examples = tuple(
         torch.zeros(
-            [4 if dim is None else dim for dim in input_shape(value)], dtype=input_dtype(value, options.dtype)
+            [_EXAMPLE_SIZE if dim is None else dim for dim in input_shape(value)],
+            dtype=input_dtype(value, options.dtype),
         )
         for value in inputs
     )
@@ -205,11 +215,37 @@ def export(options: argparse.Namespace) -> int:
         {dim: torch.export.Dim.AUTO for dim, size in enumerate(input_shape(value)) if size is None}
         for value in inputs
     )
-    program = torch.export.export(model, examples, dynamic_shapes=dynamic)
     # In memory first: torch's archive writer aborts the process when a file write fails.
     archive = io.BytesIO()
-    torch.export.save(program, archive)
+    try:
+        program = torch.export.export(model, examples, dynamic_shapes=dynamic)
+        torch.export.save(program, archive)
+    except TorchXError:
+        raise
+    except Exception as error:
+        raise _export_error(model, inputs, any(dynamic), error) from error
     with writing(output):
         write_bytes_atomically(output, archive.getvalue())
     print(f"wrote {output}")
     return 0
+
+
+def _export_error(
+    model: nn.Module, inputs: tuple[InputLike, ...], dynamic: bool, error: Exception
+) -> ExportError:
+    """What torch.export said when it could not export ``model``, in one line: the model,
+    the inputs, torch's error with the step that raised it, and a fix where one follows
+    from it (a dynamic size that the example size does not fit)."""
+    shapes = " ".join(
+        "--input " + ",".join("None" if dim is None else str(dim) for dim in input_shape(value))
+        for value in inputs
+    )
+    message = described(error)  # its type, message and notes (the step that raised it)
+    fix = ""
+    if dynamic and _SYMBOLIC_SIZE.search(message):
+        fix = (
+            f"\n  fix: torch.export traces the model with {_EXAMPLE_SIZE} in each dynamic (None) dim, and a "
+            "step here does not take that size; give such a dim the size it needs in --input (it is then "
+            "static in the program)"
+        )
+    return ExportError(f"torch.export cannot export {type(model).__name__} for {shapes}: {message}{fix}")

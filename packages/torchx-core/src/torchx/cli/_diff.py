@@ -14,10 +14,9 @@ from typing import Any
 
 import torch
 
-from torchx.cli._errors import UsageError
+from torchx.cli._errors import UsageError, described
 from torchx.cli._inputs import add_input_arguments, inputs_of, load_model
 from torchx.core._diff import LayerDifference, SpecDifference, diff_specs, diff_summaries
-from torchx.core._errors import TorchXError
 from torchx.core._layer import Layer
 from torchx.core._shapes import InputLike, input_shape
 from torchx.core._specs import to_spec
@@ -53,20 +52,20 @@ class _Side:
             return cls(source, to_spec(model), model)
         except UsageError:
             raise
-        except TorchXError as error:
+        except Exception as error:  # a refusal, or a model that fails: trouble either way
             raise _trouble(source, error) from error
 
     def summary(self, inputs: tuple[InputLike, ...], dtype: torch.dtype | None) -> Summary:
         try:
             return summarize(self.model, *inputs, dtype=dtype)
-        except TorchXError as error:
+        except Exception as error:  # see read
             raise _trouble(self.source, error) from error
 
 
-def _trouble(source: str, error: TorchXError) -> UsageError:
+def _trouble(source: str, error: Exception) -> UsageError:
     """``error`` of the spec in ``source`` as one line, and exit status 2: status 1
-    already means "they differ"."""
-    return UsageError(" ".join(f"{source}: {type(error).__name__}: {error}".split()))
+    already means "they differ" (an error TorchX did not raise keeps its type's name)."""
+    return UsageError(" ".join(f"{source}: {described(error)}".split()))
 
 
 def diff(options: argparse.Namespace) -> int:

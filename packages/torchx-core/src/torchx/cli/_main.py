@@ -9,7 +9,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from torchx.cli._errors import USAGE, UsageError
+from torchx.cli._errors import USAGE, UsageError, described, one_line
 from torchx.core import __version__
 from torchx.core._commands import CommandRegistry
 from torchx.core._errors import TorchXError
@@ -86,13 +86,35 @@ def _main(argv: Sequence[str] | None) -> int:
     except UsageError as error:
         if options.debug:
             raise
-        print(f"torchx {options.command}: error: {error}", file=sys.stderr)
+        print(f"torchx {options.command}: error: {one_line(str(error))}", file=sys.stderr)
         return USAGE
     except TorchXError as error:
         if options.debug:
             raise
-        print(f"torchx {options.command}: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"torchx {options.command}: {described(error)}", file=sys.stderr)
         return _MODEL_IS_WRONG
+    except BrokenPipeError:  # `torchx ... | head`: main stops quietly
+        raise
+    except OSError as error:  # a file or device a command met on its way (its own inputs are checked first)
+        if options.debug:
+            raise
+        print(f"torchx {options.command}: error: {_os_error(error)}", file=sys.stderr)
+        return USAGE
+    except Exception as error:  # no traceback, never silent: its type and message
+        if options.debug:
+            raise
+        print(
+            f"torchx {options.command}: {described(error)} "
+            "(an error TorchX did not expect: torchx --debug shows its traceback)",
+            file=sys.stderr,
+        )
+        return _MODEL_IS_WRONG
+
+
+def _os_error(error: OSError) -> str:
+    """An OSError as its file and the system's words: ``model.yaml: Permission denied``."""
+    reason = error.strerror or one_line(str(error)) or type(error).__name__
+    return reason if error.filename is None else f"{error.filename}: {reason}"
 
 
 def _one_line_warning(command: str) -> Callable[..., None]:
