@@ -144,7 +144,7 @@ def test_a_spec_naming_anything_outside_torch_s_recorded_functions_is_refused(
 ) -> None:
     canary = tmp_path / "canary"
     with pytest.raises(
-        SpecError, match=r"^\$\.nodes\[0\]\.op: unknown operation .*; an op is a function a graph"
+        SpecError, match=r"^\$\.nodes\[0\]\.op: unknown operation .*; an op is a function on the allow-list"
     ):
         L.Layer.from_spec(spec_calling(op, [{"node": "x"}, str(canary)]))
     assert not canary.exists()

@@ -448,8 +448,8 @@ def _call(
     if function is None:
         raise SpecError(
             f"{place}.op",
-            f"unknown operation {short_repr(node.get('op'))}; an op is a function a graph records, named "
-            "in torch, F (torch.nn.functional), torch.linalg, torch.special, torch.fft or torch.Tensor "
+            f"unknown operation {short_repr(node.get('op'))}; an op is a function on the allow-list of "
+            "the operations a graph records (torchx.functional._allow_list), named in torch, F (torch.nn.functional), torch.linalg, torch.special, torch.fft or torch.Tensor "
             '("F.layer_norm"), or an operator ("operator.add")',
         )
     if all(isinstance(leaf, _DATA) for leaf in leaves_of((args, kwargs))):
