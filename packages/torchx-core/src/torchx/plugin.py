@@ -64,6 +64,9 @@ torchx-functional's, also uses:
   ``nn.Module.__init__``.
 """
 
+# torchx.core first: it refuses a foreign torchx (Meta's launcher) before torchx.cli, whose
+# __init__ that one replaces, is read.
+import torchx.core  # noqa: F401
 from torchx.cli import UsageError as UsageError
 from torchx.cli import add_input_arguments as add_input_arguments
 from torchx.cli import add_spec_argument as add_spec_argument

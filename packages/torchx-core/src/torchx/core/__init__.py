@@ -111,6 +111,42 @@ from torchx.core._weights import WeightReport as WeightReport
 from torchx.core._weights import load_weights as load_weights
 from torchx.core.hookspecs import hookimpl as hookimpl
 
+_FOREIGN_TORCHX = ("torchx", "torchx-nightly")
+"""Distributions on PyPI that install a ``torchx`` package that is not TorchX's:
+Meta's job launcher (its releases and nightlies)."""
+
+
+def _refuse_foreign_torchx() -> None:
+    """Raise ImportError naming a distribution of :data:`_FOREIGN_TORCHX` that is
+    installed, with what to do.
+
+    Such a distribution and torchx-core overwrite each other's files
+    (``torchx/__init__.py``, ``torchx/cli/__init__.py``, the ``torchx``
+    command), whichever is installed last. The check is here, not in
+    ``torchx/__init__.py``, which the other may have replaced: every TorchX
+    import goes through ``torchx.core``, a folder only TorchX installs. It
+    costs one metadata lookup per name (no scan of every installed distribution).
+    """
+    import importlib.metadata
+    import os
+
+    for name in _FOREIGN_TORCHX:
+        try:
+            found = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        raise ImportError(
+            f"{found.metadata['Name']} {found.version} is installed (in {os.path.abspath(found.locate_file(''))}): it is"
+            " Meta's job launcher, not TorchX, and installs the same import package, torchx, so each"
+            " overwrites files of the other (torchx/__init__.py, torchx/cli/__init__.py, the torchx command)\n"
+            f"  fix: pip uninstall {found.metadata['Name']}, then pip install --force-reinstall --no-deps"
+            " torchx-core (the uninstall removes the files the two share); to use both, install them in"
+            " separate virtual environments"
+        )
+
+
+_refuse_foreign_torchx()
+
 __all__ = [
     "FORMAT_VERSION",
     "AllocationError",
