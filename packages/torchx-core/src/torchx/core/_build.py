@@ -10,6 +10,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from torchx.core._errors import ShapeError, format_shape, torch_message
+from torchx.core._layer import Layer
 from torchx.core._leaf import LeafLayer, all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
 from torchx.core._memory import BuildNeed, Rehearsal, weight_bytes
 from torchx.core._meta_formulas import MetaFormulas
@@ -84,7 +85,9 @@ def build(
     modules = submodules(model)
     unbuilt = [module for module in modules if isinstance(module, LeafLayer)]
     if not unbuilt:
-        _check_built(model, inputs)
+        typed = [TypedShape(input_shape(value), input_dtype(value)) for value in inputs]
+        if not (isinstance(model, Layer) and model.check_inputs(*typed)):
+            _check_built(model, inputs)
         return _placed(model, device, dtype)
     target = _target_device(inputs, device)
     scope = current_scope()

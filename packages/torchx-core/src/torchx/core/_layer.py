@@ -30,6 +30,7 @@ except ImportError:  # torch before 2.6
 from torchx.core._arguments import checker_of
 from torchx.core._errors import ArgumentError, NotBuiltError, ShapeError
 from torchx.core._record import LayerRecord, init_module_state, layer_caption, name_problem
+from torchx.core._shapes import TypedShape
 from torchx.core._specs import SpecReader, SpecWriter, from_spec, to_spec
 
 if TYPE_CHECKING:
@@ -115,6 +116,14 @@ class Layer(nn.Module):
     def shape_error(self, problem: str, fix: str | None = None) -> ShapeError:
         """A ShapeError attributed to this layer."""
         return ShapeError(self.layer_label(), problem, fix, source=self)
+
+    def check_inputs(self, *inputs: TypedShape) -> bool:
+        """Check, without running anything, that this built layer takes inputs of
+        these shapes and dtypes (``None``: a dynamic dim), raising a ShapeError or
+        DtypeError for one that does not fit; False (the default) where it cannot
+        tell, and :func:`torchx.build` runs it on meta tensors instead. A
+        Functional can: its placeholders hold the shapes it takes."""
+        return False
 
     def native_module(self) -> nn.Module:
         """The built native module, which is this very object after the build."""

@@ -226,6 +226,34 @@ class Functional(Container, OwnMetaOutput):
         """Always True: a Functional's layers build on its placeholders."""
         return True
 
+    def check_inputs(self, *inputs: TypedShape) -> bool:
+        """Check inputs of these shapes against the placeholders, without running
+        anything: each fits as a tensor does when the model is called (a
+        dynamic dim, ``None``, fits only a dynamic dim of its placeholder).
+        False for a forward taking lists or dicts of tensors, which
+        :func:`torchx.build` cannot give."""
+        parameters = parameters_of(self._torchx_program)
+        if len(inputs) != len(parameters) or not all(isinstance(p.structure, Input) for p in parameters):
+            return False
+        given = {}
+        for parameter, typed in zip(parameters, inputs, strict=True):
+            expected: Input = parameter.structure
+            sizes = list(typed.shape)
+            for index, (size, (want, dim)) in enumerate(zip(sizes, expected.each_dim(), strict=False)):
+                if size is not None:
+                    continue
+                if index and want is not None:
+                    raise ShapeError(
+                        f"{_label(self)} input {parameter.key!r}",
+                        f"dim {index} is dynamic (None) in the shape given, {want} in its placeholder",
+                        fix=f"give {want} there, or define the placeholder with None in dim {index}",
+                        source=self,
+                    )
+                sizes[index] = 1 if dim is None else dim.min
+            given[parameter.key] = torch.empty(sizes, dtype=typed.dtype, device="meta")
+        _raise_input_error(self, given)
+        return True
+
     def dynamic_shapes(self) -> dict[str, Any]:
         """The dynamic dims of its inputs, as ``torch.export`` takes them:
         ``torch.export.export(model, (ids,), dynamic_shapes=model.dynamic_shapes())``
