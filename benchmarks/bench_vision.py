@@ -27,6 +27,7 @@ from _timing import Result, interleaved_medians
 from bench_layers import build_split, print_split
 from torch import nn
 
+import torchx
 from torchx.core import _leaf as leaf_internals
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
@@ -68,6 +69,10 @@ def _sgd_step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tenso
     optimizer.zero_grad(set_to_none=True)
     model(x).sum().backward()
     optimizer.step()
+
+
+def _define_then_build(make: Callable[[], nn.Module]) -> nn.Module:
+    return torchx.build(make(), (None, 3, 224, 224))
 
 
 def _median_seconds(make: Callable[[], object], rounds: int) -> float:
@@ -122,6 +127,7 @@ def bench_vision(quick: bool) -> list[Result]:
         fixed = _median_seconds(partial(make, batch=BATCH), rounds)
         first = _median_seconds(first_build(make), rounds)
         by_hand = _median_seconds(native, rounds)
+        checked = _median_seconds(partial(_define_then_build, make), rounds)
         results.append(
             Result(f"vision: {name} define+build (None batch) vs constructor", dynamic, by_hand, 1.5)
         )
@@ -131,6 +137,7 @@ def bench_vision(quick: bool) -> list[Result]:
         results.append(
             Result(f"vision: {name} define+build, None batch vs batch {BATCH}", dynamic, fixed, 1.2)
         )
+        results.append(Result(f"vision: {name} define, then torchx.build vs define", checked, dynamic, 1.05))
         natives = {type(module) for module in native().modules() if not any(module.children())}
         split = build_split(make, natives, rounds, timed=GRAPH_STEPS)
         print_split(f"{name} define+build", split, by_hand)
