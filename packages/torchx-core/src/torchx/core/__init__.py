@@ -135,9 +135,10 @@ def _refuse_foreign_torchx() -> None:
             found = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:
             continue
+        where = os.path.abspath(str(found.locate_file("")))
         raise ImportError(
-            f"{found.metadata['Name']} {found.version} is installed (in {os.path.abspath(found.locate_file(''))}): it is"
-            " Meta's job launcher, not TorchX, and installs the same import package, torchx, so each"
+            f"{found.metadata['Name']} {found.version} is installed (in {where}): it is Meta's job launcher,"
+            " not TorchX, and installs the same import package, torchx, so each"
             " overwrites files of the other (torchx/__init__.py, torchx/cli/__init__.py, the torchx command)\n"
             f"  fix: pip uninstall {found.metadata['Name']}, then pip install --force-reinstall --no-deps"
             " torchx-core (the uninstall removes the files the two share); to use both, install them in"
