@@ -148,7 +148,7 @@ def test_the_metadata_names_license_authors_pythons_status_and_topics(
     assert found["License-Expression"] == "MIT"
     assert found["License-File"] == "LICENSE"
     assert found["Author"] == "TorchX contributors"
-    classifiers = found.get_all("Classifier")
+    classifiers: list[str] = found.get_all("Classifier") or []
     # PEP 639: a License-Expression replaces the license classifiers (tools refuse both).
     assert [c for c in classifiers if c.startswith("License ::")] == []
     floor = re.fullmatch(r">=(3\.\d+)", found["Requires-Python"])
@@ -172,7 +172,9 @@ def test_the_description_is_the_readme_with_install_line_and_docs(
     found = wheel_metadata(built[distribution])
     readme = (ROOT / "packages" / distribution / "README.md").read_text(encoding="utf-8")
     assert found["Description-Content-Type"] == "text/markdown"
-    assert found.get_payload(decode=True).decode("utf-8").strip() == readme.strip()
+    description = found.get_payload(decode=True)
+    assert isinstance(description, bytes)
+    assert description.decode("utf-8").strip() == readme.strip()
     assert f"pip install {distribution} " in readme
     assert "```python\n" in readme
     assert f"`docs/{distribution}.md` in the TorchX repository" in readme
