@@ -153,6 +153,93 @@ def mobilenet_v2(classes: int = 1000, batch: int | None = None) -> Functional:
     return Functional(inputs=x, outputs=L.Linear(classes, name="classifier.1")(y))
 
 
+# -- MobileNetV3-Small ----------------------------------------------------------------
+
+_MOBILENET_V3_SMALL = (
+    (3, 16, 16, True, False, 2),
+    (3, 72, 24, False, False, 2),
+    (3, 88, 24, False, False, 1),
+    (5, 96, 40, True, True, 2),
+    (5, 240, 40, True, True, 1),
+    (5, 240, 40, True, True, 1),
+    (5, 120, 48, True, True, 1),
+    (5, 144, 48, True, True, 1),
+    (5, 288, 96, True, True, 2),
+    (5, 576, 96, True, True, 1),
+    (5, 576, 96, True, True, 1),
+)
+"""(kernel, expanded channels, output channels, squeeze-excitation, hard-swish
+(else ReLU), stride) of each MobileNetV3-Small block: the paper's Table 2."""
+
+
+def _multiple_of_8(value: float) -> int:
+    """``value`` rounded to the nearest multiple of 8, at least 8 and never 10%
+    below ``value``: MobileNet's rule for channel counts."""
+    rounded = max(8, int(value + 4) // 8 * 8)
+    return rounded + 8 if rounded < 0.9 * value else rounded
+
+
+def _conv_bn_activation(
+    x: Placeholder,
+    name: str,
+    out: int,
+    kernel: int,
+    stride: int = 1,
+    groups: int = 1,
+    activation: type[L.Hardswish] | type[L.ReLU] | None = L.Hardswish,
+) -> Placeholder:
+    """A convolution, a batch norm (MobileNetV3's eps and momentum) and ``activation``."""
+    y = L.Conv2d(
+        out, kernel, stride=stride, padding=(kernel - 1) // 2, groups=groups, bias=False, name=f"{name}.0"
+    )(x)
+    y = L.BatchNorm2d(eps=0.001, momentum=0.01, name=f"{name}.1")(y)
+    return y if activation is None else activation(inplace=True)(y)
+
+
+def _squeeze_excitation(x: Placeholder, name: str) -> Placeholder:
+    """``x`` scaled per channel by a hard-sigmoid gate computed from its spatial mean."""
+    channels = x.shape[1]
+    squeezed = L.Conv2d(_multiple_of_8(channels // 4), 1, name=f"{name}.fc1")(L.AdaptiveAvgPool2d(1)(x))
+    scale = L.Conv2d(channels, 1, name=f"{name}.fc2")(L.ReLU(inplace=True)(squeezed))
+    return L.Hardsigmoid(inplace=True)(scale) * x
+
+
+def _inverted_residual_v3(
+    x: Placeholder,
+    name: str,
+    kernel: int,
+    hidden: int,
+    out: int,
+    squeeze: bool,
+    hard_swish: bool,
+    stride: int,
+) -> Placeholder:
+    """MobileNetV3's block: expand (unless ``hidden`` is the input's width), a
+    depthwise convolution, squeeze-excitation, project; a residual when the shape stays."""
+    activation = L.Hardswish if hard_swish else L.ReLU
+    y, part = x, 0
+    if hidden != x.shape[1]:
+        y, part = _conv_bn_activation(y, f"{name}.block.0", hidden, 1, activation=activation), 1
+    y = _conv_bn_activation(y, f"{name}.block.{part}", hidden, kernel, stride, hidden, activation)
+    if squeeze:
+        y, part = _squeeze_excitation(y, f"{name}.block.{part + 1}"), part + 1
+    y = _conv_bn_activation(y, f"{name}.block.{part + 1}", out, 1, activation=None)
+    return x + y if stride == 1 and x.shape[1] == out else y
+
+
+def mobilenet_v3_small(classes: int = 1000, batch: int | None = None) -> Functional:
+    """MobileNetV3-Small: hard-swish, squeeze-excitation with a hard-sigmoid
+    gate, the eleven inverted-residual blocks of the paper's Table 2."""
+    x = _image(batch)
+    y = _conv_bn_activation(x, "features.0", 16, 3, stride=2)
+    for index, block in enumerate(_MOBILENET_V3_SMALL, start=1):
+        y = _inverted_residual_v3(y, f"features.{index}", *block)
+    y = _conv_bn_activation(y, f"features.{len(_MOBILENET_V3_SMALL) + 1}", 576, 1)
+    y = L.Flatten()(L.AdaptiveAvgPool2d(1)(y))
+    y = L.Dropout(0.2, name="classifier.2")(L.Hardswish(inplace=True)(L.Linear(1024, name="classifier.0")(y)))
+    return Functional(inputs=x, outputs=L.Linear(classes, name="classifier.3")(y))
+
+
 # -- Vision Transformer ---------------------------------------------------------------
 
 
@@ -434,6 +521,103 @@ def native_mobilenet_v2(classes: int = 1000) -> MobileNetV2:
     return MobileNetV2(classes)
 
 
+class ConvBNActivation(nn.Sequential):
+    def __init__(
+        self,
+        inputs: int,
+        outputs: int,
+        kernel: int = 3,
+        stride: int = 1,
+        groups: int = 1,
+        activation: type[nn.Module] | None = nn.Hardswish,
+    ) -> None:
+        layers: list[nn.Module] = [
+            nn.Conv2d(inputs, outputs, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
+            nn.BatchNorm2d(outputs, eps=0.001, momentum=0.01),
+        ]
+        if activation is not None:
+            layers.append(activation(inplace=True))
+        super().__init__(*layers)
+
+
+class SqueezeExcitation(nn.Module):
+    def __init__(self, channels: int, squeeze: int) -> None:
+        super().__init__()
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(channels, squeeze, 1)
+        self.fc2 = nn.Conv2d(squeeze, channels, 1)
+        self.activation = nn.ReLU(inplace=True)
+        self.scale_activation = nn.Hardsigmoid(inplace=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = self.activation(self.fc1(self.avgpool(x)))
+        return self.scale_activation(self.fc2(scale)) * x
+
+
+class InvertedResidualV3(nn.Module):
+    def __init__(
+        self,
+        inputs: int,
+        kernel: int,
+        hidden: int,
+        outputs: int,
+        squeeze: bool,
+        hard_swish: bool,
+        stride: int,
+    ) -> None:
+        super().__init__()
+        activation = nn.Hardswish if hard_swish else nn.ReLU
+        self.use_residual = stride == 1 and inputs == outputs
+        layers: list[nn.Module] = []
+        if hidden != inputs:
+            layers.append(ConvBNActivation(inputs, hidden, 1, activation=activation))
+        layers.append(ConvBNActivation(hidden, hidden, kernel, stride, hidden, activation))
+        if squeeze:
+            layers.append(SqueezeExcitation(hidden, _multiple_of_8(hidden // 4)))
+        layers.append(ConvBNActivation(hidden, outputs, 1, activation=None))
+        self.block = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.block(x) if self.use_residual else self.block(x)
+
+
+class MobileNetV3(nn.Module):
+    def __init__(self, classes: int = 1000) -> None:
+        super().__init__()
+        features: list[nn.Module] = [ConvBNActivation(3, 16, stride=2)]
+        channels = 16
+        for kernel, hidden, outputs, squeeze, hard_swish, stride in _MOBILENET_V3_SMALL:
+            features.append(
+                InvertedResidualV3(channels, kernel, hidden, outputs, squeeze, hard_swish, stride)
+            )
+            channels = outputs
+        features.append(ConvBNActivation(channels, 576, 1))
+        self.features = nn.Sequential(*features)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(
+            nn.Linear(576, 1024), nn.Hardswish(inplace=True), nn.Dropout(0.2), nn.Linear(1024, classes)
+        )
+        for module in self.modules():  # torchvision's initialisation
+            if isinstance(module, nn.Conv2d):
+                nn.init.kaiming_normal_(module.weight, mode="fan_out")
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.BatchNorm2d):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, 0, 0.01)
+                nn.init.zeros_(module.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.flatten(self.avgpool(self.features(x)), 1)
+        return self.classifier(x)
+
+
+def native_mobilenet_v3_small(classes: int = 1000) -> MobileNetV3:
+    return MobileNetV3(classes)
+
+
 class EncoderBlock(nn.Module):
     def __init__(self, heads: int, hidden: int, mlp: int) -> None:
         super().__init__()
@@ -510,6 +694,7 @@ MODELS: dict[str, tuple[Callable[..., Functional], Callable[[], nn.Module], int]
     "resnet50": (resnet50, native_resnet50, 25_557_032),
     "densenet121": (densenet121, native_densenet121, 7_978_856),
     "mobilenet_v2": (mobilenet_v2, native_mobilenet_v2, 3_504_872),
+    "mobilenet_v3_small": (mobilenet_v3_small, native_mobilenet_v3_small, 2_542_856),
     "vit_b_16": (vit_b_16, native_vit_b_16, 86_567_656),
 }
 """Name: (TorchX definition, the same model by hand, torchvision's parameter count).
@@ -523,4 +708,4 @@ def parameter_count(model: nn.Module) -> int:
 if __name__ == "__main__":
     for name, (make, native, expected) in MODELS.items():
         mine, theirs = parameter_count(make()), parameter_count(native())
-        print(f"{name:<13} TorchX {mine:>11,}  by hand {theirs:>11,}  torchvision {expected:>11,}")
+        print(f"{name:<18} TorchX {mine:>11,}  by hand {theirs:>11,}  torchvision {expected:>11,}")

@@ -1,5 +1,5 @@
-"""torchx.load_weights with torchvision-layout checkpoints: hand-written ResNet-18 and
-MobileNetV2 (examples/vision_models.py) as sources, into TorchX models with and without names."""
+"""torchx.load_weights with torchvision-layout checkpoints: hand-written ResNet-18, MobileNetV2 and
+MobileNetV3-Small (examples/vision_models.py) as sources, into TorchX models with and without names."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def without_names(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "mobilenet_v3_small"])
 def test_by_name_into_a_model_with_torchvisions_names(name: str) -> None:
     source = source_of(name)
     model = from_spec(spec_of(name))
@@ -66,7 +66,7 @@ def test_by_name_into_a_model_with_torchvisions_names(name: str) -> None:
     assert_same_outputs(model, source, torch.randn(IMAGE))
 
 
-@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "mobilenet_v3_small"])
 def test_by_position_into_a_model_without_names(name: str, tmp_path: Path) -> None:
     source = source_of(name)
     torch.save(source.state_dict(), tmp_path / f"{name}.pth")
