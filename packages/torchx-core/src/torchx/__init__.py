@@ -11,6 +11,9 @@ __path__ = extend_path(__path__, __name__)
 
 from typing import TYPE_CHECKING
 
+# Named, so that type checkers know ``torchx.core`` after ``import torchx`` (pyright
+# reads only what this file binds; the imports below bind it at run time).
+from torchx import core as core
 from torchx.core import AllocationError as AllocationError
 from torchx.core import ArgumentError as ArgumentError
 from torchx.core import BuildWarning as BuildWarning

@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Callable, Container, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import torch
 from torch import nn
@@ -286,6 +286,9 @@ def _frozen(value: Any) -> Any:
     return value
 
 
+_Leaf = TypeVar("_Leaf", bound="LeafLayer")
+
+
 class LeafLayer(Layer):
     """Base class of layers that build one native module: until its first
     input a leaf layer holds its constructor arguments and pending parameters;
@@ -323,7 +326,12 @@ class LeafLayer(Layer):
 
     _torchx_kind = "leaf"
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+    def __new__(cls: type[_Leaf], *args: Any, **kwargs: Any) -> _Leaf:
+        # Typed to return the class called, so that pyright (and so VS Code) types
+        # ``L.Linear(20)`` as a ``Linear`` and checks the call against ``__init__``:
+        # a ``__new__`` typed ``-> Any`` makes pyright type every call ``Any`` and
+        # skip ``__init__``. Only the type changes: the object is this class's until
+        # its build.
         if len(args) > _positional_count(cls):
             raise positional_error(cls, args, kwargs)
         return super().__new__(cls)

@@ -27,7 +27,7 @@ import json
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from torch import nn
 
@@ -539,13 +539,20 @@ def _check_untied(layer: nn.Module) -> None:
             )
 
 
+@overload
+def from_spec(
+    spec: Mapping[str, Any], *, registry: LayerRegistry | None = None, expect: None = None
+) -> Layer: ...
+@overload
+def from_spec(spec: Mapping[str, Any], *, registry: LayerRegistry | None = None, expect: type[_L]) -> _L: ...
 def from_spec(
     spec: Mapping[str, Any],
     *,
     registry: LayerRegistry | None = None,
-    expect: type[_L] | None = None,
-) -> _L:
-    """Construct the (unbuilt) layer or model that ``spec`` describes."""
+    expect: type[Layer] | None = None,
+) -> Layer:
+    """Construct the (unbuilt) layer or model that ``spec`` describes; with
+    ``expect``, one of that class (else a SpecError), typed so."""
     return read_document(spec, SpecReader(_registry(registry)), expect)
 
 

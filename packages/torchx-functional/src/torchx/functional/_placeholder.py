@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 import torch
 from torch import nn
@@ -1073,7 +1073,7 @@ class Placeholder:
     node: Node
 
     def __init__(
-        self, shape: Sequence[int | None], dtype: torch.dtype | None = None, name: str | None = None
+        self, shape: Sequence[int | Dim | None], dtype: torch.dtype | None = None, name: str | None = None
     ) -> None:
         if not isinstance(shape, (tuple, list, torch.Size)):
             raise TorchXError(f"Placeholder shape must be a tuple of dims, got {shape!r}")
@@ -1241,8 +1241,10 @@ class Placeholder:
     __le__ = _binary(operator.le)
     __gt__ = _binary(operator.gt)
     __ge__ = _binary(operator.ge)
-    __eq__ = _binary(operator.eq)  # type: ignore[assignment]  # a bool tensor, as torch's
-    __ne__ = _binary(operator.ne)  # type: ignore[assignment]
+    # A bool tensor, as torch's; declared, since a type checker would take object's
+    # ``-> bool`` (pyright does, for a name that a base class declares).
+    __eq__: ClassVar[Callable[[Placeholder, Any], Placeholder]] = _binary(operator.eq)  # type: ignore[assignment]
+    __ne__: ClassVar[Callable[[Placeholder, Any], Placeholder]] = _binary(operator.ne)  # type: ignore[assignment]
     __getitem__ = _binary(operator.getitem)
     __iadd__ = _augmented(operator.add)
     __isub__ = _augmented(operator.sub)
