@@ -51,6 +51,7 @@ def headline() -> L.Sequential:
 
 def one_layer() -> None:
     layer = L.Linear(20)  # out_features only
+    assert_type(layer, L.Linear)  # what an editor shows, and checks the call against
     print(layer)  # Linear(out_features=20, not built)
     optimizer = torch.optim.Adam(layer.parameters())  # weight and bias, not yet initialised
     y = layer(torch.zeros(16, 10))  # built here: in_features=10
@@ -126,8 +127,8 @@ def graph_details(inner: Functional) -> None:
     hidden = L.Linear(16)(x)  # a module call is typed Any (as torch types it), so torch functions take it
     relu = F.relu(hidden, inplace=True)  # records the out-of-place call
     a, b = L.Placeholder((None, 8), name="a"), L.Placeholder((None, 8), name="b")
-    # torch's functions are typed for tensors, and a Placeholder is not one: mypy refuses it there
-    joined = torch.cat([a, b], dim=1)  # type: ignore[list-item]
+    # torch's functions are typed for tensors, and a Placeholder is not one: mypy and pyright refuse it there
+    joined = torch.cat([a, b], dim=1)  # type: ignore[list-item]  # pyright: ignore[reportArgumentType]
     conv = L.Conv2d(64, 3, name="layer1.0.conv1")  # the submodule of that name
     token = L.Parameter((1, 1, 768))(L.Placeholder((None, 4, 768)))  # a learned class token
     block = L.Sequential(L.Linear(16), L.ReLU())
@@ -199,7 +200,7 @@ def helpers() -> None:
     target.soft_update(model, tau=0.005)  # target = 0.995 * target + 0.005 * model, one fused op
     model.clip_grad_norm(1.0)  # whole-model norm; returns it
     model.clip_grad_value(0.5)
-    model.num_parameters(trainable_only=True), model.device, model.dtype
+    print(model.num_parameters(trainable_only=True), model.device, model.dtype)  # 706 cpu torch.float32
     model.save("model.pt")  # state dict, plus the spec for TorchX layers
     model.load("model.pt")  # torch.load(weights_only=True); checks everything first
     nnx.freeze(model[0])  # a built leaf layer is its plain torch module
@@ -222,7 +223,7 @@ def ddp(batches: Iterable[tuple[torch.Tensor, torch.Tensor]]) -> None:
             loss = (model(x) - y).pow(2).mean()  # model runs through DistributedDataParallel
             optimizer.zero_grad()
             loss.backward()
-            optimizer.step()
+            optimizer.step()  # pyright: ignore[reportUnknownMemberType]  # torch's Adam.step is unannotated
     destroy_distributed()
 
 

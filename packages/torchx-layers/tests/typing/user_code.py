@@ -28,7 +28,7 @@ def train_step(model: nn.Module, batch: torch.Tensor) -> float:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     loss = model(batch).square().mean()
     loss.backward()
-    optimizer.step()
+    optimizer.step()  # pyright: ignore[reportUnknownMemberType]  # torch's SGD.step is unannotated
     return float(loss)
 
 
