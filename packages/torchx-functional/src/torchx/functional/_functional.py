@@ -238,18 +238,18 @@ class Functional(Container, OwnMetaOutput):
         given = {}
         for parameter, typed in zip(parameters, inputs, strict=True):
             expected: Input = parameter.structure
-            sizes = list(typed.shape)
-            for index, (size, (want, dim)) in enumerate(zip(sizes, expected.each_dim(), strict=False)):
-                if size is not None:
-                    continue
-                if index and want is not None:
+            dims = list(expected.each_dim())
+            sizes: list[int] = []
+            for index, size in enumerate(typed.shape):
+                want, dim = dims[index] if index < len(dims) else (None, None)
+                if size is None and index and want is not None:
                     raise ShapeError(
                         f"{_label(self)} input {parameter.key!r}",
                         f"dim {index} is dynamic (None) in the shape given, {want} in its placeholder",
                         fix=f"give {want} there, or define the placeholder with None in dim {index}",
                         source=self,
                     )
-                sizes[index] = 1 if dim is None else dim.min
+                sizes.append(size if size is not None else 1 if dim is None else dim.min)
             given[parameter.key] = torch.empty(sizes, dtype=typed.dtype, device="meta")
         _raise_input_error(self, given)
         return True
