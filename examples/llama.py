@@ -44,18 +44,22 @@ EPS = 1e-6
 
 
 def _rotary(sequence: int, head: int, theta: float) -> tuple[Placeholder, Placeholder]:
-    """The cosines and sines ``(sequence, head)`` of the rotation of each position:
-    position ``p`` turns the pair of dims ``(i, i + head / 2)`` by ``p / theta ** (2i / head)``."""
-    inverse_frequencies = 1.0 / theta ** (torch.arange(0, head, 2, dtype=torch.float) / head)
-    angles = torch.arange(sequence)[:, None].float() * inverse_frequencies  # a constant of the graph
-    angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos(), angles.sin()
+    """The cosines and signed sines ``(sequence, head)`` of the rotation of each
+    position: position ``p`` turns the pair of dims ``(i, i + head / 2)`` by
+    ``p / theta ** (2i / head)``. The first half of the sines is negated, as the
+    rotation takes it (see :func:`_rotate`)."""
+    inverse_frequencies = 1.0 / theta ** (torch.arange(0, head, 2, dtype=torch.float) / head)  # a constant
+    angles = torch.arange(sequence)[:, None].float() * inverse_frequencies
+    sin = angles.sin()
+    return torch.cat([angles, angles], dim=-1).cos(), torch.cat([-sin, sin], dim=-1)
 
 
-def _rotate(x: Placeholder, cos: Placeholder, sin: Placeholder) -> Placeholder:
-    """``x`` ``(batch, heads, sequence, head)`` with each position's pairs of dims rotated."""
-    half = x.shape[-1] // 2
-    return x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin
+def _rotate(x: Placeholder, cos: Placeholder, signed_sin: Placeholder) -> Placeholder:
+    """``x`` ``(batch, heads, sequence, head)`` with each position's pairs of
+    dims ``(a, b)`` turned to ``(a cos - b sin, b cos + a sin)``: the halves
+    swapped by ``roll`` meet the signed sines (Hugging Face's ``rotate_half``
+    negates the half instead; the values are the same to the bit)."""
+    return x * cos + x.roll(x.shape[-1] // 2, -1) * signed_sin
 
 
 def _attention(
