@@ -66,6 +66,19 @@ def test_the_first_compiled_call_builds_the_model_once_and_equals_eager(fullgrap
     assert counter.frame_count == 1  # the build added no recompile
 
 
+def test_an_unbuilt_model_shows_torch_compile_a_lazy_initializer_until_it_is_built() -> None:
+    """torch.compile builds a module first where its ``_initialize_hook`` is set: torch
+    2.13 asks ``hasattr``, 2.15 whether ``object.__getattribute__`` gives something
+    other than None (a lazy module's hook handle)."""
+    model = mlp()
+    for module in (model, model.get_submodule("0")):
+        assert object.__getattribute__(module, "_initialize_hook") is not None
+        assert hasattr(module, "_initialize_hook")
+    torchx.build(model, X)
+    for module in (model, model.get_submodule("0")):
+        assert not hasattr(module, "_initialize_hook")
+
+
 def test_an_unbuilt_leaf_layer_compiles_as_the_module_it_becomes() -> None:
     layer = Dense(4)
     assert frames_compiling(layer, fullgraph=True) == 1

@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
         "_transforms",
         "_scaling",
         "_meta_formulas",
+        "_torch_compat",
     },
     {"_arguments", "_pending", "_torch_style", "_record"},
     # registries, hookspecs, plugins, device scopes

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.torch_version import TorchVersion
 
 import torchx.layers as L
 from torchx.core import PluginManager, SpecError, TorchXError
@@ -23,6 +24,10 @@ NAMESPACES = {
     "torch.special": torch.special,
     "torch.fft": torch.fft,
 }
+
+REMOVED_BY_TORCH = {"torch.cholesky": "2.15", "torch.qr": "2.15"}
+"""Listed names that torch removed at a release (its name left as a stub that
+raises, which no graph records): from that release on, a spec naming one is refused."""
 
 
 def graph_spec(nodes: list[dict[str, Any]], modules: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -42,7 +47,8 @@ def test_every_public_name_of_torch_s_namespaces_is_listed_or_refused_by_a_spec(
     listed = refused = 0
     for prefix, namespace in NAMESPACES.items():
         for name in (name for name in dir(namespace) if not name.startswith("_")):
-            if name in FUNCTIONS[prefix]:
+            removed = REMOVED_BY_TORCH.get(f"{prefix}.{name}")
+            if name in FUNCTIONS[prefix] and (removed is None or TorchVersion(torch.__version__) < removed):
                 assert callable(function_named(f"{prefix}.{name}")), f"{prefix}.{name}"
                 listed += 1
                 continue

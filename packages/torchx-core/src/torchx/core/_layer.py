@@ -16,22 +16,19 @@ drawing.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import torch
 from torch import nn
 
-try:
-    from torch.fx._symbolic_trace import is_fx_symbolic_tracing as _fx_tracing
-except ImportError:  # torch before 2.6
-    from torch.fx._symbolic_trace import is_fx_tracing as _fx_tracing
-
 from torchx.core._arguments import checker_of
 from torchx.core._errors import ArgumentError, NotBuiltError, ShapeError
 from torchx.core._record import LayerRecord, init_module_state, layer_caption, name_problem
 from torchx.core._shapes import TypedShape
 from torchx.core._specs import SpecReader, SpecWriter, from_spec, to_spec
+from torchx.core._torch_compat import is_fx_tracing
 
 if TYPE_CHECKING:
     from torchx.core._graph import Graph
@@ -135,14 +132,18 @@ class Layer(nn.Module):
         return self
 
     # -- torch.compile builds it first ----------------------------------------
-    # ``torch.compile(layer)`` treats a layer that has ``_initialize_hook`` as
+    # ``torch.compile(layer)`` treats a layer whose ``_initialize_hook`` is set as
     # torch's lazy modules: before each compiled call, outside the compiled
     # code, it calls ``_infer_parameters``. So the first compiled call builds
     # the layer, and dynamo compiles the built model once, never a build.
+    # torch asks in two ways: ``hasattr`` (2.9 to 2.13 at least), and (2.15) whether
+    # ``object.__getattribute__`` gives something other than None, as for the
+    # hook handle a lazy module holds; the property answers both.
 
     @property
-    def _initialize_hook(self) -> None:
-        """Present while the layer has something to build. Once found built, a
+    def _initialize_hook(self) -> Callable[..., None]:
+        """Present (not None) while the layer has something to build: the
+        method that builds it, as a lazy module's hook. Once found built, a
         layer is taken to stay built: asked before every compiled call, this
         then costs a lookup, not a walk of the model (a layer added unbuilt
         later makes the compiled call say to build it)."""
@@ -150,6 +151,7 @@ class Layer(nn.Module):
         if state.get("_torchx_found_built") or self.is_built:
             state["_torchx_found_built"] = True
             raise AttributeError("_initialize_hook")
+        return self._infer_parameters
 
     def _infer_parameters(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None
@@ -253,7 +255,7 @@ def cannot_build_while_compiling(label: str) -> NotBuiltError:
     raised by the traced code by skipping every frame on the stack from then
     on, for every model, until ``torch._dynamo.reset()``."""
     if torch.compiler.is_dynamo_compiling():
-        _refuse_in_dynamo(label)
+        _THIS_MODULE._refuse_in_dynamo(label)  # see __getattr__ below
     return _not_built_while_tracing(label)
 
 
@@ -264,14 +266,24 @@ def _not_built_while_tracing(label: str) -> NotBuiltError:
     )
 
 
-@torch.compiler.assume_constant_result  # type: ignore[untyped-decorator]  # dynamo calls it, not traces it
-def _refuse_in_dynamo(label: str) -> NoReturn:
+def _refuse(label: str) -> NoReturn:
     raise _not_built_while_tracing(label)
 
 
-def is_fx_tracing() -> bool:
-    """Whether ``torch.fx.symbolic_trace`` is tracing the code running now."""
-    return bool(_fx_tracing())
+_THIS_MODULE = sys.modules[__name__]
+
+
+def __getattr__(name: str) -> object:
+    """``_refuse_in_dynamo``: :func:`_refuse` marked for dynamo to call rather than
+    trace, made when dynamo first reads it (as it traces
+    :func:`cannot_build_while_compiling`: dynamo reads a module's attribute with
+    ``getattr``) rather than at import, since ``torch.compiler.assume_constant_result``
+    imports ``torch._dynamo``, which costs more than half of ``import torch`` again."""
+    if name != "_refuse_in_dynamo":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    marked = torch.compiler.assume_constant_result(_refuse)  # type: ignore[no-untyped-call]
+    globals()[name] = marked  # one object: dynamo's guards on it hold
+    return marked
 
 
 def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:

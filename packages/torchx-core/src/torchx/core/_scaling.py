@@ -14,21 +14,35 @@ strided by 2), and :attr:`Scaling.multiple` says which multiples.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
-import sympy  # type: ignore[import-untyped]
+__all__ = ["Scaling", "Symbols", "symbols"]
 
-__all__ = ["BATCH", "POSITION", "Scaling"]
 
-BATCH = sympy.Symbol("N", positive=True, integer=True)
-"""The size of a dynamic dim 0 (the batch)."""
-POSITION = sympy.Symbol("T", positive=True, integer=True)
-"""The size of every other dynamic dim (positions of a sequence, of a feature map)."""
-_STEPS = sympy.Symbol("U", positive=True, integer=True)
-"""``T / multiple``: a count in it has no rounding left."""
+class Symbols(NamedTuple):
+    """The symbols counts are written in (sympy's, made on first use: sympy is
+    imported where a summary counts on symbols, not by ``import torchx``)."""
+
+    batch: Any
+    """``N``: the size of a dynamic dim 0 (the batch)."""
+    position: Any
+    """``T``: the size of every other dynamic dim (positions of a sequence, of a feature map)."""
+    steps: Any
+    """``U = T / multiple``: a count in it has no rounding left."""
+
+
+@functools.cache
+def symbols() -> Symbols:
+    """``N``, ``T`` and ``U`` (see :class:`Symbols`)."""
+    import sympy  # type: ignore[import-untyped]
+
+    return Symbols(*(sympy.Symbol(name, positive=True, integer=True) for name in "NTU"))
+
+
 _ROUNDS = 4
 """How many times nested roundings may ask for a larger multiple."""
 
@@ -48,16 +62,19 @@ class Scaling:
 
     @classmethod
     def of(cls, expression: Any) -> Scaling | None:
-        """The polynomial ``expression`` (in :data:`BATCH` and :data:`POSITION`)
+        """The polynomial ``expression`` (in ``N`` and ``T``, see :func:`symbols`)
         is where ``T`` is a multiple that clears its roundings down (``floor``),
         or None where it is none (another function or symbol, a fraction of a
         count, a rounding no multiple of ``T`` clears)."""
+        import sympy
+
         multiple = _multiple(expression)
         if multiple is None:
             return None
+        batch, position, steps = symbols()
         try:
             polynomial = sympy.Poly(
-                sympy.expand(expression.xreplace({POSITION: multiple * _STEPS})), BATCH, _STEPS
+                sympy.expand(expression.xreplace({position: multiple * steps})), batch, steps
             )
         except sympy.PolynomialError:
             return None
@@ -124,14 +141,17 @@ def _multiple(expression: Any) -> int | None:
     """A multiple of ``T`` that clears every ``floor`` in ``expression`` (the
     strides it divides ``T`` by; 1 without any), or None where none does (a
     floor of the batch alone)."""
+    import sympy
+
+    _, position, steps_symbol = symbols()
     multiple = 1
     for _ in range(_ROUNDS):
-        floors = sympy.expand(expression.xreplace({POSITION: multiple * _STEPS})).atoms(sympy.floor)
+        floors = sympy.expand(expression.xreplace({position: multiple * steps_symbol})).atoms(sympy.floor)
         if not floors:
             return multiple
         innermost = [floor.args[0] for floor in floors if not floor.args[0].has(sympy.floor)]
         try:
-            steps = [sympy.Poly(argument, _STEPS) for argument in innermost]
+            steps = [sympy.Poly(argument, steps_symbol) for argument in innermost]
         except sympy.PolynomialError:
             return None
         denominators = {sympy.denom(coefficient) for step in steps for (k,), coefficient in step.terms() if k}

@@ -30,17 +30,13 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sympy  # type: ignore[import-untyped]
 import torch
 from torch import nn
-from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 from torch.nn.parameter import is_lazy
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
-from torch.utils._sympy.functions import FloorDiv
 from torch.utils.flop_counter import flop_registry
 
 from torchx.core import _memory as memory
@@ -51,7 +47,7 @@ from torchx.core._layer import Layer
 from torchx.core._leaf import unbuilt_layers
 from torchx.core._memory import format_bytes
 from torchx.core._record import layer_name
-from torchx.core._scaling import BATCH, POSITION, Scaling
+from torchx.core._scaling import Scaling, symbols
 from torchx.core._shapes import (
     DYNAMIC_PROBES,
     InputLike,
@@ -63,6 +59,9 @@ from torchx.core._shapes import (
     meta_copy,
     shape_of,
 )
+
+if TYPE_CHECKING:
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 __all__ = [
     "Allocation",
@@ -605,6 +604,8 @@ def _sizes_by_position(
     shapes = [input_shape(value) for value in inputs]
     if not any(dim is None for shape in shapes for dim in shape[1:]):
         return None
+    import sympy  # type: ignore[import-untyped]  # here, not at import: it takes a second
+
     sizes = (
         _symbolic_bytes(shape, input_dtype(value, dtype)) for value, shape in zip(inputs, shapes, strict=True)
     )
@@ -623,7 +624,10 @@ def _sizes_by_position(
 
 def _symbolic_bytes(shape: Shape, dtype: torch.dtype) -> Any:
     """Bytes of an input shaped ``shape``: a dynamic dim 0 is ``N``, any other ``T``."""
-    dims = (dim if dim is not None else BATCH if index == 0 else POSITION for index, dim in enumerate(shape))
+    import sympy
+
+    batch, position, _ = symbols()
+    dims = (dim if dim is not None else batch if index == 0 else position for index, dim in enumerate(shape))
     return sympy.Mul(dtype.itemsize, *dims)
 
 
@@ -666,6 +670,10 @@ class _SymbolicRun:
         """``model``'s forward on ``inputs`` shaped ``shapes``, or None where it
         fails (ops without fake kernels, control flow on a size) or fixes a
         dynamic dim (inputs whose dims must be equal)."""
+        import sympy
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
         shape_env = ShapeEnv()
         mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
         try:
@@ -691,19 +699,23 @@ class _SymbolicRun:
         except Exception:  # noqa: BLE001 - any failure of the fake run: the probes' mult-adds, memory unknown
             return None
         run = cls(calls, recorder, shape_env, {})
+        batch, position, _ = symbols()
         roles = {
-            (run.count(size), BATCH if index == 0 else POSITION)
+            (run.count(size), batch if index == 0 else position)
             for fake, shape in zip(fakes, shapes, strict=True)
             for index, (size, dim) in enumerate(zip(fake.shape, shape, strict=True))
             if dim is None
         }
-        symbols = dict(roles)
-        if len(symbols) != len(roles) or not all(isinstance(symbol, sympy.Symbol) for symbol in symbols):
+        by_symbol = dict(roles)
+        if len(by_symbol) != len(roles) or not all(isinstance(symbol, sympy.Symbol) for symbol in by_symbol):
             return None  # a dynamic dim was fixed, or the batch had to equal the positions
-        return replace(run, symbols=symbols)
+        return replace(run, symbols=by_symbol)
 
     def count(self, value: object) -> Any:
         """``value`` (an int or a ``SymInt``) in ``N`` and ``T``, a floor division as a ``floor``."""
+        import sympy
+        from torch.utils._sympy.functions import FloorDiv
+
         raw = (
             self.shape_env.replace(value.node.expr)
             if isinstance(value, torch.SymInt)
@@ -713,6 +725,8 @@ class _SymbolicRun:
 
     def bytes(self, shape: Shape, dtype: torch.dtype) -> Any:
         """Bytes of a tensor shaped ``shape`` (of ``SymInt``s and ints), in ``N`` and ``T``."""
+        import sympy
+
         return sympy.Mul(dtype.itemsize, *map(self.count, shape))
 
 

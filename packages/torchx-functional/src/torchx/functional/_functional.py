@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -597,7 +598,7 @@ def _check_inputs(model: Functional, given: dict[str, Any]) -> None:
         or torch._C._functorch.is_batchedtensor(value)
         for _, expected, value in _input_leaves(model, given)
     ):
-        _raise_input_error_eagerly(model, given)
+        _THIS_MODULE._raise_input_error_eagerly(model, given)  # see __getattr__ below
 
 
 def _raise_input_error(model: Functional, given: dict[str, Any]) -> None:
@@ -607,11 +608,26 @@ def _raise_input_error(model: Functional, given: dict[str, Any]) -> None:
         raise error
 
 
-_raise_input_error_eagerly: Callable[[Functional, dict[str, Any]], None] = torch.compiler.disable(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
-    _raise_input_error,
-    reason="an input of a TorchX Functional does not fit its placeholder; "
-    "call the model uncompiled to see which and how to fix it",
+_MISFIT = (
+    "an input of a TorchX Functional does not fit its placeholder; "
+    "call the model uncompiled to see which and how to fix it"
 )
+"""Why a compiled Functional breaks its graph on a misfit (torch names it under ``fullgraph=True``)."""
+
+_THIS_MODULE = sys.modules[__name__]
+
+
+def __getattr__(name: str) -> object:
+    """``_raise_input_error_eagerly``: :func:`_raise_input_error` that dynamo runs
+    rather than traces, made when dynamo first reads it (as it traces
+    :func:`_check_inputs`: dynamo reads a module's attribute with ``getattr``)
+    rather than at import, since ``torch.compiler.disable`` imports
+    ``torch._dynamo``, which costs more than half of ``import torch`` again."""
+    if name != "_raise_input_error_eagerly":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    disabled = torch.compiler.disable(_raise_input_error, reason=_MISFIT)  # type: ignore[no-untyped-call]
+    globals()[name] = disabled  # one object: dynamo's guards on it hold
+    return disabled
 
 
 def _input_error(model: Functional, given: dict[str, Any]) -> LayerError | None:

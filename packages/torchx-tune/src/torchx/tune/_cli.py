@@ -31,7 +31,6 @@ from optuna.trial import TrialState
 from torchx.core import CheckpointError, from_spec, save_spec
 from torchx.plugin import (
     UsageError,
-    add_input_arguments,
     format_table,
     input_path,
     inputs_of,
@@ -44,9 +43,8 @@ from torchx.tune._search import Objective, SearchResult, _sqlite_path, best_tria
 from torchx.tune._space import load_space
 from torchx.tune._weights import DEFAULT_FOLDER, checked_weights, weights_folder
 
-__all__ = ["configure_tune", "configure_tune_report", "load_objective", "tune", "tune_report"]
+__all__ = ["load_objective", "tune", "tune_report"]
 
-DEFAULT_STORAGE = "sqlite:///study.db"
 TOP_TRIALS = 10
 """How many of the best trials ``torchx tune`` prints at the end."""
 
@@ -57,39 +55,8 @@ _STORAGE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, ImportError, OSError, ValueEr
 """What opening a storage URL raises: a bad URL or database, a missing driver, an unwritable folder."""
 
 
-def configure_tune(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "space", help="the search space: a .json or .yaml spec with $int/$float/$choice/$repeat markers"
-    )
-    parser.add_argument(
-        "--objective",
-        required=True,
-        metavar="FILE[:FUNCTION]",
-        help="the Python file and function (default: objective) that trains a built model and returns its "
-        "value: objective(model, trial) -> float; this file is run, as python would run it",
-    )
-    add_input_arguments(parser, required=True)
-    parser.add_argument("--trials", type=_count, required=True, help="how many more trials to run (0: none)")
-    _add_study_arguments(parser, storage_default=DEFAULT_STORAGE)
-    parser.add_argument("--direction", choices=("minimize", "maximize"), default="minimize")
-    for name, unit in (("params", "parameters"), ("mult-adds", "multiply-adds of one forward")):
-        parser.add_argument(
-            f"--max-{name}", type=_limit, metavar="N", help=f"prune candidates with more {unit}"
-        )
-    parser.add_argument(
-        "--max-activation-mb",
-        type=_limit,
-        metavar="MB",
-        help="prune candidates whose largest activation is larger",
-    )
-    parser.add_argument("-o", "--output", help="write the best trial's spec (.yaml, .yml or .json)")
-    parser.add_argument(
-        "--weights", help="write the checkpoint the best trial's objective saved (.safetensors)"
-    )
-
-
 def tune(options: argparse.Namespace) -> int:
-    """Search a space of architectures: each candidate checked for free, then trained by your objective."""
+    """``torchx tune``: see :data:`~torchx.tune._arguments.TUNE_HELP`."""
     if options.dtype is not None:
         raise UsageError(
             "--dtype: a search builds in float32; give an input's dtype with its shape: --input None,20:int64"
@@ -169,15 +136,8 @@ class _StopAfterTrial:
         print("torchx tune: stopping after the running trial (Ctrl-C again: stop now)", file=sys.stderr)
 
 
-def configure_tune_report(parser: argparse.ArgumentParser) -> None:
-    _add_study_arguments(parser, storage_default=None)
-    parser.add_argument(
-        "-o", "--output", default="report.html", help="the report to write: .html (a page) or .png (an image)"
-    )
-
-
 def tune_report(options: argparse.Namespace) -> int:
-    """Write a study's trials table and plots (objective vs parameters, parameter importances)."""
+    """``torchx tune-report``: see :data:`~torchx.tune._arguments.TUNE_REPORT_HELP`."""
     output = output_path(options.output, REPORT_SUFFIXES)
     database = _sqlite_path(options.storage)
     if database is not None and not database.is_file():  # opening it would make an empty database
@@ -228,38 +188,6 @@ def load_objective(text: str) -> Objective:
 
 def _defined_in(value: object, module: str) -> bool:
     return callable(value) and getattr(value, "__module__", None) == module
-
-
-def _add_study_arguments(parser: argparse.ArgumentParser, *, storage_default: str | None) -> None:
-    parser.add_argument(
-        "--storage",
-        default=storage_default,
-        required=storage_default is None,
-        metavar="URL",
-        help="the study's Optuna storage: an SQLAlchemy URL, sqlite:///study.db on one machine, "
-        f"postgresql://... for workers on several{'' if storage_default is None else f' (default: {storage_default})'}",
-    )
-    parser.add_argument(
-        "--study",
-        help="the study's name in the storage (torchx tune: default the space file's name; "
-        "tune-report: default the storage's only study)",
-    )
-
-
-def _count(text: str) -> int:
-    if not (text.isascii() and text.isdigit()):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of trials >= 0")
-    return int(text)
-
-
-def _limit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number > 0, such as 1e6")
-    return value
 
 
 def _weights_folder(storage: str) -> Path:
