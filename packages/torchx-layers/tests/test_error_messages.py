@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from torch_features import META_CHECKS_KERNEL_SIZES
 
 import torchx
 import torchx.layers as L
@@ -89,11 +90,15 @@ def test_an_embedding_fed_floats_asks_for_integer_ids() -> None:
             "fix: give it spatial dims of at least (5, 5) (the kernel spans (5, 5) at dilation (1, 1), "
             "less padding (0, 0) on each side), or a smaller kernel_size or dilation, or more padding",
         ),
-        (
+        pytest.param(
             L.Conv2d(4, 3, dilation=2, padding=1),
             ((None, 3, 8, 2),),
             "fix: give it spatial dims of at least (3, 3) (the kernel spans (5, 5) at dilation (2, 2), "
             "less padding (1, 1) on each side)",
+            marks=pytest.mark.skipif(
+                not META_CHECKS_KERNEL_SIZES,
+                reason="this torch's meta convolution gives a size of 0: its first real call refuses it",
+            ),
         ),
         (
             L.Reshape((5, 5)),

@@ -15,7 +15,7 @@ import pytest
 from torch import nn
 
 import torchx.layers as L
-from torchx.core import Layer
+from torchx.core import ArgumentError, Layer
 
 DELIBERATE = {
     ("Embedding", "_weight"): "private: a pretrained table is loaded with load_state_dict",
@@ -64,8 +64,21 @@ def test_the_signature_matches_torch_but_for_the_listed_differences(cls: type[La
             assert mine[name].default is None and mine[name].kind is mine[name].KEYWORD_ONLY, name
         else:
             assert mine[name].default == parameter.default, f"{cls.__name__}.{name}: {mine[name].default!r}"
-    extra = set(mine) - set(theirs) - set(ADDED)
+    newer = set(getattr(cls, "newer_native_arguments", ()))  # taken by newer torch releases only
+    extra = set(mine) - set(theirs) - set(ADDED) - newer
     assert not extra, f"{cls.__name__} takes {extra}, which torch's {native.__name__} does not"
+
+
+def test_arguments_of_newer_torch_releases_are_refused_on_older_ones_unless_at_their_default() -> None:
+    layer = L.BatchNorm2d(bias=True)  # the default, which every torch does
+    assert "bias" not in layer.arguments
+    if "bias" in parameters(nn.BatchNorm2d.__init__):  # torch 2.12 and later
+        assert L.BatchNorm2d(bias=False).arguments["bias"] is False
+        return
+    with pytest.raises(
+        ArgumentError, match=r"^BatchNorm2d: bias=False needs a newer torch: .*\n  fix: leave bias"
+    ):
+        L.BatchNorm2d(bias=False)
 
 
 @pytest.mark.parametrize("cls", torch_layers(), ids=lambda cls: cls.__name__)

@@ -29,6 +29,7 @@ import inspect
 import math
 import os
 import threading
+import traceback
 import warnings
 from collections.abc import Callable, Container, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -37,7 +38,6 @@ from typing import Any, ClassVar, TypeVar, cast
 
 import torch
 from torch import nn
-from torch.nn.modules.module import _has_any_global_hook
 from torch.utils._pytree import tree_leaves, tree_map
 
 from torchx.core._errors import (
@@ -54,9 +54,9 @@ from torchx.core._errors import (
     short_repr,
     torch_message,
 )
-from torchx.core._layer import Layer, cannot_build_while_compiling, is_fx_tracing
+from torchx.core._layer import Layer, _signature_defaults, cannot_build_while_compiling, is_fx_tracing
 from torchx.core._memory import Rehearsal, allocation_budget, check_allocation
-from torchx.core._native_signature import check_layer_signature
+from torchx.core._native_signature import check_layer_signature, refuse_missing_newer
 from torchx.core._pending import (
     Layout,
     PlacementRequest,
@@ -85,6 +85,7 @@ from torchx.core._shapes import (
     run_on_meta,
 )
 from torchx.core._symbolic import find_symbolic
+from torchx.core._torch_compat import has_any_global_hook
 from torchx.core._torch_style import positional_error
 from torchx.core._transforms import outside_transforms
 from torchx.core._tree import submodules
@@ -305,6 +306,12 @@ class LeafLayer(Layer):
     """Native constructor arguments this class always passes: a family with one
     native module tells it which member it is (``L.Add``: ``{"op": "add"}``)."""
 
+    newer_native_arguments: ClassVar[frozenset[str]] = frozenset()
+    """Parameters of ``__init__`` that the native class takes only in newer torch
+    releases (``L.BatchNorm2d``'s ``bias``). On an older torch, one given at its
+    default is left out of the native call, and another value is refused
+    (``ArgumentError``) when the layer is made."""
+
     inferable_arguments: ClassVar[tuple[str, ...]] = ()
     """Every argument this layer can infer (default: the keys of
     ``inferred_arguments``); given, each is checked against the input."""
@@ -338,6 +345,8 @@ class LeafLayer(Layer):
 
     def __init__(self, **arguments: Any) -> None:
         device, dtype = arguments.pop("device", None), arguments.pop("dtype", None)
+        if type(self).newer_native_arguments:
+            refuse_missing_newer(type(self), arguments, _signature_defaults(type(self)))
         self._record_construction(arguments.pop("name", None), arguments)
         if device is not None or dtype is not None:
             self.__dict__["_torchx_request"] = PlacementRequest(
@@ -665,7 +674,7 @@ class LeafLayer(Layer):
             except (ValueError, TypeError, RuntimeError, AssertionError) as error:
                 raise ArgumentError(
                     f"{self.layer_label()}: torch's {native.__name__} refuses these arguments: "
-                    f"{torch_message(error)}",
+                    f"{torch_message(error) or _failed_check(error)}",
                     fix="change the arguments as the message says",
                 ) from None
             if key is not None:
@@ -843,7 +852,9 @@ def _classified(
         weights = next((p.dtype for p in layer.parameters() if p.is_floating_point()), None)
         differs = _dtype_differs(layer_class, inputs, weights)
         about_dtype = _is_dtype_problem(message)
-        if (about_dtype and differs) or _fails_on_meta(layer, *call):
+        # ids that are not integers are the problem where torch says a dtype is, whatever
+        # the meta kernel says (torch 2.9's takes float ids into an embedding)
+        if (about_dtype and (differs or _not_ids(layer_class, inputs))) or _fails_on_meta(layer, *call):
             if not about_dtype:
                 return ShapeError(
                     label,
@@ -874,6 +885,23 @@ def _classified(
         f"raised in {label}'s first call, on input {describe_inputs(inputs)}" + (f": {hint}" if hint else ""),
     )
     return error
+
+
+def _not_ids(layer_class: type[LeafLayer], inputs: tuple[Any, ...]) -> bool:
+    """Whether a layer that takes integer ids got a tensor of another dtype."""
+    return layer_class.integer_input and any(
+        isinstance(value, torch.Tensor)
+        and (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool)
+        for value in inputs
+    )
+
+
+def _failed_check(error: BaseException) -> str:
+    """What failed, for an error without a message (a bare ``assert`` of torch's,
+    as ``nn.Hardtanh``'s ``max_val > min_val`` on torch 2.9): its source line."""
+    frames = traceback.extract_tb(error.__traceback__)
+    line = frames[-1].line if frames else None
+    return f"{line} failed" if line else type(error).__name__
 
 
 def _dtype_differs(
@@ -1124,7 +1152,7 @@ def _runs_hooks(module: nn.Module) -> bool:
         or module._forward_pre_hooks
         or module._backward_hooks
         or module._backward_pre_hooks
-        or _has_any_global_hook()  # type: ignore[no-untyped-call]
+        or has_any_global_hook()
     )
 
 

@@ -12,14 +12,17 @@ from __future__ import annotations
 import difflib
 import inspect
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import torch
 from torch import nn
+
+from torchx.core._errors import ArgumentError, short_repr
 
 if TYPE_CHECKING:
     from torchx.core._leaf import LeafLayer
 
-__all__ = ["check_layer_signature", "native_parameters"]
+__all__ = ["check_layer_signature", "native_parameters", "refuse_missing_newer"]
 
 LAYER_PARAMETERS = frozenset({"self", "name"})
 """Parameters every layer's ``__init__`` may take that the native does not (``name=``)."""
@@ -70,7 +73,7 @@ def check_layer_signature(cls: type[LeafLayer]) -> None:
         *((name, "inferred argument") for name in cls.inferred_arguments),
         *((name, "native argument") for name in cls.native_arguments),
     ]:
-        if name in accepted or name in LAYER_PARAMETERS:
+        if name in accepted or name in LAYER_PARAMETERS or name in cls.newer_native_arguments:
             continue
         close = difflib.get_close_matches(name, accepted, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -78,3 +81,45 @@ def check_layer_signature(cls: type[LeafLayer]) -> None:
             f"{cls.__qualname__}: {where} {name!r} is not a parameter of {native.__qualname__} "
             f"(it takes {', '.join(p for p in accepted if p != 'self')}){hint}"
         )
+
+
+_MISSING: dict[type, frozenset[str]] = {}
+"""By layer class: the names of its ``newer_native_arguments`` that its native
+class on the torch installed does not take."""
+
+
+def refuse_missing_newer(
+    cls: type[LeafLayer], arguments: dict[str, Any], defaults: Mapping[str, Any]
+) -> None:
+    """Where the torch installed is older than some of ``cls.newer_native_arguments``:
+    leave out of ``arguments`` those given at their default (what the native does
+    without them), and refuse one given another value.
+
+    :raises ArgumentError: naming the argument, the native class and the torch installed.
+    """
+    missing = _MISSING.get(cls)
+    if missing is None:
+        native = cls.native_class
+        accepted = None if native is None else native_parameters(native)
+        missing = _MISSING[cls] = frozenset(
+            () if accepted is None else (name for name in cls.newer_native_arguments if name not in accepted)
+        )
+    for name in missing.intersection(arguments):
+        value = arguments[name]
+        if name in defaults and _same(value, defaults[name]):
+            del arguments[name]
+            continue
+        native_name = "" if cls.native_class is None else cls.native_class.__qualname__
+        raise ArgumentError(
+            f"{cls.__qualname__}: {name}={short_repr(value)} needs a newer torch: {native_name} of torch "
+            f"{torch.__version__} takes no {name}",
+            argument=name,
+            fix=f"leave {name} at its default ({short_repr(defaults.get(name))}), or upgrade torch",
+        )
+
+
+def _same(value: Any, default: Any) -> bool:
+    try:
+        return bool(value == default) and type(value) is type(default)
+    except Exception:  # noqa: BLE001 - odd objects compare ambiguously: not the default
+        return False

@@ -38,12 +38,16 @@ class _PerChannelNorm(ChannelsFirst):
 
 
 def _optional_bias(bias: bool) -> dict[str, bool]:
-    """``bias=False`` for the native constructor, only when asked: torch's norms
-    before 2.13 have no ``bias`` argument, and its default is what they do."""
+    """``bias=False`` for the native constructor, only when asked: torch's batch,
+    instance and group norms before 2.12 have no ``bias`` argument, and its
+    default is what they do (``bias=False`` is refused there: see
+    ``newer_native_arguments``)."""
     return {} if bias else {"bias": False}
 
 
 class _BatchNorm(_PerChannelNorm):
+    newer_native_arguments = frozenset({"bias"})
+
     def __init__(
         self,
         *,
@@ -92,6 +96,8 @@ class BatchNorm3d(_BatchNorm):
 
 
 class _InstanceNorm(_PerChannelNorm):
+    newer_native_arguments = frozenset({"bias"})
+
     def __init__(
         self,
         *,
@@ -313,6 +319,7 @@ class GroupNorm(LeafLayer):
     """``nn.GroupNorm`` with ``num_channels`` read off dim 1 of ``(N, C, *)``."""
 
     native_class = nn.GroupNorm
+    newer_native_arguments = frozenset({"bias"})
     inferred_arguments: ClassVar = {"num_channels": FromInput(dim=1, state=FromState("weight", 0))}
     input_layout = "(N, C, *)"
     same_shape = True
