@@ -231,8 +231,8 @@ class Functional(Container, OwnMetaOutput):
         """Check inputs of these shapes against the placeholders, without running
         anything: each fits as a tensor does when the model is called (a
         dynamic dim, ``None``, fits only a dynamic dim of its placeholder).
-        False for a forward taking lists or dicts of tensors, which
-        :func:`torchx.build` cannot give."""
+        False where one does not fit, and for a forward taking lists or dicts
+        of tensors, which :func:`torchx.build` cannot give."""
         parameters = parameters_of(self._torchx_program)
         if len(inputs) != len(parameters) or not all(isinstance(p.structure, Input) for p in parameters):
             return False
@@ -252,8 +252,7 @@ class Functional(Container, OwnMetaOutput):
                     )
                 sizes.append(size if size is not None else 1 if dim is None else dim.min)
             given[parameter.key] = torch.empty(sizes, dtype=typed.dtype, device="meta")
-        _raise_input_error(self, given)
-        return True
+        return _input_error(self, given) is None  # else the meta run names the misfit, in the shapes given
 
     def dynamic_shapes(self) -> dict[str, Any]:
         """The dynamic dims of its inputs, as ``torch.export`` takes them:
