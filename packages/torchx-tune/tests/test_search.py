@@ -15,7 +15,7 @@ import torch
 from optuna.trial import TrialState
 
 from torchx.core import SpecError, TypedShape, from_spec
-from torchx.tune import _search, parse_space
+from torchx.tune import _search, _storage, parse_space
 from torchx.tune._checks import Constraints
 from torchx.tune._search import search, spec_key
 
@@ -518,7 +518,7 @@ def test_the_heartbeat_beats_on_after_a_failed_write(monkeypatch: pytest.MonkeyP
     ids=["relative", "percent-escaped", "driver", "memory", "no-file", "postgresql", "not-a-url"],
 )
 def test_the_sqlite_file_of_a_url_is_read_as_sqlalchemy_reads_it(url: str, path: str | None) -> None:
-    assert _search._sqlite_path(url) == (None if path is None else Path(path))
+    assert _storage.sqlite_path(url) == (None if path is None else Path(path))
 
 
 def test_a_search_on_an_sqlite_file_in_a_folder_with_a_space(tmp_path: Path) -> None:

@@ -39,8 +39,9 @@ from torchx.plugin import (
 )
 from torchx.tune._checks import Constraints, one_line
 from torchx.tune._report import HEADERS, REPORT_SUFFIXES, trial_rows, write_report
-from torchx.tune._search import Objective, SearchResult, _sqlite_path, best_trials, search
+from torchx.tune._search import Objective, SearchResult, best_trials, search
 from torchx.tune._space import load_space
+from torchx.tune._storage import sqlite_path
 from torchx.tune._weights import DEFAULT_FOLDER, checked_weights, weights_folder
 
 __all__ = ["load_objective", "tune", "tune_report"]
@@ -139,7 +140,7 @@ class _StopAfterTrial:
 def tune_report(options: argparse.Namespace) -> int:
     """``torchx tune-report``: see :data:`~torchx.tune._arguments.TUNE_REPORT_HELP`."""
     output = output_path(options.output, REPORT_SUFFIXES)
-    database = _sqlite_path(options.storage)
+    database = sqlite_path(options.storage)
     if database is not None and not database.is_file():  # opening it would make an empty database
         raise UsageError(f"--storage {options.storage}: no such database file {database}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -193,7 +194,7 @@ def _defined_in(value: object, module: str) -> bool:
 def _weights_folder(storage: str) -> Path:
     """Where the objective's :func:`~torchx.tune.save_weights` writes: beside an SQLite file
     (``study.db``: ``study-weights/``), else ``torchx-tune-weights`` here."""
-    database = _sqlite_path(storage)
+    database = sqlite_path(storage)
     return DEFAULT_FOLDER if database is None else database.with_name(f"{database.stem}-weights")
 
 

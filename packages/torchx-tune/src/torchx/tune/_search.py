@@ -28,7 +28,6 @@ without it. The workers' clocks must agree to well within that grace period.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import math
@@ -38,12 +37,9 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import optuna
-import sqlalchemy.engine
-import sqlalchemy.exc
 import torch
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import BaseStorage
@@ -52,6 +48,7 @@ from optuna.trial import FixedTrial, FrozenTrial, TrialState
 
 from torchx.core import SpecError, TypedShape, build, from_spec
 from torchx.tune._checks import Check, Constraints, Input, check, model_inputs, one_line
+from torchx.tune._storage import creation_lock, open_storage
 
 __all__ = ["SearchResult", "SearchSpace", "best_trials", "search", "spec_key"]
 
@@ -67,8 +64,6 @@ _NOT_ITS_SPACE = (
     "the study did not run with this search space and input (was one changed since?); "
     "fix: search with the space and input it ran with, or start a new study (--study NAME)"
 )
-_SQLITE_TIMEOUT_S = 60
-"""How long a SQLite write waits for another worker's transaction."""
 
 
 class SearchSpace(Protocol):
@@ -131,8 +126,8 @@ def search(
     """
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 0:
         raise ValueError(f"search: n_trials must be an int >= 0, got {n_trials!r}; fix: pass n_trials=20")
-    with _creation_lock(storage):  # an RDBStorage creates its tables when made
-        store = _storage(storage)
+    with creation_lock(storage):  # an RDBStorage creates its tables when made
+        store = open_storage(storage)
         opened = optuna.create_study(
             storage=store,
             sampler=sampler,
@@ -361,50 +356,3 @@ def _result(study: optuna.Study, space: SearchSpace, inputs: tuple[Input, ...]) 
             f"its parameters give another architecture, or it was built for another input: {_NOT_ITS_SPACE}",
         )
     return SearchResult(study, best, spec)
-
-
-def _sqlite_path(storage: object) -> Path | None:
-    """The database file of an SQLite URL, as SQLAlchemy reads it (percent-escapes decoded, any
-    driver); None for another storage, an in-memory database or a ``file:`` URI."""
-    if not isinstance(storage, str):
-        return None
-    try:
-        url = sqlalchemy.engine.make_url(storage)
-    except sqlalchemy.exc.ArgumentError:  # opening it says why
-        return None
-    database = url.database
-    if (
-        url.get_backend_name() != "sqlite"
-        or database in (None, "", ":memory:")
-        or database.startswith("file:")
-    ):
-        return None
-    return Path(database)
-
-
-def _storage(storage: str | BaseStorage | None) -> BaseStorage:
-    """``storage`` as an Optuna storage: None in memory, a URL in a database (on an SQLite file,
-    writes wait for other workers' transactions)."""
-    if storage is None:
-        return optuna.storages.InMemoryStorage()
-    if not isinstance(storage, str):
-        return storage
-    if _sqlite_path(storage) is None:
-        return optuna.storages.RDBStorage(storage)
-    return optuna.storages.RDBStorage(storage, engine_kwargs={"connect_args": {"timeout": _SQLITE_TIMEOUT_S}})
-
-
-@contextlib.contextmanager
-def _creation_lock(storage: object) -> Iterator[None]:
-    """On an SQLite file, a file lock next to it (two processes creating one database's tables at
-    once would fail); elsewhere nothing."""
-    path = _sqlite_path(storage)
-    if path is None:
-        yield
-        return
-    with open(f"{path}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
