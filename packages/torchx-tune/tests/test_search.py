@@ -13,6 +13,7 @@ import optuna
 import pytest
 import torch
 from optuna.trial import TrialState
+from tune_cases import Choices, Objective, mlp
 
 from torchx.core import SpecError, TypedShape, from_spec
 from torchx.tune import _search, _storage, parse_space
@@ -20,34 +21,6 @@ from torchx.tune._checks import Constraints
 from torchx.tune._search import search, spec_key
 
 WORKER = Path(__file__).with_name("tune_worker.py")
-
-
-def mlp(width: int) -> dict[str, Any]:
-    return {
-        "type": "Sequential",
-        "layers": [{"type": "Linear", "args": {"out_features": width}}, {"type": "ReLU"}],
-    }
-
-
-class Choices:
-    """A stand-in space: one of ``specs``, chosen by the trial's parameter ``arch``."""
-
-    def __init__(self, *specs: dict[str, Any]) -> None:
-        self.specs = specs
-
-    def sample(self, trial: Any) -> dict[str, Any]:
-        return self.specs[trial.suggest_categorical("arch", list(range(len(self.specs))))]
-
-
-class Objective:
-    """Counts its calls; the value is the model's parameter count."""
-
-    def __init__(self) -> None:
-        self.models: list[torch.nn.Module] = []
-
-    def __call__(self, model: torch.nn.Module, trial: optuna.Trial) -> float:
-        self.models.append(model)
-        return float(sum(parameter.numel() for parameter in model.parameters()))
 
 
 @pytest.fixture(autouse=True)

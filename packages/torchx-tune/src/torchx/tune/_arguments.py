@@ -32,7 +32,23 @@ def configure_tune(parser: argparse.ArgumentParser) -> None:
     add_input_arguments(parser, required=True)
     parser.add_argument("--trials", type=_count, required=True, help="how many more trials to run (0: none)")
     _add_study_arguments(parser, storage_default=DEFAULT_STORAGE)
-    parser.add_argument("--direction", choices=("minimize", "maximize"), default="minimize")
+    parser.add_argument(
+        "--direction",
+        nargs="+",
+        choices=("minimize", "maximize"),
+        default=["minimize"],
+        help="minimize or maximize the objective's value; several (--direction maximize minimize): "
+        "the objective returns one value per direction, and the best trials are the Pareto set",
+    )
+    parser.add_argument(
+        "--timeout", type=_limit, metavar="SECONDS", help="start no trial after this many seconds"
+    )
+    parser.add_argument(
+        "--trial-timeout",
+        type=_limit,
+        metavar="SECONDS",
+        help="fail a trial that runs longer, with the reason (its architecture may be tried again)",
+    )
     for name, unit in (("params", "parameters"), ("mult-adds", "multiply-adds of one forward")):
         parser.add_argument(
             f"--max-{name}", type=_limit, metavar="N", help=f"prune candidates with more {unit}"

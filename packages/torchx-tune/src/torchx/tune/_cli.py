@@ -14,19 +14,21 @@ writes :func:`~torchx.tune._report.write_report`'s report.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.util
 import shutil
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import optuna
 import sqlalchemy.exc
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from torchx.core import CheckpointError, from_spec, save_spec
 from torchx.plugin import (
@@ -79,7 +81,8 @@ def tune(options: argparse.Namespace) -> int:
             storage=options.storage,
             study=study,
             constraints=constraints,
-            direction=options.direction,
+            directions=options.direction,
+            trial_timeout=options.trial_timeout,
         )
 
     try:
@@ -89,9 +92,13 @@ def tune(options: argparse.Namespace) -> int:
     progress = _Progress(options.trials)
     kept = f"the study {study!r} is kept in {options.storage}: the same command continues it"
     folder = _weights_folder(options.storage)
+    stop_at = None if options.timeout is None else time.monotonic() + options.timeout
     with weights_folder(folder), _StopAfterTrial() as stop:
         try:
             for done in range(1, options.trials + 1):
+                if stop_at is not None and time.monotonic() >= stop_at:
+                    print(f"torchx tune: --timeout {options.timeout:g} s reached", file=sys.stderr)
+                    break
                 result = run(1)
                 progress.update(done, result.study)
                 if stop.requested:
@@ -212,10 +219,7 @@ class _Progress:
 
     def update(self, done: int, study: optuna.Study) -> None:
         states = [trial.state for trial in study.get_trials(deepcopy=False)]
-        best = best_trials(study)
-        text = f"{states.count(TrialState.PRUNED)} pruned, {states.count(TrialState.FAIL)} failed, " + (
-            f"best {best[0].value:.6g} (trial {best[0].number})" if best else "no best yet"
-        )
+        text = f"{states.count(TrialState.PRUNED)} pruned, {states.count(TrialState.FAIL)} failed, {_best(study)}"
         if self._bar is None:
             print(f"trial {done}/{self._total}: {text}", file=sys.stderr, flush=True)
         else:
@@ -227,39 +231,60 @@ class _Progress:
             self._bar.close()
 
 
+def _best(study: optuna.Study) -> str:
+    best = best_trials(study)
+    if not best:
+        return "no best yet"
+    if len(study.directions) > 1:
+        return f"{len(best)} on the Pareto front"
+    return f"best {best[0].value:.6g} (trial {best[0].number})"
+
+
 def _print_best(study: optuna.Study) -> None:
     best = best_trials(study)[:TOP_TRIALS]
     total = len(study.trials)
     if not best:
         print(f"study {study.study_name!r}: {total} trials, none complete")
         return
-    print(f"study {study.study_name!r}: {total} trials; the best {len(best)}:")
+    which = f"the Pareto set, {len(best)} trials" if len(study.directions) > 1 else f"the best {len(best)}"
+    print(f"study {study.study_name!r}: {total} trials; {which}:")
     print("\n".join(format_table(HEADERS, trial_rows(best), numeric=0)))
 
 
 def _write_best(result: SearchResult, output: Path | None, weights: Path | None, folder: Path) -> int:
     """Write the best spec to ``output`` and the checkpoint its objective saved (in ``folder``) to
-    ``weights`` (both or neither); 1 when the study has no such trial or checkpoint."""
+    ``weights`` (both or neither; several objectives: those of every trial of the Pareto set, named
+    ``best-trial7.yaml``...); 1 when the study has no such trial or checkpoint."""
     if output is None and weights is None:
         return 0
-    best, spec = result.best_trial, result.best_spec
-    if best is None or spec is None:
+    if not result.best_trials:
         print(
             f"torchx tune: no trial of study {result.study.study_name!r} is complete: nothing written",
             file=sys.stderr,
         )
         return 1
+    several = len(result.study.directions) > 1
     writes: dict[Path, Callable[[Path], object]] = {}
-    if output is not None:
-        writes[output] = lambda path: save_spec(from_spec(spec), path)
-    if weights is not None:
-        try:
-            source = checked_weights(best, result.study.trials, folder, spec)
-        except CheckpointError as error:
-            print(f"torchx tune: {error}; nothing written", file=sys.stderr)
-            return 1
-        writes[weights] = lambda path: shutil.copyfile(source, path)
+    for best, spec in zip(result.best_trials, result.best_specs, strict=True):
+        if output is not None:
+            writes[_numbered(output, best, several)] = functools.partial(_save_spec, spec)
+        if weights is not None:
+            try:
+                source = checked_weights(best, result.study.trials, folder, spec)
+            except CheckpointError as error:
+                print(f"torchx tune: {error}; nothing written", file=sys.stderr)
+                return 1
+            writes[_numbered(weights, best, several)] = functools.partial(shutil.copyfile, source)
     write_together(writes)
     for path in writes:
         print(f"wrote {path}")
     return 0
+
+
+def _numbered(path: Path, trial: FrozenTrial, several: bool) -> Path:
+    """``path``, or for one of several best trials ``path`` with its number (``best-trial7.yaml``)."""
+    return path.with_name(f"{path.stem}-trial{trial.number}{path.suffix}") if several else path
+
+
+def _save_spec(spec: dict[str, Any], path: Path) -> None:
+    save_spec(from_spec(spec), path)

@@ -3,26 +3,56 @@
 One trial (Optuna's ask and tell): sample a plain spec from the space, key it
 (the SHA-256 of its canonical JSON), check it on the meta device (a candidate
 that does not build or breaks a constraint is PRUNED with
-``user_attrs["pruned_reason"]``), then train it once per study: where a trial
-of the same architecture is COMPLETE its value is reused
-(``user_attrs["reused_from"]``), where one is RUNNING (another worker) the
+``user_attrs["pruned_reason"]``), then train it once per study and
+combination of what is sampled for it: the architecture and the parameters
+the objective samples itself (``trial.suggest_float("lr", ...)``). Where a
+trial of the same combination is COMPLETE its values are reused
+(``user_attrs["reused_from"]``); where one is RUNNING (another worker) the
 trial waits for it. Otherwise the model is built for real and
-``objective(model, trial)`` gives the value; an exception from it is a FAIL
-with ``user_attrs["error"]`` and the search goes on.
+``objective(model, trial)`` gives the value (or values: several
+objectives); an exception from it is a FAIL with ``user_attrs["error"]`` and
+the search goes on.
 
-Training once across workers is a per-architecture lock written in the study
-itself (Lamport's bakery: a trial keys itself, takes a ticket one above those
-of its architecture's trials, and trains only when no trial of the
-architecture is taking a ticket or holds a smaller one), so it needs nothing
-from the storage but the reads and writes of trial attributes.
+The objective's own parameters are known once a trial of the architecture
+has sampled them (``user_attrs["objective_params"]``, their names): a later
+trial of that architecture samples the same parameters first (drawn by the
+sampler, as the objective would), so that its combination is known before
+anything is trained. A parameter never seen before cannot be foreseen: the
+trial that first samples it trains, and so does every trial until one of the
+same combination is COMPLETE.
 
-A worker that dies mid-trial (killed, its machine lost) would hold its
-architecture's lock for ever, so every running trial beats: a daemon thread
-writes ``user_attrs["heartbeat"]`` (``time.time()``) every :data:`HEARTBEAT_SECONDS`
-from ``ask`` to ``tell``. A waiting trial takes a RUNNING trial whose last beat
-(before its first: its start) is more than :data:`GRACE_BEATS` beats old for lost:
-it marks that trial FAIL with ``user_attrs["error"]`` "worker lost (...)" and goes on
-without it. The workers' clocks must agree to well within that grace period.
+Training once across workers is a per-combination lock written in the study
+itself (Lamport's bakery: a trial keys itself (``user_attrs["train_key"]``),
+takes a ticket one above those of its combination's trials, and trains only
+when no trial of it is taking a ticket or holds a smaller one), so it needs
+nothing from the storage but the reads and writes of trial attributes.
+
+A worker that dies mid-trial (killed, its machine lost) would hold its lock
+for ever, so every running trial beats: a daemon thread writes
+``user_attrs["heartbeat"]`` (``time.time()``) every :data:`HEARTBEAT_SECONDS`
+from ``ask`` to ``tell``. At the start of each trial and while waiting, a
+worker takes a RUNNING trial for lost when its last beat (before its first:
+its start) is more than :data:`GRACE_BEATS` beats old, or as far in the future
+(a forged or skewed clock): it marks that trial FAIL with
+``user_attrs["error"]`` "worker lost (...)" and enqueues its parameters once
+(``user_attrs["retry_of"]``), so that the next trial of any worker retries it.
+The workers' clocks must agree to well within that grace period, and every
+worker of a study must be a torchx-tune worker (a plain Optuna worker's
+trials never beat).
+
+This is the study's own heartbeat rather than Optuna's (``RDBStorage(heartbeat_interval=...)``
+with ``fail_stale_trials``): Optuna's exists only in its RDB storage (not its
+journal file, nor in memory), takes a RUNNING trial that never beat for alive
+for ever, and offers no public read of a trial's last beat, which the wait
+above needs. Optuna's ``RetryFailedTrialCallback`` is not used either: it
+copies the failed trial's user attributes (its key, ticket, beat and error)
+into the retry; ``enqueue_trial`` gives the parameters alone.
+
+``trial_timeout`` bounds a trial from its start: past it, the heartbeat thread
+fails the trial with the reason and beats no more (other workers see it at
+once), and an objective running in the main thread is interrupted
+(``TrialTimeoutError``, raised through SIGALRM where the process leaves that
+signal to Python). ``timeout`` stops a search from starting trials after it.
 """
 
 from __future__ import annotations
@@ -31,6 +61,7 @@ import contextlib
 import hashlib
 import json
 import math
+import signal
 import threading
 import time
 import warnings
@@ -41,6 +72,12 @@ from typing import Any, Literal, Protocol
 
 import optuna
 import torch
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
@@ -50,20 +87,22 @@ from torchx.core import SpecError, TypedShape, build, from_spec
 from torchx.tune._checks import Check, Constraints, Input, check, model_inputs, one_line
 from torchx.tune._storage import creation_lock, open_storage
 
-__all__ = ["SearchResult", "SearchSpace", "best_trials", "search", "spec_key"]
+__all__ = ["SearchResult", "SearchSpace", "TrialTimeoutError", "best_trials", "search", "spec_key"]
 
 POLL_SECONDS = 0.2
-"""How often a trial waiting for another worker's training of its architecture reads the study again."""
+"""How often a trial waiting for another worker's training of its combination reads the study again."""
 
 HEARTBEAT_SECONDS = 10.0
 """How often a running trial writes its heartbeat (``user_attrs["heartbeat"]``)."""
 GRACE_BEATS = 3
-"""How many heartbeats a RUNNING trial may miss before a trial waiting for it takes its worker for lost."""
+"""How many heartbeats a RUNNING trial may miss before another worker takes it for lost (30 s)."""
 
 _NOT_ITS_SPACE = (
     "the study did not run with this search space and input (was one changed since?); "
     "fix: search with the space and input it ran with, or start a new study (--study NAME)"
 )
+
+Direction = Literal["minimize", "maximize"]
 
 
 class SearchSpace(Protocol):
@@ -72,17 +111,29 @@ class SearchSpace(Protocol):
     def sample(self, trial: Any) -> dict[str, Any]: ...
 
 
-Objective = Callable[[Any, optuna.Trial], float]
-"""``objective(model, trial) -> float``: train the built model, return the value to optimise."""
+Objective = Callable[[Any, optuna.Trial], "float | torch.Tensor | Sequence[float]"]
+"""``objective(model, trial)``: train the built model, return the value to optimise (a sequence
+of values, one per direction, for several objectives)."""
+
+
+class TrialTimeoutError(Exception):
+    """A trial ran past ``trial_timeout``."""
 
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The study, its best trial and that trial's plain spec (None while no trial is COMPLETE)."""
+    """The study and its best trials with their plain specs.
+
+    ``best_trials``/``best_specs``: the best trial for one objective, the Pareto set (by trial
+    number) for several; empty while no trial is COMPLETE. ``best_trial``/``best_spec``: the best
+    trial and its spec for one objective; None for several, or while none is COMPLETE.
+    """
 
     study: optuna.Study
     best_trial: FrozenTrial | None
     best_spec: dict[str, Any] | None
+    best_trials: tuple[FrozenTrial, ...] = ()
+    best_specs: tuple[dict[str, Any], ...] = ()
 
 
 def spec_key(spec: Mapping[str, Any], inputs: Sequence[Input]) -> str:
@@ -90,7 +141,11 @@ def spec_key(spec: Mapping[str, Any], inputs: Sequence[Input]) -> str:
     layer's size comes from them), as JSON with sorted keys (equal specs and inputs, equal keys;
     an infinite float, which a spec may hold, is written ``Infinity``)."""
     described = [_described(input) for input in inputs]
-    text = json.dumps({"spec": spec, "inputs": described}, sort_keys=True, separators=(",", ":"))
+    return _sha256({"spec": spec, "inputs": described})
+
+
+def _sha256(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -112,20 +167,31 @@ def search(
     constraints: Constraints | None = None,
     sampler: optuna.samplers.BaseSampler | None = None,
     pruner: optuna.pruners.BasePruner | None = None,
-    direction: Literal["minimize", "maximize"] = "minimize",
+    direction: Direction = "minimize",
+    directions: Sequence[Direction] | None = None,
+    timeout: float | None = None,
+    trial_timeout: float | None = None,
 ) -> SearchResult:
     """Run ``n_trials`` more trials of the study ``study`` in ``storage`` over ``space``.
 
     ``input`` is the model's input shape (``None``: a dynamic dim), or a sequence of them.
-    ``storage`` is an Optuna storage or an SQLAlchemy URL (``"sqlite:///study.db"``; default: in
-    memory); the study is created there or, where it exists, continued, so several processes on
-    one storage share the study. ``objective(model, trial)`` receives the model built on torch's
-    default device (parameters allocated: an optimizer can be made at once) and the Optuna trial
-    (for ``trial.report`` and ``trial.should_prune``); raising ``optuna.TrialPruned`` prunes it.
+    ``storage`` is an Optuna storage, an SQLAlchemy URL (``"sqlite:///study.db"``) or a journal
+    file (see :func:`~torchx.tune._storage.open_storage`; default: in memory); the study is
+    created there or, where it exists, continued (with the same directions, else refused), so
+    several processes on one storage share the study. ``objective(model, trial)`` receives the
+    model built on torch's default device (parameters allocated: an optimizer can be made at
+    once) and the Optuna trial (for ``trial.report``, ``trial.should_prune`` and its own
+    ``trial.suggest_*``); raising ``optuna.TrialPruned`` prunes it. ``directions`` (instead of
+    ``direction``) makes several objectives: the objective returns one value per direction.
+    ``timeout`` (seconds) starts no trial after it; ``trial_timeout`` fails a trial past it.
     A KeyboardInterrupt marks the running trial FAIL (``user_attrs["error"]``) and is raised again.
     """
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 0:
         raise ValueError(f"search: n_trials must be an int >= 0, got {n_trials!r}; fix: pass n_trials=20")
+    for name, seconds in (("timeout", timeout), ("trial_timeout", trial_timeout)):
+        if seconds is not None and not (isinstance(seconds, (int, float)) and 0 < seconds < math.inf):
+            raise ValueError(f"search: {name} must be a number of seconds > 0, got {seconds!r}")
+    wanted = _directions(direction, directions)
     with creation_lock(storage):  # an RDBStorage creates its tables when made
         store = open_storage(storage)
         opened = optuna.create_study(
@@ -133,17 +199,45 @@ def search(
             sampler=sampler,
             pruner=pruner,
             study_name=study,
-            direction=direction,
+            directions=wanted,
             load_if_exists=True,
         )
+    _check_directions(opened, wanted)
     inputs = model_inputs(input)
     _result(opened, space, inputs)  # a study of another space or input is refused before any work
+    stop_at = None if timeout is None else time.monotonic() + timeout
     with _optimize_loop(opened):
         for _ in range(n_trials):
-            _run_trial(opened, store, space, objective, inputs, constraints)
+            if stop_at is not None and time.monotonic() >= stop_at:
+                break
+            _run_trial(opened, store, space, objective, inputs, constraints, trial_timeout)
             if opened._stop_flag:
                 break
     return _result(opened, space, inputs)
+
+
+def _directions(direction: Direction, directions: Sequence[Direction] | None) -> list[Direction]:
+    if directions is None:
+        return [direction]
+    if isinstance(directions, str) or not directions:
+        raise ValueError(
+            f"search: directions must be a non-empty list, got {directions!r}; "
+            'fix: directions=["maximize", "minimize"]'
+        )
+    if direction != "minimize":
+        raise ValueError("search: give direction or directions, not both")
+    return list(directions)
+
+
+def _check_directions(study: optuna.Study, wanted: Sequence[Direction]) -> None:
+    """Refuse to continue a study that optimises other directions (its best would be the worst)."""
+    held = [direction.name.lower() for direction in study.directions]
+    if held != list(wanted):
+        raise SpecError(
+            f"study {study.study_name!r}",
+            f"it optimises {held}, not {list(wanted)}: continuing it would mix values optimised "
+            "the other way; fix: search with its directions, or start a new study (--study NAME)",
+        )
 
 
 @contextlib.contextmanager
@@ -160,6 +254,19 @@ def _optimize_loop(study: optuna.Study) -> Iterator[None]:
         study._thread_local.in_optimize_loop = False
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every trial of one ``search`` call shares."""
+
+    study: optuna.Study
+    storage: BaseStorage
+    space: SearchSpace
+    objective: Objective
+    inputs: tuple[Input, ...]
+    constraints: Constraints | None
+    trial_timeout: float | None
+
+
 def _run_trial(
     study: optuna.Study,
     storage: BaseStorage,
@@ -167,62 +274,84 @@ def _run_trial(
     objective: Objective,
     inputs: tuple[Input, ...],
     constraints: Constraints | None,
+    trial_timeout: float | None,
 ) -> None:
-    """Ask for a trial, evaluate it (beating) and tell its outcome; anything escaping marks it FAIL
-    first. A trial that a waiting worker took for lost meanwhile stays FAIL (Optuna logs the skip)."""
+    """Fail the lost trials of other workers, then ask for a trial, evaluate it (beating) and tell
+    its outcome; anything escaping marks it FAIL first. A trial that a waiting worker took for lost
+    meanwhile, or that timed out, stays FAIL (Optuna logs the skip)."""
+    run = _Run(study, storage, space, objective, inputs, constraints, trial_timeout)
+    _fail_lost(run, study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
     trial = study.ask()
+    deadline = None if trial_timeout is None else time.monotonic() + trial_timeout
     try:
-        with _heartbeat(trial):
-            state, value = _evaluate(study, storage, trial, space, objective, inputs, constraints)
+        with _heartbeat(run, trial, deadline):
+            state, values = _evaluate(run, trial, deadline)
+    except UpdateFinishedTrialError:  # failed meanwhile (timed out, or taken for lost): the reason is stored
+        return
     except BaseException as error:
         _fail(trial, one_line(error))
         study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
         raise
-    study.tell(trial, value, state=state, skip_if_finished=True)
+    study.tell(trial, values, state=state, skip_if_finished=True)
 
 
 def _evaluate(
-    study: optuna.Study,
-    storage: BaseStorage,
-    trial: optuna.Trial,
-    space: SearchSpace,
-    objective: Objective,
-    inputs: tuple[Input, ...],
-    constraints: Constraints | None,
-) -> tuple[TrialState, float | None]:
-    spec = space.sample(trial)
-    checked = check(spec, inputs, constraints)
+    run: _Run, trial: optuna.Trial, deadline: float | None
+) -> tuple[TrialState, list[float] | None]:
+    spec = run.space.sample(trial)
+    sampled_by_space = set(trial.params)
+    checked = check(spec, run.inputs, run.constraints)
     _record(trial, checked)
     if checked.reason is not None:
         trial.set_user_attr("pruned_reason", checked.reason)
         return TrialState.PRUNED, None
-    done = _trained_elsewhere(study, storage, trial, spec_key(spec, inputs))  # it built: it has a key
+    done = _trained_elsewhere(run, trial, spec_key(spec, run.inputs), sampled_by_space, deadline)
     if done is not None:
+        _note_objective_params(trial, sampled_by_space)
         trial.set_user_attr("reused_from", done.user_attrs.get("reused_from", done.number))
-        return TrialState.COMPLETE, done.value
+        return TrialState.COMPLETE, list(done.values)
     try:
-        value = _as_float(objective(build(from_spec(spec), *inputs), trial))
+        with _alarm(deadline, run.trial_timeout):
+            returned = run.objective(build(from_spec(spec), *run.inputs), trial)
     except optuna.TrialPruned:
         return TrialState.PRUNED, None
     except Exception as error:  # noqa: BLE001 - any failure of the user's training fails this trial only
         _fail(trial, one_line(error))
         return TrialState.FAIL, None
-    if math.isnan(value):  # Optuna refuses to tell it
-        _fail(trial, "the objective returned nan")
+    values = _as_values(returned, len(run.study.directions))
+    if isinstance(values, str):
+        _fail(trial, values)
         return TrialState.FAIL, None
-    return TrialState.COMPLETE, value
+    _note_objective_params(trial, sampled_by_space)
+    return TrialState.COMPLETE, values
+
+
+def _as_values(returned: object, count: int) -> list[float] | str:
+    """The objective's value(s) as ``count`` floats (a loss tensor detached first, as torch asks),
+    or why they are not: another count, something not a number, or nan (which Optuna refuses)."""
+    many = isinstance(returned, Sequence) and not isinstance(returned, str)
+    items: list[Any] = list(returned) if many else [returned]  # type: ignore[call-overload]
+    if len(items) != count:
+        return f"the objective returned {len(items)} value(s) for {count} direction(s): {_shown(returned)}"
+    try:
+        values = [float(item.detach() if isinstance(item, torch.Tensor) else item) for item in items]
+    except (TypeError, ValueError, RuntimeError) as error:
+        return f"the objective returned {_shown(returned)}, not a number: {one_line(error)}"
+    if any(math.isnan(value) for value in values):
+        return "the objective returned nan"
+    return values
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 def _fail(trial: optuna.Trial, error: str) -> None:
-    """Keep why ``trial`` fails in ``user_attrs["error"]``, unless a waiting worker took it for lost
-    meanwhile (it is FAIL already, with that reason)."""
+    """Keep why ``trial`` fails in ``user_attrs["error"]``, unless another worker took it for lost,
+    or it timed out, meanwhile (it is FAIL already, with that reason)."""
     with contextlib.suppress(UpdateFinishedTrialError):
         trial.set_user_attr("error", error)
-
-
-def _as_float(value: float | torch.Tensor) -> float:
-    """The objective's value as a float (a loss tensor detached first, as torch asks)."""
-    return float(value.detach() if isinstance(value, torch.Tensor) else value)
 
 
 def _record(trial: optuna.Trial, checked: Check) -> None:
@@ -230,35 +359,89 @@ def _record(trial: optuna.Trial, checked: Check) -> None:
         trial.set_user_attr(name, getattr(checked, name))
 
 
+def _note_objective_params(trial: optuna.Trial, sampled_by_space: set[str]) -> None:
+    """Name the parameters the objective sampled itself, and key the trial by its combination."""
+    own = sorted(set(trial.params) - sampled_by_space)
+    with contextlib.suppress(UpdateFinishedTrialError):  # timed out meanwhile
+        trial.set_user_attr("objective_params", own)
+        if own:
+            arch = trial.user_attrs["spec_key"]
+            trial.set_user_attr(
+                "train_key", _combination_key(arch, {name: trial.params[name] for name in own})
+            )
+
+
+def _combination_key(arch: str, own: Mapping[str, Any]) -> str:
+    """The key of an architecture trained with the objective's own parameters ``own``."""
+    return arch if not own else _sha256({"spec_key": arch, "objective_params": own})
+
+
+def _train_key(trial: FrozenTrial) -> object:
+    return trial.user_attrs.get("train_key", trial.user_attrs.get("spec_key"))
+
+
 def _trained_elsewhere(
-    study: optuna.Study, storage: BaseStorage, trial: optuna.Trial, key: str
+    run: _Run, trial: optuna.Trial, arch: str, sampled_by_space: set[str], deadline: float | None
 ) -> FrozenTrial | None:
-    """A COMPLETE trial of the architecture ``key`` (after waiting for one that another worker is
+    """A COMPLETE trial of ``trial``'s combination (after waiting for one that another worker is
     training), or None when ``trial`` is to train it: the bakery lock of the module's docstring,
-    trials whose worker is lost failed and passed over."""
-    trial.set_user_attr("spec_key", key)
-    ticket = 1 + max((_ticket(other) or 0 for other in _same(study, trial, key)), default=0)
-    trial.set_user_attr("ticket", ticket)
+    the objective's known parameters sampled first, lost trials failed and passed over."""
+    trial.set_user_attr("spec_key", arch)
+    key: str | None = None
+    ticket = 0
     while True:
-        others = _same(study, trial, key)
-        done = next((other for other in others if other.state == TrialState.COMPLETE), None)
+        others = [
+            other
+            for other in run.study.get_trials(deepcopy=False)
+            if other.number != trial.number and other.user_attrs.get("spec_key") == arch
+        ]
+        _sample_objective_params(trial, others, sampled_by_space)
+        own = {name: value for name, value in trial.params.items() if name not in sampled_by_space}
+        if _combination_key(arch, own) != key:  # the first round, or a parameter newly known
+            key = _combination_key(arch, own)
+            trial.set_user_attr("train_key", key)
+            ticket = 1 + max((_ticket(other) or 0 for other in others if _train_key(other) == key), default=0)
+            trial.set_user_attr("ticket", ticket)
+            continue
+        same = [other for other in others if _train_key(other) == key]
+        done = next((other for other in same if other.state == TrialState.COMPLETE), None)
         if done is not None:
             return done
+        now = time.time()
         if not any(
-            _ahead(other, ticket, trial.number) and not _failed_if_lost(study, storage, other)
-            for other in others
+            _ahead(other, ticket, trial.number) and not _failed_if_lost(run, other, now) for other in same
         ):
             return None
+        if deadline is not None and time.monotonic() >= deadline:
+            raise TrialTimeoutError(_timed_out(run.trial_timeout))
         time.sleep(POLL_SECONDS)
 
 
-def _same(study: optuna.Study, trial: optuna.Trial, key: str) -> list[FrozenTrial]:
-    """The study's other trials of the architecture ``key``."""
-    return [
-        other
-        for other in study.get_trials(deepcopy=False)
-        if other.number != trial.number and other.user_attrs.get("spec_key") == key
-    ]
+def _sample_objective_params(
+    trial: optuna.Trial, others: Sequence[FrozenTrial], sampled_by_space: set[str]
+) -> None:
+    """Sample in ``trial`` the parameters that the objective sampled in the COMPLETE trials of its
+    architecture, as the objective would (same names and distributions, drawn by the sampler)."""
+    for other in others:
+        if other.state != TrialState.COMPLETE:
+            continue
+        names = other.user_attrs.get("objective_params")
+        for name in names if isinstance(names, list) else ():
+            if name in other.distributions and name not in trial.params and name not in sampled_by_space:
+                _suggest(trial, name, other.distributions[name])
+
+
+def _suggest(trial: optuna.Trial, name: str, distribution: BaseDistribution) -> None:
+    if isinstance(distribution, FloatDistribution):
+        trial.suggest_float(
+            name, distribution.low, distribution.high, step=distribution.step, log=distribution.log
+        )
+    elif isinstance(distribution, IntDistribution):
+        trial.suggest_int(
+            name, distribution.low, distribution.high, step=distribution.step, log=distribution.log
+        )
+    elif isinstance(distribution, CategoricalDistribution):
+        trial.suggest_categorical(name, distribution.choices)
 
 
 def _ticket(trial: FrozenTrial) -> int | None:
@@ -275,22 +458,31 @@ def _ahead(other: FrozenTrial, ticket: int, number: int) -> bool:
     return theirs is None or (theirs, other.number) < (ticket, number)
 
 
+def _timed_out(seconds: float | None) -> str:
+    return f"timed out: the trial ran past trial_timeout={seconds:g} s"
+
+
 @contextlib.contextmanager
-def _heartbeat(trial: optuna.Trial) -> Iterator[None]:
+def _heartbeat(run: _Run, trial: optuna.Trial, deadline: float | None) -> Iterator[None]:
     """Write ``trial``'s heartbeat now and every :data:`HEARTBEAT_SECONDS` (a daemon thread) until
     the block ends, which waits for the thread; a write that fails is tried again at the next beat,
-    and a trial taken for lost meanwhile beats no more."""
+    a trial taken for lost meanwhile beats no more, and at ``deadline`` (``time.monotonic()``) the
+    thread fails the trial with the reason and stops."""
     stop = threading.Event()
 
     def beat() -> None:
         while True:
+            left = math.inf if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                _fail_in_storage(run, trial.number, _timed_out(run.trial_timeout))
+                return
             try:
                 trial.set_user_attr("heartbeat", time.time())
             except UpdateFinishedTrialError:
                 return
             except Exception:  # noqa: BLE001 - a storage's passing failure (a locked database): beat again
                 pass
-            if stop.wait(HEARTBEAT_SECONDS):
+            if stop.wait(min(HEARTBEAT_SECONDS, left)):
                 return
 
     thread = threading.Thread(target=beat, name=f"torchx-tune heartbeat {trial.number}", daemon=True)
@@ -302,57 +494,133 @@ def _heartbeat(trial: optuna.Trial) -> Iterator[None]:
         thread.join()
 
 
-def _failed_if_lost(study: optuna.Study, storage: BaseStorage, other: FrozenTrial) -> bool:
-    """Whether ``other``'s worker is lost (its last beat, or its start before any, is more than
-    :data:`GRACE_BEATS` beats old); if so ``other`` is marked FAIL with ``user_attrs["error"]``,
-    unless its worker told its outcome first. Written through the storage's public methods (Optuna's
-    ``Trial`` objects write only their own process's trials)."""
-    beat = other.user_attrs.get("heartbeat")
-    start = other.datetime_start
-    if isinstance(beat, (int, float)):
-        last = float(beat)
-    elif start is not None:
-        last = start.timestamp()
-    else:
+@contextlib.contextmanager
+def _alarm(deadline: float | None, seconds: float | None) -> Iterator[None]:
+    """Raise :class:`TrialTimeoutError` in the block at ``deadline``, through SIGALRM: only in the
+    main thread of a process that leaves SIGALRM to its default (else the heartbeat thread alone
+    fails the trial, and the objective's outcome is dropped when it returns)."""
+    if (
+        deadline is None
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def expired(signum: int, frame: object) -> None:
+        raise TrialTimeoutError(_timed_out(seconds))
+
+    signal.signal(signal.SIGALRM, expired)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 1e-6))
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
+def _last_beat(trial: FrozenTrial) -> float | None:
+    """``trial``'s last heartbeat (before its first: its start), or None when it has neither; a beat
+    that is not a finite number counts as none."""
+    beat = trial.user_attrs.get("heartbeat")
+    if isinstance(beat, (int, float)) and not isinstance(beat, bool):
+        with contextlib.suppress(OverflowError):
+            if math.isfinite(float(beat)):
+                return float(beat)
+    return None if trial.datetime_start is None else trial.datetime_start.timestamp()
+
+
+def _lost_since(trial: FrozenTrial, now: float) -> str | None:
+    """Why ``trial`` (RUNNING) is taken for lost: its last beat is more than the grace period old
+    or ahead of ``now``; None while it is alive."""
+    last = _last_beat(trial)
+    grace = GRACE_BEATS * HEARTBEAT_SECONDS
+    if last is None or abs(now - last) <= grace:
+        return None
+    if last > now:
+        return "its heartbeat lies in the future"
+    return f"no heartbeat since {datetime.fromtimestamp(last).isoformat(sep=' ', timespec='seconds')}"
+
+
+def _failed_if_lost(run: _Run, other: FrozenTrial, now: float) -> bool:
+    """Whether ``other``'s worker is lost; if so ``other`` is failed (:func:`_fail_lost`), not
+    retried: the trial waiting for it trains its combination itself."""
+    if other.state != TrialState.RUNNING or _lost_since(other, now) is None:
         return False
-    if time.time() - last <= GRACE_BEATS * HEARTBEAT_SECONDS:
-        return False
-    since = datetime.fromtimestamp(last).isoformat(sep=" ", timespec="seconds")
-    trial_id = storage.get_trial_id_from_study_id_trial_number(
-        storage.get_study_id_from_name(study.study_name), other.number
-    )
-    with contextlib.suppress(UpdateFinishedTrialError):  # told meanwhile, or failed by another waiter
-        storage.set_trial_user_attr(trial_id, "error", f"worker lost (no heartbeat since {since})")
-        storage.set_trial_state_values(trial_id, TrialState.FAIL)
+    _fail_lost(run, [other], retry=False)
     return True
 
 
+def _fail_lost(run: _Run, running: Sequence[FrozenTrial], *, retry: bool = True) -> None:
+    """Mark the lost trials of ``running`` FAIL with ``user_attrs["error"]`` and, with ``retry``,
+    enqueue the parameters of each once (``user_attrs["retry_of"]``; a retry is not retried),
+    unless its worker told its outcome or another worker failed it first."""
+    now = time.time()
+    for other in running:
+        reason = _lost_since(other, now)
+        if reason is None or not _fail_in_storage(run, other.number, f"worker lost ({reason})"):
+            continue
+        if retry and "retry_of" not in other.user_attrs:
+            run.study.enqueue_trial(dict(other.params), user_attrs={"retry_of": other.number})
+
+
+def _fail_in_storage(run: _Run, number: int, error: str) -> bool:
+    """Mark the RUNNING trial ``number`` FAIL with ``error``; False where it finished first. Written
+    through the storage's public methods (Optuna's ``Trial`` objects write only their own
+    process's trials, and a timed-out trial is written from its heartbeat thread)."""
+    storage = run.storage
+    trial_id = storage.get_trial_id_from_study_id_trial_number(
+        storage.get_study_id_from_name(run.study.study_name), number
+    )
+    try:
+        storage.set_trial_user_attr(trial_id, "error", error)
+        return storage.set_trial_state_values(trial_id, TrialState.FAIL)
+    except UpdateFinishedTrialError:  # told meanwhile, or failed by another worker
+        return False
+
+
 def best_trials(study: optuna.Study) -> list[FrozenTrial]:
-    """The study's COMPLETE trials, best value first (ties: the earlier trial)."""
+    """The study's best COMPLETE trials: for one objective, all of them, best value first (ties:
+    the earlier trial); for several, the Pareto set by trial number, each combination once (the
+    trial that trained it, not those that reused its values)."""
+    if len(study.directions) > 1:
+        front = [trial for trial in study.best_trials if "reused_from" not in trial.user_attrs]
+        return sorted(front, key=lambda trial: trial.number)
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
     return sorted(complete, key=lambda trial: (sign * float(trial.value or 0.0), trial.number))
 
 
 def _result(study: optuna.Study, space: SearchSpace, inputs: tuple[Input, ...]) -> SearchResult:
-    """The first of :func:`best_trials` and its spec, drawn again from the space with the trial's
-    parameters (and checked against the key of the spec it trained).
+    """The best trials (:func:`best_trials`: the first alone for one objective) and their specs,
+    drawn again from the space with each trial's parameters (and checked against the key of the
+    spec it trained).
 
-    :raises SpecError: ``space`` and ``inputs`` do not give that trial's architecture (not those it ran with).
+    :raises SpecError: ``space`` and ``inputs`` do not give a trial's architecture (not those it ran with).
     """
-    best = next(iter(best_trials(study)), None)
-    if best is None:
-        return SearchResult(study, None, None)
-    where = f"study {study.study_name!r}, trial {best.number}"
+    best = best_trials(study)
+    if len(study.directions) == 1:
+        best = best[:1]
+    specs = tuple(_spec_of(study, trial, space, inputs) for trial in best)
+    if len(study.directions) > 1 or not best:
+        return SearchResult(study, None, None, tuple(best), specs)
+    return SearchResult(study, best[0], specs[0], tuple(best), specs)
+
+
+def _spec_of(
+    study: optuna.Study, trial: FrozenTrial, space: SearchSpace, inputs: tuple[Input, ...]
+) -> dict[str, Any]:
+    where = f"study {study.study_name!r}, trial {trial.number}"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", UserWarning)  # FixedTrial's "out of the range" warning
-            spec = space.sample(FixedTrial(best.params, best.number))
+            spec = space.sample(FixedTrial(trial.params, trial.number))
     except (ValueError, UserWarning) as error:  # FixedTrial: a parameter missing, or out of range
         raise SpecError(where, f"{one_line(error)}: {_NOT_ITS_SPACE}") from None
-    if spec_key(spec, inputs) != best.user_attrs.get("spec_key"):
+    if spec_key(spec, inputs) != trial.user_attrs.get("spec_key"):
         raise SpecError(
             where,
             f"its parameters give another architecture, or it was built for another input: {_NOT_ITS_SPACE}",
         )
-    return SearchResult(study, best, spec)
+    return spec

@@ -1,0 +1,106 @@
+"""``torchx tune`` with several objectives, a study's own direction, and time budgets."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+import torchx
+
+SPACE = """\
+type: Sequential
+layers:
+  - type: Linear
+    args: {out_features: {"$int": [2, 64], name: width}}
+"""
+
+
+def run_tune(folder: Path, objective: str, *more: str) -> subprocess.CompletedProcess[str]:
+    (folder / "space.yaml").write_text(SPACE)
+    (folder / "train.py").write_text(objective)
+    command = ["tune", "space.yaml", "--objective", "train.py", "--input", "None,4", *more]
+    return subprocess.run(
+        [sys.executable, "-m", "torchx.cli", *command],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def load(folder: Path) -> optuna.Study:
+    return optuna.load_study(study_name="space", storage=f"sqlite:///{folder / 'study.db'}")
+
+
+WIDTH_BOTH_WAYS = """\
+def objective(model, trial):
+    width = float(model[0].out_features)
+    return width, width * width % 37
+"""
+
+
+def test_several_directions_write_every_trial_of_the_pareto_set(tmp_path: Path) -> None:
+    done = run_tune(
+        tmp_path, WIDTH_BOTH_WAYS, "--trials", "6", "--direction", "maximize", "minimize", "-o", "best.yaml"
+    )
+    assert done.returncode == 0, done.stderr
+    study = load(tmp_path)
+    front = sorted(
+        (trial for trial in study.best_trials if "reused_from" not in trial.user_attrs),
+        key=lambda trial: trial.number,
+    )
+    assert front and f"study 'space': 6 trials; the Pareto set, {len(front)} trials:" in done.stdout
+    written = sorted(tmp_path.glob("best-trial*.yaml"))
+    assert [path.name for path in written] == sorted(f"best-trial{trial.number}.yaml" for trial in front)
+    for trial in front:
+        spec = torchx.to_spec(torchx.load_spec(tmp_path / f"best-trial{trial.number}.yaml"))
+        assert spec["layers"][0]["args"]["out_features"] == trial.params["width"] == trial.values[0]
+
+
+def test_a_study_continued_in_another_direction_is_refused_in_one_line(tmp_path: Path) -> None:
+    objective = "def objective(model, trial):\n    return 1.0\n"
+    assert run_tune(tmp_path, objective, "--trials", "1").returncode == 0
+    refused = run_tune(tmp_path, objective, "--trials", "1", "--direction", "maximize")
+    assert refused.returncode == 1
+    assert refused.stderr.count("\n") == 1
+    assert "it optimises ['minimize'], not ['maximize']" in refused.stderr
+    assert len(load(tmp_path).trials) == 1
+
+
+SLEEPS = """\
+import time
+
+
+def objective(model, trial):
+    time.sleep(float(__import__("os").environ["SLEEP_S"]))
+    return 1.0
+"""
+
+
+@pytest.fixture
+def sleep_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLEEP_S", "120")
+
+
+@pytest.mark.usefixtures("sleep_s")
+def test_a_trial_past_its_timeout_fails_with_the_reason_and_the_search_goes_on(tmp_path: Path) -> None:
+    done = run_tune(tmp_path, SLEEPS, "--trials", "2", "--trial-timeout", "1")
+    assert done.returncode == 0, done.stderr
+    trials = load(tmp_path).trials
+    assert [trial.state for trial in trials] == [TrialState.FAIL, TrialState.FAIL]
+    assert all(
+        "timed out: the trial ran past trial_timeout=1 s" in trial.user_attrs["error"] for trial in trials
+    )
+
+
+def test_the_study_timeout_starts_no_trial_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLEEP_S", "1.5")
+    done = run_tune(tmp_path, SLEEPS, "--trials", "50", "--timeout", "1")
+    assert done.returncode == 0, done.stderr
+    assert "--timeout 1 s reached" in done.stderr
+    assert len(load(tmp_path).trials) == 1  # the first trial outlasts the budget: no second starts

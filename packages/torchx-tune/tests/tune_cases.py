@@ -1,0 +1,36 @@
+"""Stand-in spaces and objectives that the search tests share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+import torch
+
+
+def mlp(width: int) -> dict[str, Any]:
+    return {
+        "type": "Sequential",
+        "layers": [{"type": "Linear", "args": {"out_features": width}}, {"type": "ReLU"}],
+    }
+
+
+class Choices:
+    """A stand-in space: one of ``specs``, chosen by the trial's parameter ``arch``."""
+
+    def __init__(self, *specs: dict[str, Any]) -> None:
+        self.specs = specs
+
+    def sample(self, trial: Any) -> dict[str, Any]:
+        return self.specs[trial.suggest_categorical("arch", list(range(len(self.specs))))]
+
+
+class Objective:
+    """Counts its calls; the value is the model's parameter count."""
+
+    def __init__(self) -> None:
+        self.models: list[torch.nn.Module] = []
+
+    def __call__(self, model: torch.nn.Module, trial: optuna.Trial) -> float:
+        self.models.append(model)
+        return float(sum(parameter.numel() for parameter in model.parameters()))
