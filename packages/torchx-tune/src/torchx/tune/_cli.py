@@ -30,7 +30,7 @@ import optuna
 import sqlalchemy.exc
 from optuna.trial import FrozenTrial, TrialState
 
-from torchx.core import CheckpointError, from_spec, save_spec
+from torchx.core import CheckpointError, MissingPackageError, from_spec, save_spec
 from torchx.plugin import (
     UsageError,
     format_table,
@@ -43,7 +43,7 @@ from torchx.tune._checks import Constraints, one_line
 from torchx.tune._report import HEADERS, REPORT_SUFFIXES, trial_rows, write_report
 from torchx.tune._search import Objective, SearchResult, best_trials, search
 from torchx.tune._space import load_space
-from torchx.tune._storage import sqlite_path
+from torchx.tune._storage import creation_lock, journal_path, open_storage, storage_file
 from torchx.tune._weights import DEFAULT_FOLDER, checked_weights, weights_folder
 
 __all__ = ["load_objective", "tune", "tune_report"]
@@ -54,8 +54,8 @@ TOP_TRIALS = 10
 INTERRUPTED = 130
 """The exit status of a search stopped by Ctrl-C (128 + SIGINT), as a shell reports it."""
 
-_STORAGE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, ImportError, OSError, ValueError)
-"""What opening a storage URL raises: a bad URL or database, a missing driver, an unwritable folder."""
+_STORAGE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, ImportError, MissingPackageError, OSError, ValueError)
+"""What opening a storage raises: a bad URL, database or journal, a missing driver, an unwritable folder."""
 
 
 def tune(options: argparse.Namespace) -> int:
@@ -147,12 +147,15 @@ class _StopAfterTrial:
 def tune_report(options: argparse.Namespace) -> int:
     """``torchx tune-report``: see :data:`~torchx.tune._arguments.TUNE_REPORT_HELP`."""
     output = output_path(options.output, REPORT_SUFFIXES)
-    database = sqlite_path(options.storage)
-    if database is not None and not database.is_file():  # opening it would make an empty database
-        raise UsageError(f"--storage {options.storage}: no such database file {database}")
+    file = storage_file(options.storage)
+    if file is not None and not file.is_file():  # opening it would make an empty one
+        kind = "database" if journal_path(options.storage) is None else "journal"
+        raise UsageError(f"--storage {options.storage}: no such {kind} file {file}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        names = optuna.get_all_study_names(storage=options.storage)
+        with creation_lock(options.storage):
+            storage = open_storage(options.storage)
+        names = optuna.get_all_study_names(storage=storage)
     except _STORAGE_ERRORS as error:
         raise UsageError(f"--storage {options.storage}: cannot be opened: {one_line(error)}") from error
     name = options.study
@@ -162,7 +165,7 @@ def tune_report(options: argparse.Namespace) -> int:
         held = f"it holds {', '.join(repr(held) for held in names)}" if names else "it holds no study"
         what = "no study given, and" if name is None else f"no study {name!r}:"
         raise UsageError(f"--storage {options.storage}: {what} {held}; fix: --study NAME")
-    write_report(optuna.load_study(study_name=name, storage=options.storage), output)
+    write_report(optuna.load_study(study_name=name, storage=storage), output)
     print(f"wrote {output}")
     return 0
 
@@ -199,10 +202,10 @@ def _defined_in(value: object, module: str) -> bool:
 
 
 def _weights_folder(storage: str) -> Path:
-    """Where the objective's :func:`~torchx.tune.save_weights` writes: beside an SQLite file
-    (``study.db``: ``study-weights/``), else ``torchx-tune-weights`` here."""
-    database = sqlite_path(storage)
-    return DEFAULT_FOLDER if database is None else database.with_name(f"{database.stem}-weights")
+    """Where the objective's :func:`~torchx.tune.save_weights` writes: beside an SQLite file or a
+    journal (``study.db``, ``journal:study.log``: ``study-weights/``), else ``torchx-tune-weights`` here."""
+    file = storage_file(storage)
+    return DEFAULT_FOLDER if file is None else file.with_name(f"{file.stem}-weights")
 
 
 class _Progress:
