@@ -7,7 +7,7 @@ for the syntax); ``space.sample(trial)`` gives a plain spec for an Optuna trial 
 Optuna study over a space, each candidate checked for free first (:func:`check`).
 
 Optuna and SQLAlchemy are imported with the first of the names that use them
-(:func:`search`, :class:`SearchResult`, :func:`save_weights`), not by ``import
+(:func:`search`, :class:`SearchResult`, :class:`TrialTimeoutError`, :func:`save_weights`), not by ``import
 torchx.tune``: the ``torchx`` command imports this package to register its commands.
 """
 
@@ -30,6 +30,7 @@ from torchx.tune._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from torchx.tune._search import SearchResult as SearchResult
+    from torchx.tune._search import TrialTimeoutError as TrialTimeoutError
     from torchx.tune._search import search as search
     from torchx.tune._weights import save_weights as save_weights
 
@@ -45,6 +46,7 @@ __all__ = [
     "SearchResult",
     "Space",
     "Trial",
+    "TrialTimeoutError",
     "__version__",
     "check",
     "load_space",
@@ -53,7 +55,12 @@ __all__ = [
     "search",
 ]
 
-_WITH_OPTUNA = {"SearchResult": "_search", "search": "_search", "save_weights": "_weights"}
+_WITH_OPTUNA = {
+    "SearchResult": "_search",
+    "TrialTimeoutError": "_search",
+    "search": "_search",
+    "save_weights": "_weights",
+}
 """The names whose modules import Optuna, by module: imported on first use."""
 
 
