@@ -1,4 +1,4 @@
-"""The study report: its table, its plots, and studies too small for importances."""
+"""The study report: its table, its plots, studies too small for importances, and studies of several objectives."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ import base64
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import numpy
 import optuna
 import pytest
-from optuna.trial import TrialState
+from optuna.distributions import BaseDistribution, IntDistribution
+from optuna.trial import TrialState, create_trial
 
 from torchx.core import MissingPackageError
-from torchx.tune._report import importances, pareto_front, trial_rows, write_report
+from torchx.tune._report import _best, _figure, importances, pareto_front, trial_rows, write_report
 
 pytest.importorskip(
     "matplotlib", reason="the report's plots need matplotlib: pip install 'torchx-tune[report]'"
@@ -22,7 +24,9 @@ pytest.importorskip(
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def _study(name: str = "digits", direction: str = "minimize", complete: int = 4) -> optuna.Study:
+def _study(
+    name: str = "digits", direction: Literal["minimize", "maximize"] = "minimize", complete: int = 4
+) -> optuna.Study:
     """A study filled as ``search`` fills one: ``complete`` trials, then a pruned, a failed and a reused one."""
     study = optuna.create_study(study_name=name, direction=direction)
 
@@ -111,14 +115,19 @@ def test_user_text_with_dollar_signs_is_not_read_as_tex(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("maximize", "front"),
-    [(False, [(10, 0.5), (30, 0.2), (50, 0.1)]), (True, [(10, 0.6), (20, 0.9)])],
+    [((False, False), [0, 1, 4]), ((False, True), [2, 5])],
     ids=["minimize", "maximize"],
 )
 def test_pareto_front_keeps_points_nothing_smaller_beats(
-    maximize: bool, front: list[tuple[int, float]]
+    maximize: tuple[bool, bool], front: list[int]
 ) -> None:
     points = [(30, 0.2), (10, 0.5), (20, 0.9), (40, 0.3), (50, 0.1), (10, 0.6)]
     assert pareto_front(points, maximize) == front
+
+
+def test_pareto_front_of_three_objectives_keeps_ties() -> None:
+    points = [(1.0, 5.0, 0.0), (2.0, 2.0, 2.0), (2.0, 2.0, 2.0), (3.0, 3.0, 3.0), (1.0, 5.0, 1.0)]
+    assert pareto_front(points, (False, False, False)) == [0, 1, 2]  # equal points dominate neither
 
 
 def test_rows_show_counts_and_sampled_parameters() -> None:
@@ -140,3 +149,80 @@ def test_without_matplotlib_says_what_to_install(tmp_path: Path, monkeypatch: py
     with pytest.raises(MissingPackageError, match=r"pip install 'torchx-tune\[report\]'"):
         write_report(_study(), tmp_path / "report.html")
     assert not (tmp_path / "report.html").exists()
+
+
+def _two_objectives() -> optuna.Study:
+    """Accuracy (maximized) and parameters (minimized): trials 0, 2 and 3 are the Pareto set."""
+    study = optuna.create_study(study_name="pareto", directions=["maximize", "minimize"])
+    width: dict[str, BaseDistribution] = {"width": IntDistribution(1, 100)}
+    for accuracy, params in [(0.9, 1000), (0.8, 2000), (0.95, 5000), (0.5, 100)]:
+        study.add_trial(
+            create_trial(
+                values=[accuracy, params],
+                params={"width": params // 100},
+                distributions=width,
+                user_attrs={"params": params},
+            )
+        )
+    study.add_trial(
+        create_trial(
+            state=TrialState.PRUNED,
+            params={"width": 90},
+            distributions=width,
+            user_attrs={"pruned_reason": "big"},
+        )
+    )
+    return study
+
+
+def test_rows_of_two_objectives_show_both_values_and_mark_the_pareto_set() -> None:
+    study = _two_objectives()
+    assert {trial.number for trial in study.best_trials} == {0, 2, 3}  # Optuna agrees
+    rows = trial_rows(study.trials, pareto={0, 2, 3})
+    assert [(row[2], row[6]) for row in rows] == [
+        ("0.9, 1000", "in the Pareto set"),
+        ("0.8, 2000", ""),
+        ("0.95, 5000", "in the Pareto set"),
+        ("0.5, 100", "in the Pareto set"),
+        ("-", "pruned: big"),
+    ]
+
+
+def test_html_of_two_objectives_names_the_pareto_set(tmp_path: Path) -> None:
+    write_report(_two_objectives(), tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "5 trials, directions maximize, minimize; Pareto set: trials 0, 2, 3" in page
+    marked = re.findall(r"<tr><td>(\d+)</td>.*<td>in the Pareto set</td></tr>", page)
+    assert marked == ["0", "2", "3"]
+    write_report(_two_objectives(), tmp_path / "report.png")
+    assert (tmp_path / "report.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_plot_of_two_objectives_is_the_first_against_the_second_with_the_pareto_set() -> None:
+    study = _two_objectives()
+    axes = _figure(study, _best(study), table=True).axes[0]
+    trials, pareto = (numpy.asarray(dots.get_offsets()).tolist() for dots in axes.collections)
+    assert trials == [[0.9, 1000], [0.8, 2000], [0.95, 5000], [0.5, 100]]
+    assert pareto == [[0.9, 1000], [0.95, 5000], [0.5, 100]]
+    assert (axes.get_xlabel(), axes.get_ylabel()) == (
+        "objective 1 (higher is better)",
+        "objective 2 (lower is better)",
+    )
+
+
+def test_importances_of_two_objectives_are_those_of_the_first() -> None:
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=optuna.samplers.RandomSampler(0))
+    study.optimize(
+        lambda trial: (trial.suggest_float("x", 0, 1), trial.suggest_float("y", 0, 1)), n_trials=30
+    )
+    alone = optuna.create_study(direction="maximize")  # the first objective alone, Optuna's own importances
+    for trial in study.trials:
+        alone.add_trial(
+            create_trial(value=trial.values[0], params=trial.params, distributions=trial.distributions)
+        )
+    found = importances(study)
+    assert isinstance(found, dict) and found["x"] > found["y"]
+    expected = optuna.importance.get_param_importances(alone)
+    deterministic = expected == optuna.importance.get_param_importances(alone)  # PED-ANOVA; fANOVA is not
+    if deterministic:
+        assert found == pytest.approx(expected)

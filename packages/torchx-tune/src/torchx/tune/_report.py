@@ -1,13 +1,19 @@
 """``write_report(study, path)``: a study's trials and two plots, as an HTML page or a PNG image.
 
-The table lists every trial: its number, state, value, the parameters and
-multiply-adds its free check counted, the sampled parameters, and why it
-was pruned, failed or reused another trial's value (the user attributes
-:func:`~torchx.tune.search` stores). The plots are the objective against
-the parameter count with the Pareto front (fewer parameters, better value),
-and the sampled parameters' importances (Optuna's
-``get_param_importances``; where they cannot be computed, the report says
-why). Plots need matplotlib (``pip install 'torchx-tune[report]'``).
+The table lists every trial: its number, state, value (one per objective), the parameters and
+multiply-adds its free check counted, the sampled parameters, and why it was pruned, failed or
+reused another trial's value (the user attributes :func:`~torchx.tune.search` stores); in a
+multi-objective study, the note marks the trials of the Pareto set. The plots are the objective
+against the parameter count with the Pareto front (fewer parameters, better value) or, for several
+objectives, the first objective against the second with the Pareto set (over every objective)
+highlighted; and the sampled parameters' importances for the (first) objective (Optuna's
+``get_param_importances``; where they cannot be computed, the report says why). Plots need
+matplotlib (``pip install 'torchx-tune[report]'``).
+
+What a study holds is input (:mod:`torchx.tune._untrusted`): text is shown with its control
+characters escaped and each note or sampled value clipped to
+:data:`~torchx.tune._untrusted.NOTE_LIMIT` characters; a number that does not fit (a huge count,
+text where a number belongs, inf) is shown as text and left out of the plots and the best trials.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,7 +32,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from torchx.core import MissingPackageError
-from torchx.tune._search import best_trials
+from torchx.tune._untrusted import count, finite, shown
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -42,12 +49,19 @@ __all__ = [
 
 REPORT_SUFFIXES = (".html", ".png")
 HEADERS = ("trial", "state", "value", "parameters", "mult-adds", "sampled", "note")
-"""The columns of the trials table (``parameters`` and ``mult-adds`` are the free check's counts)."""
+"""The columns of the trials table (``value`` lists one per objective; ``parameters`` and
+``mult-adds`` are the free check's counts)."""
 
 PNG_ROWS = 15
 """How many of the best trials the PNG's table shows (the HTML page shows every trial)."""
 
 _MIN_TRIALS_FOR_IMPORTANCE = 2
+_TARGET_WARNING = r".*low `target` values"
+"""Optuna's PED-ANOVA evaluator warns whenever it is given a target (it takes low targets as good):
+:func:`importances` gives one, negated for a maximized objective."""
+
+_Scored = tuple[FrozenTrial, tuple[float, ...]]
+"""A complete trial and its values, each a finite float, one per objective."""
 
 
 def write_report(study: optuna.Study, path: str | Path) -> None:
@@ -62,64 +76,100 @@ def write_report(study: optuna.Study, path: str | Path) -> None:
         raise ValueError(
             f"{path}: a report is written as .html or .png, not {suffix or 'a file without suffix'}"
         )
-    figure = _figure(study, table=suffix == ".png")
+    best = _best(study)
+    figure = _figure(study, best, table=suffix == ".png")
     if suffix == ".png":
         figure.savefig(path, format="png")
     else:
-        path.write_text(_html(study, figure), encoding="utf-8")
+        path.write_text(_html(study, best, figure), encoding="utf-8")
 
 
-def trial_rows(trials: Sequence[FrozenTrial]) -> list[tuple[str, ...]]:
-    """One row of :data:`HEADERS` per trial, as text (``-`` where a number is unknown)."""
+def trial_rows(trials: Sequence[FrozenTrial], pareto: Collection[int] = ()) -> list[tuple[str, ...]]:
+    """One row of :data:`HEADERS` per trial, as text a terminal shows as written (:func:`shown`):
+    ``-`` where a number is unknown, a stored number that does not fit as text, each note, parameter
+    name and value clipped to :data:`~torchx.tune._untrusted.NOTE_LIMIT` characters with an
+    ellipsis; the trials numbered in ``pareto`` are noted as in the Pareto set."""
     return [
         (
             str(trial.number),
             trial.state.name,
-            _number(trial.value if trial.state == TrialState.COMPLETE else None),
+            ", ".join(map(_number, trial.values))
+            if trial.state == TrialState.COMPLETE and trial.values
+            else "-",
             _count(trial.user_attrs.get("params")),
             _count(trial.user_attrs.get("mult_adds")),
-            ", ".join(f"{name}={_value(value)}" for name, value in trial.params.items()),
-            _note(trial),
+            ", ".join(f"{shown(name)}={_number(value, '.4g')}" for name, value in trial.params.items()),
+            _note(trial.user_attrs, in_pareto_set=trial.number in pareto),
         )
         for trial in trials
     ]
 
 
-def _note(trial: FrozenTrial) -> str:
-    attrs = trial.user_attrs
+def _note(attrs: Mapping[str, object], *, in_pareto_set: bool) -> str:
     if "pruned_reason" in attrs:
-        return f"pruned: {attrs['pruned_reason']}"
-    if "error" in attrs:
-        return f"failed: {attrs['error']}"
-    if "reused_from" in attrs:
-        return f"same architecture as trial {attrs['reused_from']}: its value reused"
-    return ""
+        note = f"pruned: {shown(attrs['pruned_reason'])}"
+    elif "error" in attrs:
+        note = f"failed: {shown(attrs['error'])}"
+    elif "reused_from" in attrs:
+        note = f"same architecture as trial {shown(attrs['reused_from'])}: its value reused"
+    else:
+        note = ""
+    return "; ".join(filter(None, ["in the Pareto set" if in_pareto_set else "", note]))
 
 
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
+def _number(value: object, spec: str = ".6g") -> str:
+    return format(value, spec) if isinstance(value, float) else shown(value)
 
 
 def _count(value: object) -> str:
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "-"
+    fits = count(value)
+    return "-" if value is None else shown(value) if fits is None else f"{fits:,}"
 
 
-def _value(value: object) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+def pareto_front(points: Sequence[Sequence[float]], maximize: Sequence[bool]) -> list[int]:
+    """The indices, in order, of the points no other point dominates (as good in every coordinate
+    and better in one; coordinate ``i`` is better higher where ``maximize[i]``, else lower)."""
+    signed = [tuple(-x if up else x for x, up in zip(point, maximize, strict=True)) for point in points]
+    front: list[int] = []
+    for index in sorted(range(len(signed)), key=signed.__getitem__):  # dominators sort first
+        if not any(_dominates(signed[other], signed[index]) for other in front):
+            front.append(index)
+    return sorted(front)
 
 
-def pareto_front(points: Sequence[tuple[int, float]], maximize: bool) -> list[tuple[int, float]]:
-    """The points no other point beats with as few parameters and a value at least as good, by
-    parameter count."""
-    front: list[tuple[int, float]] = []
-    for params, value in sorted(points, key=lambda point: (point[0], -point[1] if maximize else point[1])):
-        if not front or (value > front[-1][1] if maximize else value < front[-1][1]):
-            front.append((params, value))
-    return front
+def _dominates(better: tuple[float, ...], worse: tuple[float, ...]) -> bool:
+    return better != worse and all(b <= w for b, w in zip(better, worse, strict=True))
+
+
+def _maximize(study: optuna.Study) -> list[bool]:
+    return [direction == StudyDirection.MAXIMIZE for direction in study.directions]
+
+
+def _scored(study: optuna.Study) -> list[_Scored]:
+    """The complete trials whose values are finite numbers, one per objective (the others cannot be
+    ranked or plotted)."""
+    objectives = len(study.directions)
+    scored = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        stored = trial.values or []
+        values = [number for number in map(finite, stored) if number is not None]
+        if len(values) == objectives == len(stored):
+            scored.append((trial, tuple(values)))
+    return scored
+
+
+def _best(study: optuna.Study) -> list[_Scored]:
+    """:func:`_scored`'s trials: for one objective the best value first (ties: the earlier trial),
+    for several the Pareto set by trial number."""
+    scored, maximize = _scored(study), _maximize(study)
+    if len(maximize) > 1:
+        return [scored[index] for index in pareto_front([values for _, values in scored], maximize)]
+    return sorted(scored, key=lambda pair: -pair[1][0] if maximize[0] else pair[1][0])  # stable
 
 
 def importances(study: optuna.Study) -> dict[str, float] | str:
-    """The sampled parameters' importances, or why they cannot be computed (a sentence)."""
+    """The sampled parameters' importances for the (first) objective, or why they cannot be
+    computed (a sentence); trials whose value is not a finite number are left out."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if len(complete) < _MIN_TRIALS_FOR_IMPORTANCE:
         return (
@@ -128,20 +178,27 @@ def importances(study: optuna.Study) -> dict[str, float] | str:
         )
     if not any(trial.params for trial in complete):
         return "Parameter importances need sampled parameters; the complete trials have none."
+    sign = -1.0 if _maximize(study)[0] else 1.0
+
+    def first_objective(trial: FrozenTrial) -> float:  # nan: Optuna leaves the trial out
+        number = finite(trial.values[0]) if trial.values else None
+        return math.nan if number is None else sign * number
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", message=_TARGET_WARNING)
         try:
-            found = optuna.importance.get_param_importances(study)
+            found = optuna.importance.get_param_importances(study, target=first_objective)
         except (ValueError, RuntimeError) as error:
-            return f"Parameter importances cannot be computed: {error}"
+            return f"Parameter importances cannot be computed: {shown(str(error))}"
     if caught:  # Optuna's "too few trials": the importances it gives are all equal
-        return f"Parameter importances cannot be computed: {caught[0].message}"
+        return f"Parameter importances cannot be computed: {shown(str(caught[0].message))}"
     if not found:
         return "Parameter importances cannot be computed: no parameter is sampled in every complete trial."
     return found
 
 
-def _figure(study: optuna.Study, *, table: bool) -> Figure:
+def _figure(study: optuna.Study, best: list[_Scored], *, table: bool) -> Figure:
     try:
         import matplotlib
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -156,32 +213,34 @@ def _figure(study: optuna.Study, *, table: bool) -> Figure:
         figure = Figure(figsize=(12, 9 if table else 4.5), layout="constrained")
         FigureCanvasAgg(figure)
         grid = figure.add_gridspec(2 if table else 1, 2)
-        _plot_front(figure.add_subplot(grid[0, 0]), study)
+        if len(study.directions) > 1:
+            _plot_pareto_set(figure.add_subplot(grid[0, 0]), study, best)
+        else:
+            _plot_front(figure.add_subplot(grid[0, 0]), study, best)
         _plot_importances(figure.add_subplot(grid[0, 1]), study)
         if table:
-            _draw_table(figure.add_subplot(grid[1, :]), study)
+            _draw_table(figure.add_subplot(grid[1, :]), study, best)
         counts = {state: len(study.get_trials(deepcopy=False, states=(state,))) for state in TrialState}
         figure.suptitle(
-            f"study {study.study_name!r}: {len(study.trials)} trials, "
+            f"study {shown(study.study_name)}: {len(study.trials)} trials, "
             + ", ".join(f"{count} {state.name.lower()}" for state, count in counts.items() if count)
         )
     return figure
 
 
-def _plot_front(axes: Axes, study: optuna.Study) -> None:
-    points = [
-        (trial.user_attrs["params"], float(trial.value))
-        for trial in best_trials(study)
-        if isinstance(trial.user_attrs.get("params"), int) and trial.value is not None
-    ]
+def _plot_front(axes: Axes, study: optuna.Study, best: list[_Scored]) -> None:
+    """One objective: the objective against the parameter count, with the Pareto front of the two."""
+    maximize = _maximize(study)[0]
+    counted = [(count(trial.user_attrs.get("params")), values[0]) for trial, values in best]
+    points = [(params, value) for params, value in counted if params is not None]
     axes.set_title("objective vs parameters")
     axes.set_xlabel("parameters")
-    axes.set_ylabel(f"objective ({'higher' if _maximize(study) else 'lower'} is better)")
+    axes.set_ylabel(f"objective ({_better(maximize)})")
     if not points:
         _say(axes, "No complete trial with a parameter count yet.")
         return
     axes.scatter([p for p, _ in points], [v for _, v in points], color="tab:blue", alpha=0.6, label="trial")
-    front = pareto_front(points, _maximize(study))
+    front = sorted(points[index] for index in pareto_front(points, (False, maximize)))
     axes.step(
         [p for p, _ in front],
         [v for _, v in front],
@@ -193,24 +252,53 @@ def _plot_front(axes: Axes, study: optuna.Study) -> None:
     axes.legend()
 
 
+def _plot_pareto_set(axes: Axes, study: optuna.Study, best: list[_Scored]) -> None:
+    """Several objectives: the first against the second, the Pareto set (over every objective) in red."""
+    maximize = _maximize(study)
+    axes.set_title("objective 1 vs objective 2")
+    axes.set_xlabel(f"objective 1 ({_better(maximize[0])})")
+    axes.set_ylabel(f"objective 2 ({_better(maximize[1])})")
+    points = [values for _, values in _scored(study)]
+    if not points:
+        _say(axes, "No complete trial with finite values yet.")
+        return
+    axes.scatter([v[0] for v in points], [v[1] for v in points], color="tab:blue", alpha=0.6, label="trial")
+    axes.scatter(
+        [v[0] for _, v in best],
+        [v[1] for _, v in best],
+        color="tab:red",
+        label="Pareto set" if len(maximize) == 2 else f"Pareto set (of all {len(maximize)} objectives)",
+    )
+    axes.legend()
+
+
+def _better(maximize: bool) -> str:
+    return "higher is better" if maximize else "lower is better"
+
+
 def _plot_importances(axes: Axes, study: optuna.Study) -> None:
-    axes.set_title("parameter importances")
+    axes.set_title("parameter importances" if len(study.directions) == 1 else "importances for objective 1")
     found = importances(study)
     if isinstance(found, str):
         _say(axes, found)
         return
-    names = list(found)[::-1]  # the most important on top
-    axes.barh(names, [found[name] for name in names], color="tab:green")
+    names = [shown(name) for name in found][::-1]  # the most important on top
+    axes.barh(names, list(found.values())[::-1], color="tab:green")
     axes.set_xlabel("importance (sums to 1)")
 
 
-def _draw_table(axes: Axes, study: optuna.Study) -> None:
+def _draw_table(axes: Axes, study: optuna.Study, best: list[_Scored]) -> None:
     axes.axis("off")
-    rows = [[_clip(cell) for cell in row] for row in trial_rows(best_trials(study)[:PNG_ROWS])]
+    rows = [[_clip(cell) for cell in row] for row in trial_rows([trial for trial, _ in best[:PNG_ROWS]])]
     if not rows:
         _say(axes, "No complete trial yet.")
         return
-    axes.set_title(f"best {len(rows)} complete trials")
+    several = len(study.directions) > 1
+    axes.set_title(
+        f"the Pareto set: {len(rows)} of {len(best)} trials"
+        if several
+        else f"best {len(rows)} complete trials"
+    )
     drawn = axes.table(cellText=rows, colLabels=HEADERS, loc="upper center", cellLoc="left")
     drawn.auto_set_font_size(False)
     drawn.set_fontsize(8)
@@ -227,24 +315,25 @@ def _clip(text: str, most: int = 60) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-def _maximize(study: optuna.Study) -> bool:
-    return study.direction == StudyDirection.MAXIMIZE
-
-
-def _html(study: optuna.Study, figure: Figure) -> str:
+def _html(study: optuna.Study, best: list[_Scored], figure: Figure) -> str:
     picture = io.BytesIO()
     figure.savefig(picture, format="png")
     image = base64.b64encode(picture.getvalue()).decode("ascii")
+    several = len(study.directions) > 1
+    pareto = {trial.number for trial, _ in best} if several else set()
     header = "".join(f"<th>{html.escape(name)}</th>" for name in HEADERS)
     body = "\n".join(
         "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
-        for row in trial_rows(study.trials)
+        for row in trial_rows(study.trials, pareto)
     )
-    best = best_trials(study)
-    summary = (
-        f"best: trial {best[0].number}, value {_number(best[0].value)}" if best else "no complete trial yet"
-    )
-    title = html.escape(f"torchx tune: study {study.study_name}")
+    if not best:
+        summary = "no complete trial yet"
+    elif several:
+        summary = f"Pareto set: trials {', '.join(str(number) for number in sorted(pareto))}"
+    else:
+        summary = f"best: trial {best[0][0].number}, value {_number(best[0][1][0])}"
+    directions = ", ".join(direction.name.lower() for direction in study.directions)
+    title = html.escape(f"torchx tune: study {shown(study.study_name)}")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -259,8 +348,8 @@ img {{ max-width: 100%; }}
 </head>
 <body>
 <h1>{title}</h1>
-<p>{len(study.trials)} trials, direction {html.escape(study.direction.name.lower())}; {html.escape(summary)}</p>
-<img alt="objective vs parameters with the Pareto front, and parameter importances" src="data:image/png;base64,{image}">
+<p>{len(study.trials)} trials, direction{"s" if several else ""} {directions}; {html.escape(summary)}</p>
+<img alt="the objectives against parameters or each other with the Pareto set, and parameter importances" src="data:image/png;base64,{image}">
 <h2>Trials</h2>
 <table>
 <thead><tr>{header}</tr></thead>

@@ -22,9 +22,11 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from torchx.core import CheckpointError, TorchXError, from_spec, load_model, to_spec
+from torchx.tune._untrusted import shown
 
 __all__ = [
     "DEFAULT_FOLDER",
+    "MAX_PATH_CHARS",
     "WEIGHTS_ATTR",
     "checked_weights",
     "save_weights",
@@ -35,6 +37,9 @@ __all__ = [
 DEFAULT_FOLDER = Path("torchx-tune-weights")
 WEIGHTS_ATTR = "weights"
 """The user attribute holding the path of a trial's saved checkpoint."""
+
+MAX_PATH_CHARS = 4096
+"""The longest weights path :func:`checked_weights` reads (Linux's PATH_MAX)."""
 
 _folder: ContextVar[Path | None] = ContextVar("torchx_tune_weights_folder", default=None)
 
@@ -74,11 +79,16 @@ def save_weights(trial: Any, model: Any) -> Path:
 def trial_weights(trial: FrozenTrial, trials: list[FrozenTrial]) -> Path | None:
     """The checkpoint ``trial`` saved, or (a trial that reused another's value) the one the trained
     trial saved, from the study's ``trials``; None when there is none."""
+    stored = _stored_weights(trial, trials)
+    return Path(stored) if isinstance(stored, str) else None
+
+
+def _stored_weights(trial: FrozenTrial, trials: list[FrozenTrial]) -> object:
+    """The user attribute :func:`trial_weights` reads, as the study holds it (any JSON value)."""
     source = trial.user_attrs.get("reused_from")
     if isinstance(source, int) and WEIGHTS_ATTR not in trial.user_attrs:
         trial = next((other for other in trials if other.number == source), trial)
-    path = trial.user_attrs.get(WEIGHTS_ATTR)
-    return Path(path) if isinstance(path, str) else None
+    return trial.user_attrs.get(WEIGHTS_ATTR)
 
 
 def checked_weights(
@@ -86,33 +96,43 @@ def checked_weights(
 ) -> Path:
     """:func:`trial_weights`, once it is known to be a TorchX checkpoint of ``spec`` inside ``folder``.
 
-    The study names the file, and a study database may be shared or written by anyone: only a file
-    in the search's own weights folder (symbolic links resolved) is read, and only with TorchX's
-    safe loader (no code runs).
+    The study names the file, and a study database may be shared or written by anyone: only a path
+    (text without NUL, at most :data:`MAX_PATH_CHARS` characters) to a file in the search's own
+    weights folder (symbolic links resolved) is read, and only with TorchX's safe loader (no code
+    runs); the messages show the stored path with its control characters escaped.
 
-    :raises CheckpointError: none saved, gone, outside ``folder``, not a TorchX checkpoint, or of
-        another architecture.
+    :raises CheckpointError: none saved, not a path, unreadable, gone, outside ``folder``, not a
+        TorchX checkpoint, or of another architecture.
     """
-    saved = trial_weights(trial, trials)
-    if saved is None:
+    stored = _stored_weights(trial, trials)
+    if stored is None:
         raise CheckpointError(
             f"the trial {trial.number} has no saved weights: the objective saves them with "
             "torchx.tune.save_weights(trial, model)"
         )
-    real, home = saved.resolve(), Path(folder).resolve()
-    if not real.is_relative_to(home):
+    weights = f"the trial {trial.number}'s weights {shown(stored)}"
+    if not isinstance(stored, str) or "\0" in stored or not 0 < len(stored) <= MAX_PATH_CHARS:
         raise CheckpointError(
-            f"the trial {trial.number}'s weights {saved} are outside this search's weights folder {home}: "
+            f"{weights} are not a file path (text without NUL, 1 to {MAX_PATH_CHARS} characters): "
             "not read (the study database names them)"
         )
-    if not real.is_file():
-        raise CheckpointError(f"the trial {trial.number}'s weights {saved} are gone")
+    try:
+        real, home = Path(stored).resolve(), Path(folder).resolve()
+        inside = real.is_relative_to(home)
+        found = inside and real.is_file()
+    except OSError as error:  # a name too long for the file system, a loop of links
+        raise CheckpointError(f"{weights} cannot be read: {error.strerror or error}") from None
+    if not inside:
+        raise CheckpointError(
+            f"{weights} are outside this search's weights folder {home}: "
+            "not read (the study database names them)"
+        )
+    if not found:
+        raise CheckpointError(f"{weights} are gone")
     try:
         held = to_spec(load_model(real))
     except TorchXError as error:
-        raise CheckpointError(f"the trial {trial.number}'s weights {saved}: {error}") from error
+        raise CheckpointError(f"{weights}: {shown(str(error), MAX_PATH_CHARS)}") from error
     if held != to_spec(from_spec(spec)):
-        raise CheckpointError(
-            f"the trial {trial.number}'s weights {saved} hold another architecture than its spec"
-        )
+        raise CheckpointError(f"{weights} hold another architecture than its spec")
     return real
