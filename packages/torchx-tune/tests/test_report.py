@@ -15,7 +15,8 @@ from optuna.distributions import BaseDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
 from torchx.core import MissingPackageError
-from torchx.tune._report import _best, _figure, importances, pareto_front, trial_rows, write_report
+from torchx.tune._ranking import best_scored, pareto_front
+from torchx.tune._report import _figure, importances, trial_rows, write_report
 
 pytest.importorskip(
     "matplotlib", reason="the report's plots need matplotlib: pip install 'torchx-tune[report]'"
@@ -200,7 +201,7 @@ def test_html_of_two_objectives_names_the_pareto_set(tmp_path: Path) -> None:
 
 def test_plot_of_two_objectives_is_the_first_against_the_second_with_the_pareto_set() -> None:
     study = _two_objectives()
-    axes = _figure(study, _best(study), table=True).axes[0]
+    axes = _figure(study, best_scored(study), table=True).axes[0]
     trials, pareto = (numpy.asarray(dots.get_offsets()).tolist() for dots in axes.collections)
     assert trials == [[0.9, 1000], [0.8, 2000], [0.95, 5000], [0.5, 100]]
     assert pareto == [[0.9, 1000], [0.95, 5000], [0.5, 100]]

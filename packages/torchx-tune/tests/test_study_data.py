@@ -15,7 +15,8 @@ from optuna.trial import TrialState, create_trial
 
 from torchx.cli import main
 from torchx.core import CheckpointError
-from torchx.tune._report import _best, _figure, trial_rows, write_report
+from torchx.tune._ranking import best_scored
+from torchx.tune._report import _figure, trial_rows, write_report
 from torchx.tune._untrusted import MAX_COUNT, NOTE_LIMIT, count, finite, shown
 from torchx.tune._weights import MAX_PATH_CHARS, checked_weights
 
@@ -145,7 +146,7 @@ def test_report_of_a_forged_study_is_written_and_bounded(tmp_path: Path) -> None
 
 def test_bad_numbers_are_left_out_of_the_best_trials_and_the_plot(tmp_path: Path) -> None:
     study = _forged(tmp_path / "study.db")
-    best = _best(study)
+    best = best_scored(study)
     assert [trial.number for trial, _ in best] == [3, 2, 1, 0]  # not 4 (text) nor 5 (inf)
     axes = _figure(study, best, table=False).axes[0]
     assert numpy.asarray(axes.collections[0].get_offsets()).tolist() == [
@@ -178,7 +179,7 @@ def test_two_objectives_with_forged_values_keep_the_rest(tmp_path: Path) -> None
     study = optuna.load_study(study_name="two", storage=storage)
     with pytest.raises(ValueError, match="number of the values"):
         study.best_trials  # noqa: B018 (Optuna's own Pareto set refuses the study)
-    assert [trial.number for trial, _ in _best(study)] == [0, 1]
+    assert [trial.number for trial, _ in best_scored(study)] == [0, 1]
     write_report(study, tmp_path / "report.html")
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Pareto set: trials 0, 1" in page and "<td>0.99</td>" in page and "<td>abc, 1</td>" in page

@@ -44,6 +44,7 @@ from torchx.tune._report import HEADERS, REPORT_SUFFIXES, trial_rows, write_repo
 from torchx.tune._search import Objective, SearchResult, best_trials, search
 from torchx.tune._space import load_space
 from torchx.tune._storage import creation_lock, journal_path, open_storage, storage_file
+from torchx.tune._untrusted import shown
 from torchx.tune._weights import DEFAULT_FOLDER, checked_weights, weights_folder
 
 __all__ = ["load_objective", "tune", "tune_report"]
@@ -247,10 +248,10 @@ def _print_best(study: optuna.Study) -> None:
     best = best_trials(study)[:TOP_TRIALS]
     total = len(study.trials)
     if not best:
-        print(f"study {study.study_name!r}: {total} trials, none complete")
+        print(f"study {_name(study)}: {total} trials, none complete")
         return
     which = f"the Pareto set, {len(best)} trials" if len(study.directions) > 1 else f"the best {len(best)}"
-    print(f"study {study.study_name!r}: {total} trials; {which}:")
+    print(f"study {_name(study)}: {total} trials; {which}:")
     print("\n".join(format_table(HEADERS, trial_rows(best), numeric=0)))
 
 
@@ -262,7 +263,7 @@ def _write_best(result: SearchResult, output: Path | None, weights: Path | None,
         return 0
     if not result.best_trials:
         print(
-            f"torchx tune: no trial of study {result.study.study_name!r} is complete: nothing written",
+            f"torchx tune: no trial of study {_name(result.study)} is complete: nothing written",
             file=sys.stderr,
         )
         return 1
@@ -291,3 +292,8 @@ def _numbered(path: Path, trial: FrozenTrial, several: bool) -> Path:
 
 def _save_spec(spec: dict[str, Any], path: Path) -> None:
     save_spec(from_spec(spec), path)
+
+
+def _name(study: optuna.Study) -> str:
+    """The study's name as shown (a storage may hold any text in it)."""
+    return repr(shown(study.study_name))

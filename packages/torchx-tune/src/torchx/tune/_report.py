@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import optuna
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from torchx.core import MissingPackageError
+from torchx.tune._ranking import Scored, best_scored, maximized, pareto_front, scored
 from torchx.tune._untrusted import count, finite, shown
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ __all__ = [
     "HEADERS",
     "REPORT_SUFFIXES",
     "importances",
-    "pareto_front",
     "trial_rows",
     "write_report",
 ]
@@ -60,9 +59,6 @@ _TARGET_WARNING = r".*low `target` values"
 """Optuna's PED-ANOVA evaluator warns whenever it is given a target (it takes low targets as good):
 :func:`importances` gives one, negated for a maximized objective."""
 
-_Scored = tuple[FrozenTrial, tuple[float, ...]]
-"""A complete trial and its values, each a finite float, one per objective."""
-
 
 def write_report(study: optuna.Study, path: str | Path) -> None:
     """Write ``study``'s report to ``path``: an HTML page (``.html``) or a PNG image (``.png``).
@@ -76,7 +72,7 @@ def write_report(study: optuna.Study, path: str | Path) -> None:
         raise ValueError(
             f"{path}: a report is written as .html or .png, not {suffix or 'a file without suffix'}"
         )
-    best = _best(study)
+    best = best_scored(study)
     figure = _figure(study, best, table=suffix == ".png")
     if suffix == ".png":
         figure.savefig(path, format="png")
@@ -126,47 +122,6 @@ def _count(value: object) -> str:
     return "-" if value is None else shown(value) if fits is None else f"{fits:,}"
 
 
-def pareto_front(points: Sequence[Sequence[float]], maximize: Sequence[bool]) -> list[int]:
-    """The indices, in order, of the points no other point dominates (as good in every coordinate
-    and better in one; coordinate ``i`` is better higher where ``maximize[i]``, else lower)."""
-    signed = [tuple(-x if up else x for x, up in zip(point, maximize, strict=True)) for point in points]
-    front: list[int] = []
-    for index in sorted(range(len(signed)), key=signed.__getitem__):  # dominators sort first
-        if not any(_dominates(signed[other], signed[index]) for other in front):
-            front.append(index)
-    return sorted(front)
-
-
-def _dominates(better: tuple[float, ...], worse: tuple[float, ...]) -> bool:
-    return better != worse and all(b <= w for b, w in zip(better, worse, strict=True))
-
-
-def _maximize(study: optuna.Study) -> list[bool]:
-    return [direction == StudyDirection.MAXIMIZE for direction in study.directions]
-
-
-def _scored(study: optuna.Study) -> list[_Scored]:
-    """The complete trials whose values are finite numbers, one per objective (the others cannot be
-    ranked or plotted)."""
-    objectives = len(study.directions)
-    scored = []
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        stored = trial.values or []
-        values = [number for number in map(finite, stored) if number is not None]
-        if len(values) == objectives == len(stored):
-            scored.append((trial, tuple(values)))
-    return scored
-
-
-def _best(study: optuna.Study) -> list[_Scored]:
-    """:func:`_scored`'s trials: for one objective the best value first (ties: the earlier trial),
-    for several the Pareto set by trial number."""
-    scored, maximize = _scored(study), _maximize(study)
-    if len(maximize) > 1:
-        return [scored[index] for index in pareto_front([values for _, values in scored], maximize)]
-    return sorted(scored, key=lambda pair: -pair[1][0] if maximize[0] else pair[1][0])  # stable
-
-
 def importances(study: optuna.Study) -> dict[str, float] | str:
     """The sampled parameters' importances for the (first) objective, or why they cannot be
     computed (a sentence); trials whose value is not a finite number are left out."""
@@ -178,7 +133,7 @@ def importances(study: optuna.Study) -> dict[str, float] | str:
         )
     if not any(trial.params for trial in complete):
         return "Parameter importances need sampled parameters; the complete trials have none."
-    sign = -1.0 if _maximize(study)[0] else 1.0
+    sign = -1.0 if maximized(study)[0] else 1.0
 
     def first_objective(trial: FrozenTrial) -> float:  # nan: Optuna leaves the trial out
         number = finite(trial.values[0]) if trial.values else None
@@ -198,7 +153,7 @@ def importances(study: optuna.Study) -> dict[str, float] | str:
     return found
 
 
-def _figure(study: optuna.Study, best: list[_Scored], *, table: bool) -> Figure:
+def _figure(study: optuna.Study, best: list[Scored], *, table: bool) -> Figure:
     try:
         import matplotlib
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -228,9 +183,9 @@ def _figure(study: optuna.Study, best: list[_Scored], *, table: bool) -> Figure:
     return figure
 
 
-def _plot_front(axes: Axes, study: optuna.Study, best: list[_Scored]) -> None:
+def _plot_front(axes: Axes, study: optuna.Study, best: list[Scored]) -> None:
     """One objective: the objective against the parameter count, with the Pareto front of the two."""
-    maximize = _maximize(study)[0]
+    maximize = maximized(study)[0]
     counted = [(count(trial.user_attrs.get("params")), values[0]) for trial, values in best]
     points = [(params, value) for params, value in counted if params is not None]
     axes.set_title("objective vs parameters")
@@ -252,13 +207,13 @@ def _plot_front(axes: Axes, study: optuna.Study, best: list[_Scored]) -> None:
     axes.legend()
 
 
-def _plot_pareto_set(axes: Axes, study: optuna.Study, best: list[_Scored]) -> None:
+def _plot_pareto_set(axes: Axes, study: optuna.Study, best: list[Scored]) -> None:
     """Several objectives: the first against the second, the Pareto set (over every objective) in red."""
-    maximize = _maximize(study)
+    maximize = maximized(study)
     axes.set_title("objective 1 vs objective 2")
     axes.set_xlabel(f"objective 1 ({_better(maximize[0])})")
     axes.set_ylabel(f"objective 2 ({_better(maximize[1])})")
-    points = [values for _, values in _scored(study)]
+    points = [values for _, values in scored(study)]
     if not points:
         _say(axes, "No complete trial with finite values yet.")
         return
@@ -287,7 +242,7 @@ def _plot_importances(axes: Axes, study: optuna.Study) -> None:
     axes.set_xlabel("importance (sums to 1)")
 
 
-def _draw_table(axes: Axes, study: optuna.Study, best: list[_Scored]) -> None:
+def _draw_table(axes: Axes, study: optuna.Study, best: list[Scored]) -> None:
     axes.axis("off")
     rows = [[_clip(cell) for cell in row] for row in trial_rows([trial for trial, _ in best[:PNG_ROWS]])]
     if not rows:
@@ -315,7 +270,7 @@ def _clip(text: str, most: int = 60) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-def _html(study: optuna.Study, best: list[_Scored], figure: Figure) -> str:
+def _html(study: optuna.Study, best: list[Scored], figure: Figure) -> str:
     picture = io.BytesIO()
     figure.savefig(picture, format="png")
     image = base64.b64encode(picture.getvalue()).decode("ascii")

@@ -80,11 +80,11 @@ from optuna.distributions import (
 )
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import BaseStorage
-from optuna.study import StudyDirection
 from optuna.trial import FixedTrial, FrozenTrial, TrialState
 
 from torchx.core import SpecError, TypedShape, build, from_spec
 from torchx.tune._checks import Check, Constraints, Input, check, model_inputs, one_line
+from torchx.tune._ranking import best_trials
 from torchx.tune._storage import creation_lock, open_storage
 
 __all__ = ["SearchResult", "SearchSpace", "TrialTimeoutError", "best_trials", "search", "spec_key"]
@@ -578,18 +578,6 @@ def _fail_in_storage(run: _Run, number: int, error: str) -> bool:
         return storage.set_trial_state_values(trial_id, TrialState.FAIL)
     except UpdateFinishedTrialError:  # told meanwhile, or failed by another worker
         return False
-
-
-def best_trials(study: optuna.Study) -> list[FrozenTrial]:
-    """The study's best COMPLETE trials: for one objective, all of them, best value first (ties:
-    the earlier trial); for several, the Pareto set by trial number, each combination once (the
-    trial that trained it, not those that reused its values)."""
-    if len(study.directions) > 1:
-        front = [trial for trial in study.best_trials if "reused_from" not in trial.user_attrs]
-        return sorted(front, key=lambda trial: trial.number)
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
-    return sorted(complete, key=lambda trial: (sign * float(trial.value or 0.0), trial.number))
 
 
 def _result(study: optuna.Study, space: SearchSpace, inputs: tuple[Input, ...]) -> SearchResult:
