@@ -79,7 +79,8 @@ def _add_study_arguments(parser: argparse.ArgumentParser, *, storage_default: st
         required=storage_default is None,
         metavar="URL",
         help="the study's Optuna storage: an SQLAlchemy URL, sqlite:///study.db on one machine, "
-        f"postgresql://... for workers on several{'' if storage_default is None else f' (default: {storage_default})'}",
+        "postgresql://... for workers on several, or journal:PATH, a journal file on a shared file system"
+        f"{'' if storage_default is None else f' (default: {storage_default})'}",
     )
     parser.add_argument(
         "--study",
