@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
 import optuna
 import pytest
+from tune_cases import run_torchx
 
 import torchx
 import torchx.core
@@ -43,25 +43,15 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def torchx_cli(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "torchx.cli", *arguments],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def tune_arguments(*more: str) -> list[str]:
     return ["tune", "space.yaml", "--objective", "train.py:objective", "--input", "None,4", *more]
 
 
 def test_search_resume_best_files_and_report(files: Path) -> None:
     storage = f"sqlite:///{files / 'study.db'}"
-    first = torchx_cli(files, *tune_arguments("--trials", "3", "--storage", storage))
+    first = run_torchx(files, *tune_arguments("--trials", "3", "--storage", storage))
     assert first.returncode == 0, first.stderr
-    second = torchx_cli(
+    second = run_torchx(
         files,
         *tune_arguments(
             "--trials", "2", "--storage", storage, "-o", "best.yaml", "--weights", "best.safetensors"

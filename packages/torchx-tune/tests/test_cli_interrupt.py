@@ -11,13 +11,7 @@ from pathlib import Path
 import optuna
 import pytest
 from optuna.trial import TrialState
-
-SPACE = """\
-type: Sequential
-layers:
-  - type: Linear
-    args: {out_features: {"$int": [2, 64], name: width}}
-"""
+from tune_cases import WIDTH_SPACE
 
 OBJECTIVE = """\
 import time
@@ -41,7 +35,7 @@ AS_FROM_A_TERMINAL = (
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    (tmp_path / "space.yaml").write_text(SPACE)
+    (tmp_path / "space.yaml").write_text(WIDTH_SPACE)
     (tmp_path / "train.py").write_text(OBJECTIVE)
     return tmp_path
 

@@ -3,34 +3,20 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import optuna
 import pytest
 from optuna.trial import TrialState
+from tune_cases import WIDTH_SPACE, run_torchx
 
 import torchx
 
-SPACE = """\
-type: Sequential
-layers:
-  - type: Linear
-    args: {out_features: {"$int": [2, 64], name: width}}
-"""
-
 
 def run_tune(folder: Path, objective: str, *more: str) -> subprocess.CompletedProcess[str]:
-    (folder / "space.yaml").write_text(SPACE)
+    (folder / "space.yaml").write_text(WIDTH_SPACE)
     (folder / "train.py").write_text(objective)
-    command = ["tune", "space.yaml", "--objective", "train.py", "--input", "None,4", *more]
-    return subprocess.run(
-        [sys.executable, "-m", "torchx.cli", *command],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_torchx(folder, "tune", "space.yaml", "--objective", "train.py", "--input", "None,4", *more)
 
 
 def load(folder: Path) -> optuna.Study:

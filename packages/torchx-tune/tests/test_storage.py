@@ -13,19 +13,12 @@ import optuna
 import pytest
 import sqlalchemy
 from optuna.trial import TrialState
+from tune_cases import WIDTH_SPACE
 
 from torchx.cli import main
 from torchx.core import MissingPackageError
 from torchx.tune import _storage
 from torchx.tune._search import search
-
-SPACE = """\
-type: Sequential
-layers:
-  - type: Linear
-    args: {out_features: {"$int": [2, 64], name: width}}
-  - type: ReLU
-"""
 
 OBJECTIVE = """\
 from torchx.tune._weights import save_weights
@@ -53,7 +46,7 @@ sys.exit(main(sys.argv[3:]))
 
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
-    (tmp_path / "space.yaml").write_text(SPACE)
+    (tmp_path / "space.yaml").write_text(WIDTH_SPACE)
     (tmp_path / "train.py").write_text(OBJECTIVE)
     return tmp_path
 

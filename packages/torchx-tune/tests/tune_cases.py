@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -34,3 +37,23 @@ class Objective:
     def __call__(self, model: torch.nn.Module, trial: optuna.Trial) -> float:
         self.models.append(model)
         return float(sum(parameter.numel() for parameter in model.parameters()))
+
+
+WIDTH_SPACE = """\
+type: Sequential
+layers:
+  - type: Linear
+    args: {out_features: {"$int": [2, 64], name: width}}
+"""
+"""A space file of one Linear layer whose width is the parameter ``width``."""
+
+
+def run_torchx(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """``torchx ARGUMENTS`` in a subprocess run in ``folder``."""
+    return subprocess.run(
+        [sys.executable, "-m", "torchx.cli", *arguments],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
