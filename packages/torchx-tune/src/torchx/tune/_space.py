@@ -22,6 +22,10 @@ an unshared ``$repeat`` at ``layers[2]`` its name holds the repetition
 (``layers[2].$repeat[k].layers[0].args.out_features``). Names depend on the document
 only, so they are the same in every run and every process.
 
+Every layer entry a sample may hold is read when the space is, as a spec's entry is
+(its type, keys, argument names and plain values; see :mod:`._entries`), so a space
+naming an unknown type is refused when read, not when a trial samples it.
+
 Reading a space never runs code and is bounded as a spec is: the file by
 :func:`torchx.plugin.read_spec_file`, and every sample holds at most
 :data:`~torchx.plugin.MAX_LAYERS` layers and :data:`~torchx.plugin.MAX_SPEC_VALUES`
@@ -48,6 +52,7 @@ from typing import Any, NamedTuple, Protocol
 from torchx.core import SpecError
 from torchx.plugin import MAX_DEPTH, MAX_LAYERS, MAX_SPEC_VALUES, read_spec_file, short_repr
 from torchx.tune._counting import MAX_SPACE_SIZE, Counting, Tally, Tangled
+from torchx.tune._entries import check_entry, is_marker
 
 __all__ = [
     "MAX_FLOAT_STEPS",
@@ -478,9 +483,16 @@ def load_space(path: str | Path) -> Space:
 def parse_space(data: Mapping[str, Any]) -> Space:
     """Validate a search space given as data (a spec whose values may be markers).
 
+    Every layer entry a sample may hold (in every option of every choice, every block
+    of every repeat) is read as :func:`torchx.core.from_spec` reads one, but for the
+    values of its markers: its type, keys, argument names and plain values (see
+    :mod:`torchx.tune._entries`).
+
     :raises SpecError: a bad marker (an unknown ``$`` key, an empty choice, bounds out of
         order or not numbers, a step or log that cannot be, a ``$repeat`` outside a
-        ``"layers"`` list or too long, one name for two different markers), named by its place.
+        ``"layers"`` list or too long, one name for two different markers), or a layer
+        entry a spec could not hold (an unknown type, naming the closest; an argument
+        its class does not take), named by its place.
     """
     root = _Compiler().compile(data, ("$",), _ROOT, 0)
     census = _Census()
@@ -599,6 +611,8 @@ class _Compiler:
         self.plain: dict[int, _Node] = {}
         """The node of each object and list without markers, by ``id``: a part used in
         several places (a YAML alias) is compiled once. The data outlives the compiler."""
+        self.entries: set[int] = set()
+        """The ``id`` of each layer entry read (see :meth:`entry`)."""
 
     def compile(self, data: Any, pieces: tuple[str, ...], role: str, depth: int) -> _Node:
         where = "".join(pieces)
@@ -606,6 +620,8 @@ class _Compiler:
             raise SpecError(where, f"the space nests deeper than {MAX_NESTING} levels")
         done = self.plain.get(id(data))
         if done is not None:
+            if role in (_ROOT, _ITEM) and isinstance(done, _Object):
+                self.entry(data, done, where, role)
             return self.bounded(done, where)
         if isinstance(data, Mapping):
             markers = sorted(str(key) for key in data if isinstance(key, str) and key.startswith("$"))
@@ -623,11 +639,17 @@ class _Compiler:
             work = 1 + len(items) + sum(node.work for _, node in items)
             layers = int("type" in data) + sum(node.layers for _, node in items)
             plain = all(node.plain for _, node in items)
-            return self.kept(data, self.bounded(_Object(items, work, layers, plain), where))
+            node = _Object(items, work, layers, plain)
+            self.bounded(node, where)
+            if role in (_ROOT, _ITEM):
+                self.entry(data, node, where, role)
+            return self.kept(data, node)
         if role == _ROOT:
             raise SpecError(
                 where, f"a space is a spec object with a 'type' (or a $choice of them), got {_kind(data)}"
             )
+        if role == _ITEM:  # as a spec reader says it
+            raise SpecError(where, f"expected a layer object with a 'type', got {_kind(data)}")
         if isinstance(data, (list, tuple)):
             role = _ITEM if role == _LAYERS else _VALUE
             nodes = tuple(
@@ -639,6 +661,24 @@ class _Compiler:
                 data, self.bounded(_List(nodes, work, sum(node.layers for node in nodes), plain), where)
             )
         return _Constant(data)
+
+    def entry(self, data: Mapping[str, Any], node: _Object, where: str, role: str) -> None:
+        """Read the layer entry ``data`` (compiled to ``node``) as a spec reader would,
+        but for its markers (see :mod:`._entries`); each entry once."""
+        if id(data) in self.entries:
+            return
+        self.entries.add(id(data))
+        args, layers = dict(node.items).get("args"), data.get("layers")
+        listed = isinstance(layers, (list, tuple))  # its items are entries, each read where it stands
+        spliced = is_marker(layers) or (isinstance(layers, (list, tuple)) and any(map(is_marker, layers)))
+        marked: set[str] | None = None
+        if spliced or not (args is None or args.plain):
+            marked = set()
+            if isinstance(args, _Object):
+                marked = {name for name, value in args.items if not value.plain}
+        apart = ("type", "args", "layers") if listed or is_marker(layers) else ("type", "args")
+        rest = all(value.plain for key, value in node.items if key not in apart)
+        check_entry(data, where, marked, rest, root=role == _ROOT)
 
     def kept(self, data: Any, node: _Node) -> _Node:
         if node.plain:
