@@ -9,6 +9,13 @@
   same sampled specs merely built on meta (``from_spec`` + ``torchx.build(...,
   device="meta")``), the least a check can do, so it shows what asking,
   sampling and measuring add; it has no bound.
+- A trial that trains nothing, in memory: ``torchx.tune.search`` over the digits
+  space below against Optuna's ``study.optimize`` (one seeded random sampler
+  each, the same architectures asserted), whose objective samples the space,
+  builds the model with ``torchx.build`` and counts its parameters, as the
+  search's objective counts those of the model it is given. Run in turn, so
+  the difference is what a trial of the search adds (the free check, its
+  bookkeeping in the study, the heartbeat thread); it is bounded at 20 ms.
 - A search's overhead on the example: ``torchx.tune.search`` over
   examples/digits_space.yaml with examples/tune_digits.py's objective (three
   epochs of the digits) against Optuna's own ``study.optimize`` running the
@@ -39,6 +46,8 @@ ZOO = EXAMPLES / "zoo"
 DIGITS = (None, 1, 8, 8)
 IMAGES = (None, 3, 224, 224)
 DIGITS_BOUND_S, RESNET_BOUND_S, OVERHEAD_BOUND = 0.020, 0.5, 1.05
+TRIAL_OVERHEAD_BOUND_S = 0.020
+"""Most a trial of the search that trains nothing may cost over one of plain Optuna (issue 42)."""
 
 CHANNELS = {"$choice": [16, 32, 48], "name": "channels"}
 CONV = {"type": "Conv2d", "args": {"out_channels": CHANNELS, "kernel_size": 3, "padding": "same"}}
@@ -143,6 +152,50 @@ def _candidate(
     return Result(f"tune: {label} sample+check / meta build", checked, built, None)
 
 
+def _parameters(model: Any) -> float:
+    return float(sum(p.numel() for p in model.parameters()))
+
+
+def _no_training(trials: int, rounds: int) -> Result:
+    """Seconds a trial of ``torchx.tune.search`` takes in memory when its objective trains
+    nothing, and a trial of Optuna's ``study.optimize`` sampling and building the same
+    architectures: medians of studies of ``trials`` trials, run in turn."""
+    import optuna
+
+    from torchx.tune import parse_space, search
+
+    space = parse_space(DIGITS_SPACE)
+    studies: list[list[optuna.Study]] = [[], []]
+
+    def tuned() -> None:
+        sampler = optuna.samplers.RandomSampler(seed=0)
+        result = search(
+            space, lambda model, trial: _parameters(model), input=DIGITS, n_trials=trials, sampler=sampler
+        )
+        studies[0].append(result.study)
+
+    def plain() -> None:
+        study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+        study.optimize(
+            lambda trial: _parameters(torchx.build(from_spec(space.sample(trial)), DIGITS)), trials
+        )
+        studies[1].append(study)
+
+    tuned_s, plain_s = (
+        seconds / trials for seconds in interleaved_medians(tuned, plain, rounds=rounds, per_round=1)
+    )
+    first, second = ([trial.params for trial in side[-1].trials] for side in studies)
+    assert first == second, "the two studies sampled different architectures"
+    added = tuned_s - plain_s
+    verdict = "ok" if added <= TRIAL_OVERHEAD_BOUND_S else "OVER BOUND"
+    print(
+        f"tune: a trial training nothing, in memory: search {tuned_s * 1e3:.1f} ms, plain Optuna "
+        f"{plain_s * 1e3:.1f} ms: {added * 1e3:+.1f} ms a trial (bound +{TRIAL_OVERHEAD_BOUND_S * 1e3:.0f} ms)  "
+        f"{verdict}"
+    )
+    return Result("tune: search / plain Optuna, a trial training nothing", tuned_s, plain_s, None)
+
+
 def _overhead(trials: int, rounds: int) -> Result | None:
     """Median wall seconds of ``torchx.tune.search`` over the example (examples/digits_space.yaml,
     examples/tune_digits.py's objective) and of Optuna's ``study.optimize`` running the same
@@ -207,6 +260,7 @@ def bench_tune(quick: bool) -> list[Result]:
     results = [
         _candidate("digits", DIGITS_SPACE, DIGITS, DIGITS_BOUND_S, 15 if quick else 60),
         _candidate("ResNet-50", _resnet50_space(), IMAGES, RESNET_BOUND_S, 3 if quick else 10),
+        _no_training(trials=10 if quick else 20, rounds=5 if quick else 15),
     ]
     overhead = _overhead(trials=4 if quick else 10, rounds=2 if quick else 4)
     return results if overhead is None else [*results, overhead]
