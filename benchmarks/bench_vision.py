@@ -55,13 +55,12 @@ def first_build(make: Callable[..., object]) -> Callable[..., object]:
     """``make`` as it runs the first time in a process: with nothing kept from
     earlier builds (the generated forwards of each architecture, the meta
     results of recorded operations, the formulas of layers on each input
-    signature and the dtypes of their outputs)."""
+    signature)."""
 
     def cold(*args: object, **kwargs: object) -> object:
         clear_compiled()
         placeholder_internals._RESULTS.clear()
         leaf_internals._FORMULAS.clear()
-        leaf_internals._DTYPES.clear()
         return make(*args, **kwargs)
 
     return cold

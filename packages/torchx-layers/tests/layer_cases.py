@@ -159,6 +159,7 @@ CASES: list[Case] = [
     Case(lambda: L.AdaptiveMaxPool3d(2), lambda: nn.AdaptiveMaxPool3d(2), VOLUME),
     Case(lambda: L.AdaptiveAvgPool1d(3), lambda: nn.AdaptiveAvgPool1d(3), SEQ),
     Case(lambda: L.AdaptiveAvgPool2d(1), lambda: nn.AdaptiveAvgPool2d(1), IMAGE),
+    Case(lambda: L.AdaptiveAvgPool2d((None, 3)), lambda: nn.AdaptiveAvgPool2d((None, 3)), IMAGE),
     Case(lambda: L.AdaptiveAvgPool3d(2), lambda: nn.AdaptiveAvgPool3d(2), VOLUME),
     Case(lambda: L.LPPool1d(2, 3), lambda: nn.LPPool1d(2, 3), SEQ),
     Case(lambda: L.LPPool2d(2.0, 2), lambda: nn.LPPool2d(2.0, 2), IMAGE),

@@ -1089,11 +1089,6 @@ def _output_dtype(
     return None if tensor is None else tensor.dtype
 
 
-_DTYPES: dict[Hashable, torch.dtype | None] = {}
-"""What :func:`_checked_dtype` found, by :func:`_dtype_key`."""
-_DTYPES_LIMIT = 4096
-
-
 def _checked_dtype(
     layer_class: type[LeafLayer], module: nn.Module, inputs: tuple[Any, ...]
 ) -> torch.dtype | None:
@@ -1101,23 +1096,25 @@ def _checked_dtype(
     raises the error of its first call for inputs of a kind of dtype torch
     refuses (ids into an embedding are integers; dropout does not take integers).
 
-    A formula knows shapes, not what torch's code checks of dtypes, so a meta
-    run answers, once per layer class and arguments, mode, and dtypes of the
-    inputs and of the layer's parameters. Floating inputs run in the dtype of
-    the layer's floating parameters: a shape or placeholder promises a kind of
-    dtype, not its precision (a float64 model is built from shapes, a floating
-    placeholder takes float64). Where the run cannot answer (an unbuilt layer,
-    an op with no meta kernel): the dtype the layer declares, unchecked (see
-    :func:`_output_dtype`). Kernels that refuse a dtype on one device only
-    (``relu`` of bools on CPU) refuse it when the model runs."""
+    Floating inputs in the dtype of the layer's floating parameters (or
+    any one floating dtype, for a layer without them) are what every layer
+    of floating inputs takes: the dtype is the one the layer declares (see
+    :func:`_output_dtype`). Other dtypes (integers, a precision other than
+    the weights', ids) are what a formula cannot judge, so a meta run
+    answers. Floating inputs run in the dtype of the layer's floating
+    parameters: a shape or placeholder promises a kind of dtype, not its
+    precision (a float64 model is built from shapes, a floating placeholder
+    takes float64). Where the run cannot answer (an unbuilt layer, an op
+    with no meta kernel): the declared dtype, unchecked. Kernels that refuse
+    a dtype on one device only (``relu`` of bools on CPU) refuse it when the
+    model runs."""
     if isinstance(module, LeafLayer):
         return _output_dtype(layer_class, module, inputs)
-    key = _dtype_key(module, inputs)
-    if key in _DTYPES:
-        return _DTYPES[key]
     weights = next(
         (p.dtype for p in module._parameters.values() if p is not None and p.is_floating_point()), None
     )
+    if _plain_floating(layer_class, inputs, weights):
+        return _output_dtype(layer_class, module, inputs)
     try:
         output = _run_meta_copy(module, inputs, {}, floating=weights)
     except Exception as error:
@@ -1127,22 +1124,21 @@ def _checked_dtype(
                 raise
             raise classified from error
         output = None
-    dtype = output.dtype if isinstance(output, torch.Tensor) else _output_dtype(layer_class, module, inputs)
-    if key is not None:
-        if len(_DTYPES) >= _DTYPES_LIMIT:
-            _DTYPES.clear()
-        _DTYPES[key] = dtype
-    return dtype
+    return output.dtype if isinstance(output, torch.Tensor) else _output_dtype(layer_class, module, inputs)
 
 
-def _dtype_key(module: nn.Module, inputs: tuple[Any, ...]) -> Hashable | None:
-    """What a built layer's output dtype depends on (see :func:`_checked_dtype`);
-    None where an argument is not data (see :func:`_arguments_key`)."""
-    arguments = module.__dict__["_torchx"].key
-    if arguments is None:
-        return None
-    parameters = [tensor.dtype for tensor in module._parameters.values() if tensor is not None]
-    return (arguments, module.training, *[value.dtype for value in inputs], *parameters)
+def _plain_floating(
+    layer_class: type[LeafLayer], inputs: tuple[Any, ...], weights: torch.dtype | None
+) -> bool:
+    """Whether ``inputs`` are floating tensors of one dtype, the floating ``weights``' where the layer
+    has them, into a layer that does not take integer ids."""
+    dtype = inputs[0].dtype
+    return (
+        not layer_class.integer_input
+        and dtype.is_floating_point
+        and (weights is None or dtype == weights)
+        and all(value.dtype == dtype for value in inputs)
+    )
 
 
 def _runs_hooks(module: nn.Module) -> bool:

@@ -6,10 +6,12 @@ Pooling has nothing to infer; these layers exist so that pooling stacks in
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.plugin import Padding, PositiveFloat, Size
+from torchx.plugin import Padding, PositiveFloat, Shape, Size
 
 __all__ = [
     "AdaptiveAvgPool1d",
@@ -169,26 +171,44 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
 
 
 class _AdaptiveAvgPoolNd(LeafLayer):
+    spatial_dims: ClassVar[int]
+
     def __init__(self, output_size: OptionalSize, *, name: str | None = None) -> None:
         super().__init__(output_size=output_size, name=name)
+
+    def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
+        """The input's leading dims, then ``output_size`` (``None``: the input's size); None (the
+        meta run says why) for a rank or an empty dim the pooling does not take."""
+        shape, dims = input_shapes[0], self.spatial_dims
+        size = self.arguments["output_size"]
+        sizes = tuple(size) if isinstance(size, (tuple, list)) else (size,) * dims
+        if len(shape) not in (dims + 1, dims + 2) or len(sizes) != dims or 0 in shape[-dims - 1 :]:
+            return None
+        return (
+            *shape[:-dims],
+            *(old if new is None else new for new, old in zip(sizes, shape[-dims:], strict=True)),
+        )
 
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """``nn.AdaptiveAvgPool1d``."""
 
     native_class = nn.AdaptiveAvgPool1d
+    spatial_dims = 1
 
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """``nn.AdaptiveAvgPool2d``."""
 
     native_class = nn.AdaptiveAvgPool2d
+    spatial_dims = 2
 
 
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """``nn.AdaptiveAvgPool3d``."""
 
     native_class = nn.AdaptiveAvgPool3d
+    spatial_dims = 3
 
 
 class _LPPoolNd(_Window):
