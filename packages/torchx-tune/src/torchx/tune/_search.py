@@ -30,8 +30,9 @@ nothing from the storage but the reads and writes of trial attributes.
 A worker that dies mid-trial (killed, its machine lost) would hold its lock
 for ever, so every running trial beats: a daemon thread writes
 ``user_attrs["heartbeat"]`` (``time.time()``) every :data:`HEARTBEAT_SECONDS`
-from ``ask`` to ``tell``. At the start of each trial and while waiting, a
-worker takes a RUNNING trial for lost when its last beat (before its first:
+from ``ask`` to ``tell`` (before its first beat, its start stands for one).
+Before a trial, at most once a beat, and while waiting, a worker takes a
+RUNNING trial for lost when its last beat (before its first:
 its start) is more than :data:`GRACE_BEATS` beats old, or as far in the future
 (a forged or skewed clock): it marks that trial FAIL with
 ``user_attrs["error"]`` "worker lost (...)" and enqueues its parameters once
@@ -205,12 +206,17 @@ def search(
     _check_directions(opened, wanted)
     inputs = model_inputs(input)
     _result(opened, space, inputs)  # a study of another space or input is refused before any work
+    run = _Run(opened, store, space, objective, inputs, constraints, trial_timeout)
     stop_at = None if timeout is None else time.monotonic() + timeout
+    swept_at = -math.inf
     with _optimize_loop(opened):
         for _ in range(n_trials):
             if stop_at is not None and time.monotonic() >= stop_at:
                 break
-            _run_trial(opened, store, space, objective, inputs, constraints, trial_timeout)
+            if time.monotonic() - swept_at >= HEARTBEAT_SECONDS:  # a lost worker is found within a beat
+                _fail_lost(run, opened.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
+                swept_at = time.monotonic()
+            _run_trial(run)
             if opened._stop_flag:
                 break
     return _result(opened, space, inputs)
@@ -267,22 +273,13 @@ class _Run:
     trial_timeout: float | None
 
 
-def _run_trial(
-    study: optuna.Study,
-    storage: BaseStorage,
-    space: SearchSpace,
-    objective: Objective,
-    inputs: tuple[Input, ...],
-    constraints: Constraints | None,
-    trial_timeout: float | None,
-) -> None:
-    """Fail the lost trials of other workers, then ask for a trial, evaluate it (beating) and tell
-    its outcome; anything escaping marks it FAIL first. A trial that a waiting worker took for lost
-    meanwhile, or that timed out, stays FAIL (Optuna logs the skip)."""
-    run = _Run(study, storage, space, objective, inputs, constraints, trial_timeout)
-    _fail_lost(run, study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
+def _run_trial(run: _Run) -> None:
+    """Ask for a trial, evaluate it (beating) and tell its outcome; anything escaping marks it FAIL
+    first. A trial that a waiting worker took for lost meanwhile, or that timed out, stays FAIL
+    (Optuna logs the skip)."""
+    study = run.study
     trial = study.ask()
-    deadline = None if trial_timeout is None else time.monotonic() + trial_timeout
+    deadline = None if run.trial_timeout is None else time.monotonic() + run.trial_timeout
     try:
         with _heartbeat(run, trial, deadline):
             state, values = _evaluate(run, trial, deadline)
@@ -362,13 +359,12 @@ def _record(trial: optuna.Trial, checked: Check) -> None:
 def _note_objective_params(trial: optuna.Trial, sampled_by_space: set[str]) -> None:
     """Name the parameters the objective sampled itself, and key the trial by its combination."""
     own = sorted(set(trial.params) - sampled_by_space)
+    if not own:  # none: the trial is keyed by its architecture alone
+        return
+    arch = trial.user_attrs["spec_key"]
     with contextlib.suppress(UpdateFinishedTrialError):  # timed out meanwhile
         trial.set_user_attr("objective_params", own)
-        if own:
-            arch = trial.user_attrs["spec_key"]
-            trial.set_user_attr(
-                "train_key", _combination_key(arch, {name: trial.params[name] for name in own})
-            )
+        trial.set_user_attr("train_key", _combination_key(arch, {name: trial.params[name] for name in own}))
 
 
 def _combination_key(arch: str, own: Mapping[str, Any]) -> str:
@@ -399,7 +395,8 @@ def _trained_elsewhere(
         own = {name: value for name, value in trial.params.items() if name not in sampled_by_space}
         if _combination_key(arch, own) != key:  # the first round, or a parameter newly known
             key = _combination_key(arch, own)
-            trial.set_user_attr("train_key", key)
+            if key != arch:  # else read off spec_key (one write less)
+                trial.set_user_attr("train_key", key)
             ticket = 1 + max((_ticket(other) or 0 for other in others if _train_key(other) == key), default=0)
             trial.set_user_attr("ticket", ticket)
             continue
@@ -464,16 +461,15 @@ def _timed_out(seconds: float | None) -> str:
 
 @contextlib.contextmanager
 def _heartbeat(run: _Run, trial: optuna.Trial, deadline: float | None) -> Iterator[None]:
-    """Write ``trial``'s heartbeat now and every :data:`HEARTBEAT_SECONDS` (a daemon thread) until
-    the block ends, which waits for the thread; a write that fails is tried again at the next beat,
+    """Write ``trial``'s heartbeat every :data:`HEARTBEAT_SECONDS` (a daemon thread; before its
+    first beat, its start stands for one) until the block ends, which waits for the thread; a write that fails is tried again at the next beat,
     a trial taken for lost meanwhile beats no more, and at ``deadline`` (``time.monotonic()``) the
     thread fails the trial with the reason and stops."""
     stop = threading.Event()
 
     def beat() -> None:
-        while True:
-            left = math.inf if deadline is None else deadline - time.monotonic()
-            if left <= 0:
+        while not stop.wait(min(HEARTBEAT_SECONDS, _seconds_left(deadline))):
+            if _seconds_left(deadline) <= 0:
                 _fail_in_storage(run, trial.number, _timed_out(run.trial_timeout))
                 return
             try:
@@ -482,8 +478,6 @@ def _heartbeat(run: _Run, trial: optuna.Trial, deadline: float | None) -> Iterat
                 return
             except Exception:  # noqa: BLE001 - a storage's passing failure (a locked database): beat again
                 pass
-            if stop.wait(min(HEARTBEAT_SECONDS, left)):
-                return
 
     thread = threading.Thread(target=beat, name=f"torchx-tune heartbeat {trial.number}", daemon=True)
     thread.start()
@@ -492,6 +486,10 @@ def _heartbeat(run: _Run, trial: optuna.Trial, deadline: float | None) -> Iterat
     finally:
         stop.set()
         thread.join()
+
+
+def _seconds_left(deadline: float | None) -> float:
+    return math.inf if deadline is None else deadline - time.monotonic()
 
 
 @contextlib.contextmanager
