@@ -35,7 +35,6 @@ def running_trial(storage: optuna.storages.BaseStorage, arch: int, heartbeat: ob
     trial = study.ask()
     TWO.sample(trial)
     trial.set_user_attr("spec_key", spec_key([mlp(3), mlp(5)][arch], [(None, 4)]))
-    trial.set_user_attr("ticket", 1)
     if heartbeat is not None:
         trial.set_user_attr("heartbeat", heartbeat)
     return trial
@@ -91,7 +90,7 @@ def test_a_forged_heartbeat_keeps_no_trial_alive(
 ) -> None:
     monkeypatch.setattr(_search, "HEARTBEAT_SECONDS", 0.01)  # the forged trial started 0.03 s ago at most
     storage = optuna.storages.InMemoryStorage()
-    running_trial(storage, 0, heartbeat)  # holds mlp(3)'s first ticket
+    running_trial(storage, 0, heartbeat)  # asked first: it holds mlp(3)
     time.sleep(0.05)
     objective = Objective()
     result = search(TWO, objective, input=(None, 4), n_trials=1, storage=storage, study="s")

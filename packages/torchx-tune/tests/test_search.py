@@ -356,12 +356,11 @@ def heartbeats() -> list[threading.Thread]:
 
 
 def lost_trial(storage: optuna.storages.BaseStorage, heartbeat: float | None) -> optuna.Trial:
-    """A RUNNING trial of ``mlp(3)`` holding its architecture's first ticket, as a worker killed
+    """A RUNNING trial of ``mlp(3)`` asked first, as a worker killed
     while training it leaves it: last beat at ``heartbeat`` (None: it never beat)."""
     trial = optuna.create_study(storage=storage, study_name="s").ask()
     Choices(mlp(3)).sample(trial)
     trial.set_user_attr("spec_key", spec_key(mlp(3), [(None, 4)]))
-    trial.set_user_attr("ticket", 1)
     if heartbeat is not None:
         trial.set_user_attr("heartbeat", heartbeat)
     return trial

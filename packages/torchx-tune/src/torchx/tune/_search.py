@@ -22,10 +22,13 @@ trial that first samples it trains, and so does every trial until one of the
 same combination is COMPLETE.
 
 Training once across workers is a per-combination lock written in the study
-itself (Lamport's bakery: a trial keys itself (``user_attrs["train_key"]``),
-takes a ticket one above those of its combination's trials, and trains only
-when no trial of it is taking a ticket or holds a smaller one), so it needs
-nothing from the storage but the reads and writes of trial attributes.
+itself: Lamport's bakery, whose tickets are the trial numbers, handed out in
+order by the storage at ``ask``. A trial keys itself (``user_attrs["spec_key"]``,
+and ``user_attrs["train_key"]`` where the objective's parameters add to it),
+then trains only when no RUNNING trial with a smaller number holds its key or
+is still before its key (sampling, checking: it may be about to take the same
+key). So it needs nothing from the storage but the reads and writes of trial
+attributes: one write and one read a trial.
 
 A worker that dies mid-trial (killed, its machine lost) would hold its lock
 for ever, so every running trial beats: a daemon thread writes
@@ -383,30 +386,29 @@ def _trained_elsewhere(
     training), or None when ``trial`` is to train it: the bakery lock of the module's docstring,
     the objective's known parameters sampled first, lost trials failed and passed over."""
     trial.set_user_attr("spec_key", arch)
-    key: str | None = None
-    ticket = 0
+    written = arch  # the key other trials read off this one
     while True:
+        trials = run.study.get_trials(deepcopy=False)
         others = [
             other
-            for other in run.study.get_trials(deepcopy=False)
+            for other in trials
             if other.number != trial.number and other.user_attrs.get("spec_key") == arch
         ]
         _sample_objective_params(trial, others, sampled_by_space)
         own = {name: value for name, value in trial.params.items() if name not in sampled_by_space}
-        if _combination_key(arch, own) != key:  # the first round, or a parameter newly known
-            key = _combination_key(arch, own)
-            if key != arch:  # else read off spec_key (one write less)
-                trial.set_user_attr("train_key", key)
-            ticket = 1 + max((_ticket(other) or 0 for other in others if _train_key(other) == key), default=0)
-            trial.set_user_attr("ticket", ticket)
+        key = _combination_key(arch, own)
+        if key != written:  # a parameter newly known: keyed by it, and the study read again after
+            trial.set_user_attr("train_key", key)
+            written = key
             continue
         same = [other for other in others if _train_key(other) == key]
         done = next((other for other in same if other.state == TrialState.COMPLETE), None)
         if done is not None:
             return done
+        keyless = [other for other in trials if "spec_key" not in other.user_attrs]
         now = time.time()
         if not any(
-            _ahead(other, ticket, trial.number) and not _failed_if_lost(run, other, now) for other in same
+            _ahead(other, trial.number) and not _failed_if_lost(run, other, now) for other in same + keyless
         ):
             return None
         if deadline is not None and time.monotonic() >= deadline:
@@ -441,18 +443,9 @@ def _suggest(trial: optuna.Trial, name: str, distribution: BaseDistribution) -> 
         trial.suggest_categorical(name, distribution.choices)
 
 
-def _ticket(trial: FrozenTrial) -> int | None:
-    ticket = trial.user_attrs.get("ticket")
-    return ticket if isinstance(ticket, int) else None
-
-
-def _ahead(other: FrozenTrial, ticket: int, number: int) -> bool:
-    """Whether the trial with ``ticket`` and ``number`` waits for ``other``: a RUNNING trial still
-    taking its ticket, or holding a smaller one (trial numbers break ties)."""
-    if other.state != TrialState.RUNNING:
-        return False
-    theirs = _ticket(other)
-    return theirs is None or (theirs, other.number) < (ticket, number)
+def _ahead(other: FrozenTrial, number: int) -> bool:
+    """Whether the trial numbered ``number`` waits for ``other``: RUNNING, and asked before it."""
+    return other.state == TrialState.RUNNING and other.number < number
 
 
 def _timed_out(seconds: float | None) -> str:
