@@ -49,7 +49,7 @@ with ``fail_stale_trials``): Optuna's exists only in its RDB storage (not its
 journal file, nor in memory), takes a RUNNING trial that never beat for alive
 for ever, and offers no public read of a trial's last beat, which the wait
 above needs. Optuna's ``RetryFailedTrialCallback`` is not used either: it
-copies the failed trial's user attributes (its key, ticket, beat and error)
+copies the failed trial's user attributes (its key, beat and error)
 into the retry; ``enqueue_trial`` gives the parameters alone.
 
 ``trial_timeout`` bounds a trial from its start: past it, the heartbeat thread
