@@ -224,3 +224,39 @@ def test_a_worker_killed_mid_trial_has_its_trial_failed_and_retried_by_another(
     assert killed.user_attrs["error"].startswith("worker lost (no heartbeat since ")
     assert (retry.state, retry.params, retry.user_attrs["retry_of"]) == (TrialState.COMPLETE, {"arch": 1}, 0)
     assert [model[0].out_features for model in objective.models] == [5]  # the killed architecture, trained
+
+
+def test_a_trial_timing_out_while_it_waits_fails_and_the_search_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_search, "HEARTBEAT_SECONDS", 0.05)
+    storage = optuna.storages.InMemoryStorage()
+    other = running_trial(storage, 0, time.time())  # another worker trains mlp(3), beating
+    finish = threading.Event()
+
+    def beat() -> None:
+        while not finish.wait(0.01):
+            other.set_user_attr("heartbeat", time.time())
+
+    for _ in range(2):  # the next two trials draw mlp(3) too
+        other.study.enqueue_trial({"arch": 0})
+    beating = threading.Thread(target=beat)
+    beating.start()
+    try:
+        result = search(
+            TWO,
+            Objective(),
+            input=(None, 4),
+            n_trials=2,
+            storage=storage,
+            study="s",
+            trial_timeout=0.3,
+        )
+    finally:
+        finish.set()
+        beating.join(10)
+    waited = result.study.trials[1:]
+    assert [trial.state for trial in waited] == [TrialState.FAIL, TrialState.FAIL]  # both ran, neither raised
+    assert all(
+        trial.user_attrs["error"] == "timed out: the trial ran past trial_timeout=0.3 s" for trial in waited
+    )

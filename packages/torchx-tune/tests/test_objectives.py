@@ -3,6 +3,7 @@ several objectives make a Pareto set, and a study continues only in its own dire
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ from optuna.trial import TrialState
 from tune_cases import Choices, mlp
 
 from torchx.core import SpecError
-from torchx.tune._search import search
+from torchx.tune import _search
+from torchx.tune._search import search, spec_key
 
 
 @pytest.fixture(autouse=True)
@@ -179,3 +181,52 @@ def test_direction_and_directions_together_are_refused() -> None:
         search(
             Choices(mlp(3)), sizes, input=(None, 4), n_trials=1, direction="maximize", directions=["maximize"]
         )
+
+
+def test_a_trial_waits_for_an_earlier_trial_keyed_by_its_architecture_alone() -> None:
+    """An earlier RUNNING trial keyed by the architecture alone may be about to take the same
+    combination (sampling the objective's known parameters, or in its objective): a later trial
+    of that combination waits for it, then reuses its value."""
+    storage = optuna.storages.InMemoryStorage()
+    study = optuna.create_study(storage=storage, study_name="s")
+    arch = spec_key(mlp(3), [(None, 4)])
+
+    def trained(value: float) -> optuna.trial.FrozenTrial:
+        return optuna.trial.create_trial(
+            params={"arch": 0, "opt": "sgd"},
+            distributions={
+                "arch": optuna.distributions.CategoricalDistribution([0]),
+                "opt": optuna.distributions.CategoricalDistribution(["sgd"]),
+            },
+            value=value,
+            user_attrs={"spec_key": arch, "objective_params": ["opt"]},
+        )
+
+    study.add_trial(trained(1.0))  # the objective samples "opt": the combination key holds it
+    earlier = study.ask()  # keyed by the architecture alone so far
+    Choices(mlp(3)).sample(earlier)
+    earlier.set_user_attr("spec_key", arch)
+    calls: list[int] = []
+
+    def objective(model: torch.nn.Module, trial: optuna.Trial) -> float:
+        calls.append(trial.number)
+        return float(trial.suggest_categorical("opt", ["sgd"]) == "sgd")
+
+    found: list[Any] = []
+    later = threading.Thread(
+        target=lambda: found.append(
+            search(Choices(mlp(3)), objective, input=(None, 4), n_trials=1, storage=storage, study="s")
+        )
+    )
+    later.start()
+    later.join(0.5)
+    assert later.is_alive()  # waiting for the earlier trial, which may take its combination
+    earlier.suggest_categorical("opt", ["sgd"])
+    earlier.set_user_attr("objective_params", ["opt"])
+    earlier.set_user_attr("train_key", found_key := _search._combination_key(arch, {"opt": "sgd"}))
+    study.tell(earlier, 5.0)
+    later.join(30)
+    assert calls == []  # reused, not trained again
+    reused = found[0].study.trials[-1]
+    assert (reused.value, reused.user_attrs["reused_from"]) == (5.0, earlier.number)
+    assert reused.user_attrs["train_key"] == found_key

@@ -65,7 +65,7 @@ def test_html_lists_every_trial_with_its_reason_escaped(tmp_path: Path) -> None:
     ]
     assert "pruned: 640 parameters, more than max_params=100 &lt;script&gt;" in page
     assert "failed: ValueError: loss is nan &amp; &lt;b&gt;bad&lt;/b&gt;" in page
-    assert "same architecture as trial 0: its value reused" in page
+    assert "same architecture and parameters as trial 0: its value reused" in page
     assert "&lt;i&gt;digits&lt;/i&gt;" in page and "<i>" not in page and "<script>" not in page
     image = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert image is not None and base64.b64decode(image.group(1)).startswith(PNG_SIGNATURE)

@@ -154,7 +154,10 @@ def test_three_workers_share_one_study_in_a_journal_file(files: Path) -> None:
     study = optuna.load_study(study_name="space", storage=storage)
     assert sorted(trial.number for trial in study.trials) == list(range(6))
     assert {trial.state for trial in study.trials} == {TrialState.COMPLETE}
-    weights = {Path(trial.user_attrs["weights"]).name for trial in study.trials}
+    trained = [
+        trial for trial in study.trials if "reused_from" not in trial.user_attrs
+    ]  # 63 widths: draws may repeat
+    weights = {Path(trial.user_attrs["weights"]).name for trial in trained}
     saved = {path.name for path in (files / "study-weights").iterdir()}  # beside the journal
     assert weights <= saved and len(saved) >= 1
 

@@ -130,7 +130,7 @@ def test_rows_of_a_forged_study_are_safe_text(tmp_path: Path) -> None:
         ("-", "-", "-"),
     ]
     assert rows[0][5] == f"{SHOWN}={SHOWN}, rate=0.25"
-    assert rows[1][6] == f"same architecture as trial {SHOWN}: its value reused"
+    assert rows[1][6] == f"same architecture and parameters as trial {SHOWN}: its value reused"
     assert rows[6][6] == "failed: " + shown(LONG) and len(rows[6][6]) < 2 * NOTE_LIMIT
     assert rows[7][6] == "pruned: " + shown([ESCAPES, 10**400])
 

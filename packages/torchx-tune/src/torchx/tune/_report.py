@@ -107,7 +107,7 @@ def _note(attrs: Mapping[str, object], *, in_pareto_set: bool) -> str:
     elif "error" in attrs:
         note = f"failed: {shown(attrs['error'])}"
     elif "reused_from" in attrs:
-        note = f"same architecture as trial {shown(attrs['reused_from'])}: its value reused"
+        note = f"same architecture and parameters as trial {shown(attrs['reused_from'])}: its value reused"
     else:
         note = ""
     return "; ".join(filter(None, ["in the Pareto set" if in_pareto_set else "", note]))

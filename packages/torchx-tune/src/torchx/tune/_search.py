@@ -290,9 +290,11 @@ def _run_trial(run: _Run) -> None:
         return
     except BaseException as error:
         _fail(trial, one_line(error))
-        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+        with contextlib.suppress(UpdateFinishedTrialError):  # failed by another worker meanwhile
+            study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
         raise
-    study.tell(trial, values, state=state, skip_if_finished=True)
+    with contextlib.suppress(UpdateFinishedTrialError):  # failed by another worker since the check
+        study.tell(trial, values, state=state, skip_if_finished=True)
 
 
 def _evaluate(
@@ -305,7 +307,11 @@ def _evaluate(
     if checked.reason is not None:
         trial.set_user_attr("pruned_reason", checked.reason)
         return TrialState.PRUNED, None
-    done = _trained_elsewhere(run, trial, spec_key(spec, run.inputs), sampled_by_space, deadline)
+    try:
+        done = _trained_elsewhere(run, trial, spec_key(spec, run.inputs), sampled_by_space, deadline)
+    except TrialTimeoutError as error:  # waiting for another worker's training
+        _fail(trial, str(error))
+        return TrialState.FAIL, None
     if done is not None:
         _note_objective_params(trial, sampled_by_space)
         trial.set_user_attr("reused_from", done.user_attrs.get("reused_from", done.number))
@@ -364,10 +370,11 @@ def _note_objective_params(trial: optuna.Trial, sampled_by_space: set[str]) -> N
     own = sorted(set(trial.params) - sampled_by_space)
     if not own:  # none: the trial is keyed by its architecture alone
         return
-    arch = trial.user_attrs["spec_key"]
+    key = _combination_key(trial.user_attrs["spec_key"], {name: trial.params[name] for name in own})
     with contextlib.suppress(UpdateFinishedTrialError):  # timed out meanwhile
         trial.set_user_attr("objective_params", own)
-        trial.set_user_attr("train_key", _combination_key(arch, {name: trial.params[name] for name in own}))
+        if trial.user_attrs.get("train_key") != key:  # keyed so while it waited: written already
+            trial.set_user_attr("train_key", key)
 
 
 def _combination_key(arch: str, own: Mapping[str, Any]) -> str:
@@ -405,10 +412,14 @@ def _trained_elsewhere(
         done = next((other for other in same if other.state == TrialState.COMPLETE), None)
         if done is not None:
             return done
+        # a trial keyed by the architecture alone may be about to sample the objective's known
+        # parameters (or sample them in its objective): it may take the same key
+        bare = [other for other in others if key != arch and _train_key(other) == arch]
         keyless = [other for other in trials if "spec_key" not in other.user_attrs]
         now = time.time()
         if not any(
-            _ahead(other, trial.number) and not _failed_if_lost(run, other, now) for other in same + keyless
+            _ahead(other, trial.number) and not _failed_if_lost(run, other, now)
+            for other in same + bare + keyless
         ):
             return None
         if deadline is not None and time.monotonic() >= deadline:
@@ -421,7 +432,7 @@ def _sample_objective_params(
 ) -> None:
     """Sample in ``trial`` the parameters that the objective sampled in the COMPLETE trials of its
     architecture, as the objective would (same names and distributions, drawn by the sampler)."""
-    for other in others:
+    for other in reversed(others):  # the newest first: the objective may have changed its ranges
         if other.state != TrialState.COMPLETE:
             continue
         names = other.user_attrs.get("objective_params")
@@ -454,23 +465,26 @@ def _timed_out(seconds: float | None) -> str:
 
 @contextlib.contextmanager
 def _heartbeat(run: _Run, trial: optuna.Trial, deadline: float | None) -> Iterator[None]:
-    """Write ``trial``'s heartbeat every :data:`HEARTBEAT_SECONDS` (a daemon thread; before its
-    first beat, its start stands for one) until the block ends, which waits for the thread; a write that fails is tried again at the next beat,
+    """Write ``trial``'s heartbeat now and every :data:`HEARTBEAT_SECONDS` (a daemon thread) until
+    the block ends, which waits for the thread; a write that fails is tried again at the next beat,
     a trial taken for lost meanwhile beats no more, and at ``deadline`` (``time.monotonic()``) the
-    thread fails the trial with the reason and stops."""
+    thread fails the trial with the reason and stops. The beat is written through the storage, not
+    the trial, whose attributes the main thread reads meanwhile."""
     stop = threading.Event()
 
     def beat() -> None:
-        while not stop.wait(min(HEARTBEAT_SECONDS, _seconds_left(deadline))):
+        while True:
             if _seconds_left(deadline) <= 0:
-                _fail_in_storage(run, trial.number, _timed_out(run.trial_timeout))
+                _fail_in_storage(run, trial._trial_id, _timed_out(run.trial_timeout))
                 return
             try:
-                trial.set_user_attr("heartbeat", time.time())
+                run.storage.set_trial_user_attr(trial._trial_id, "heartbeat", time.time())
             except UpdateFinishedTrialError:
                 return
             except Exception:  # noqa: BLE001 - a storage's passing failure (a locked database): beat again
                 pass
+            if stop.wait(min(HEARTBEAT_SECONDS, _seconds_left(deadline))):
+                return
 
     thread = threading.Thread(target=beat, name=f"torchx-tune heartbeat {trial.number}", daemon=True)
     thread.start()
@@ -504,11 +518,13 @@ def _alarm(deadline: float | None, seconds: float | None) -> Iterator[None]:
 
     signal.signal(signal.SIGALRM, expired)
     try:
-        signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 1e-6))
+        signal.setitimer(signal.ITIMER_REAL, max(_seconds_left(deadline), 1e-6))
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # the alarm may still go off before this
+        finally:
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
 def _last_beat(trial: FrozenTrial) -> float | None:
@@ -535,39 +551,33 @@ def _lost_since(trial: FrozenTrial, now: float) -> str | None:
 
 
 def _failed_if_lost(run: _Run, other: FrozenTrial, now: float) -> bool:
-    """Whether ``other``'s worker is lost; if so ``other`` is failed (:func:`_fail_lost`), not
-    retried: the trial waiting for it trains its combination itself."""
-    if other.state != TrialState.RUNNING or _lost_since(other, now) is None:
-        return False
-    _fail_lost(run, [other], retry=False)
-    return True
+    """Whether ``other`` (RUNNING) was lost and is now failed (not retried: the trial waiting for it
+    trains its combination itself); False where it is alive or its worker told its outcome first."""
+    reason = _lost_since(other, now)
+    return reason is not None and _fail_in_storage(run, other._trial_id, f"worker lost ({reason})")
 
 
-def _fail_lost(run: _Run, running: Sequence[FrozenTrial], *, retry: bool = True) -> None:
-    """Mark the lost trials of ``running`` FAIL with ``user_attrs["error"]`` and, with ``retry``,
-    enqueue the parameters of each once (``user_attrs["retry_of"]``; a retry is not retried),
-    unless its worker told its outcome or another worker failed it first."""
+def _fail_lost(run: _Run, running: Sequence[FrozenTrial]) -> None:
+    """Fail the lost trials of ``running`` (:func:`_failed_if_lost`) and enqueue the parameters of
+    each once (``user_attrs["retry_of"]``; a retry is not retried). The retry's number is taken when
+    it is enqueued, so it may start after trials with larger numbers: a retry waits for them."""
     now = time.time()
     for other in running:
-        reason = _lost_since(other, now)
-        if reason is None or not _fail_in_storage(run, other.number, f"worker lost ({reason})"):
-            continue
-        if retry and "retry_of" not in other.user_attrs:
+        if _failed_if_lost(run, other, now) and "retry_of" not in other.user_attrs:
             run.study.enqueue_trial(dict(other.params), user_attrs={"retry_of": other.number})
 
 
-def _fail_in_storage(run: _Run, number: int, error: str) -> bool:
-    """Mark the RUNNING trial ``number`` FAIL with ``error``; False where it finished first. Written
-    through the storage's public methods (Optuna's ``Trial`` objects write only their own
-    process's trials, and a timed-out trial is written from its heartbeat thread)."""
-    storage = run.storage
-    trial_id = storage.get_trial_id_from_study_id_trial_number(
-        storage.get_study_id_from_name(run.study.study_name), number
-    )
+def _fail_in_storage(run: _Run, trial_id: int, error: str) -> bool:
+    """Mark the RUNNING trial ``trial_id`` FAIL with ``error``; False where it finished first (or the
+    storage failed). Written through the storage (Optuna's ``Trial`` objects write only their own
+    process's trials, and a timed-out trial is written from its heartbeat thread); ``_trial_id``,
+    the storage's id of a trial, has no public accessor."""
     try:
-        storage.set_trial_user_attr(trial_id, "error", error)
-        return storage.set_trial_state_values(trial_id, TrialState.FAIL)
+        run.storage.set_trial_user_attr(trial_id, "error", error)
+        return run.storage.set_trial_state_values(trial_id, TrialState.FAIL)
     except UpdateFinishedTrialError:  # told meanwhile, or failed by another worker
+        return False
+    except Exception:  # noqa: BLE001 - a storage's passing failure: a later sweep tries again
         return False
 
 
