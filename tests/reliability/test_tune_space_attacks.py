@@ -141,7 +141,8 @@ def test_numbers_at_the_bounds_are_sampled_by_optunas_samplers(tmp_path: Path, r
         f"{{$float: [5.0e-324, {largest!r}], log: true}}",
         "{$float: [0, 1], step: 1.0e-15}",
     ]
-    lines = [f"  - {{type: Linear, args: {{out_features: 2, note: {marker}}}}}" for marker in markers]
+    # a marker's values are the trials' to judge (LeakyReLU's slope takes any number; none is built here)
+    lines = [f"  - {{type: LeakyReLU, args: {{negative_slope: {marker}}}}}" for marker in markers]
     space = load_space(write(tmp_path, "edges.yaml", lines))
     for sampler in (
         optuna.samplers.RandomSampler(seed=0),
@@ -150,7 +151,7 @@ def test_numbers_at_the_bounds_are_sampled_by_optunas_samplers(tmp_path: Path, r
         study = optuna.create_study(sampler=sampler)
         for trial_number in range(8):
             trial = study.ask()
-            notes = [layer["args"]["note"] for layer in space.sample(trial)["layers"]]
+            notes = [layer["args"]["negative_slope"] for layer in space.sample(trial)["layers"]]
             for note, parameter in zip(notes, space.parameters, strict=True):
                 assert parameter.low is not None and parameter.high is not None
                 assert parameter.low <= note <= parameter.high
