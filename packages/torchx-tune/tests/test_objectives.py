@@ -3,7 +3,6 @@ several objectives make a Pareto set, and a study continues only in its own dire
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import optuna
 import pytest
 import torch
 from optuna.trial import TrialState
-from tune_cases import Choices, mlp
+from tune_cases import Choices, mlp, search_in_thread
 
 from torchx.core import SpecError
 from torchx.tune import _search
@@ -212,13 +211,7 @@ def test_a_trial_waits_for_an_earlier_trial_keyed_by_its_architecture_alone() ->
         calls.append(trial.number)
         return float(trial.suggest_categorical("opt", ["sgd"]) == "sgd")
 
-    found: list[Any] = []
-    later = threading.Thread(
-        target=lambda: found.append(
-            search(Choices(mlp(3)), objective, input=(None, 4), n_trials=1, storage=storage, study="s")
-        )
-    )
-    later.start()
+    later, found = search_in_thread(objective, storage)
     later.join(0.5)
     assert later.is_alive()  # waiting for the earlier trial, which may take its combination
     earlier.suggest_categorical("opt", ["sgd"])

@@ -13,7 +13,7 @@ import optuna
 import pytest
 import torch
 from optuna.trial import TrialState
-from tune_cases import Choices, Objective, mlp
+from tune_cases import Choices, Objective, mlp, search_in_thread
 
 from torchx.core import SpecError, TypedShape, from_spec
 from torchx.tune import _search, _storage, parse_space
@@ -332,13 +332,7 @@ def test_a_trial_waits_for_another_worker_training_its_architecture(monkeypatch:
     )
     first.start()
     assert started.wait(10)
-    second: list[Any] = []
-    waiting = threading.Thread(
-        target=lambda: second.append(
-            search(Choices(mlp(3)), slow, input=(None, 4), n_trials=1, storage=storage, study="s")
-        )
-    )
-    waiting.start()
+    waiting, second = search_in_thread(slow, storage)
     waiting.join(0.5)
     assert waiting.is_alive()  # waiting for the first trial
     finish.set()
@@ -402,13 +396,7 @@ def test_a_beating_trial_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
     beating = threading.Thread(target=beat)
     beating.start()
     objective = Objective()
-    found: list[Any] = []
-    waiting = threading.Thread(
-        target=lambda: found.append(
-            search(Choices(mlp(3)), objective, input=(None, 4), n_trials=1, storage=storage, study="s")
-        )
-    )
-    waiting.start()
+    waiting, found = search_in_thread(objective, storage)
     waiting.join(0.5)  # 25 heartbeats
     assert waiting.is_alive()
     finish.set()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import optuna
 import torch
+
+from torchx.tune._search import search
 
 
 def mlp(width: int) -> dict[str, Any]:
@@ -57,3 +60,18 @@ def run_torchx(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str
         text=True,
         timeout=300,
     )
+
+
+def search_in_thread(
+    objective: Any, storage: optuna.storages.BaseStorage
+) -> tuple[threading.Thread, list[Any]]:
+    """A thread running one trial of ``mlp(3)`` in the study ``s`` of ``storage``, started, and
+    the list that receives its search's result."""
+    found: list[Any] = []
+    thread = threading.Thread(
+        target=lambda: found.append(
+            search(Choices(mlp(3)), objective, input=(None, 4), n_trials=1, storage=storage, study="s")
+        )
+    )
+    thread.start()
+    return thread, found

@@ -472,20 +472,27 @@ def _heartbeat(run: _Run, trial: optuna.Trial, deadline: float | None) -> Iterat
     the trial, whose attributes the main thread reads meanwhile."""
     stop = threading.Event()
 
+    def write() -> bool:
+        """Write a beat; False where the trial is finished (taken for lost meanwhile)."""
+        try:
+            run.storage.set_trial_user_attr(trial._trial_id, "heartbeat", time.time())
+        except UpdateFinishedTrialError:
+            return False
+        except Exception:  # noqa: BLE001 - a storage's passing failure (a locked database): beat again
+            pass
+        return True
+
     def beat() -> None:
-        while True:
+        while not stop.wait(min(HEARTBEAT_SECONDS, _seconds_left(deadline))):
             if _seconds_left(deadline) <= 0:
                 _fail_in_storage(run, trial._trial_id, _timed_out(run.trial_timeout))
                 return
-            try:
-                run.storage.set_trial_user_attr(trial._trial_id, "heartbeat", time.time())
-            except UpdateFinishedTrialError:
-                return
-            except Exception:  # noqa: BLE001 - a storage's passing failure (a locked database): beat again
-                pass
-            if stop.wait(min(HEARTBEAT_SECONDS, _seconds_left(deadline))):
+            if not write():
                 return
 
+    # the first beat here, between the trial's own writes (on SQLite a write from the thread
+    # meanwhile would wait for the database's lock)
+    write()
     thread = threading.Thread(target=beat, name=f"torchx-tune heartbeat {trial.number}", daemon=True)
     thread.start()
     try:
