@@ -1,22 +1,44 @@
-"""``torchx tune`` with several objectives, a study's own direction, and time budgets."""
+"""``torchx tune`` (run in this process) with several objectives, a study's own direction, and
+time budgets."""
 
 from __future__ import annotations
 
-import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
 import pytest
 from optuna.trial import TrialState
-from tune_cases import WIDTH_SPACE, run_torchx
+from tune_cases import WIDTH_SPACE
 
 import torchx
+from torchx.cli import main
 
 
-def run_tune(folder: Path, objective: str, *more: str) -> subprocess.CompletedProcess[str]:
-    (folder / "space.yaml").write_text(WIDTH_SPACE)
-    (folder / "train.py").write_text(objective)
-    return run_torchx(folder, "tune", "space.yaml", "--objective", "train.py", "--input", "None,4", *more)
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+Tune = Callable[..., Ran]
+
+
+@pytest.fixture
+def run_tune(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Tune:
+    """``run_tune(objective_source, *arguments)``: ``torchx tune`` of a one-Linear space in ``tmp_path``."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "space.yaml").write_text(WIDTH_SPACE)
+
+    def run(objective: str, *more: str) -> Ran:
+        (tmp_path / "train.py").write_text(objective)
+        code = main(["tune", "space.yaml", "--objective", "train.py", "--input", "None,4", *more])
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+
+    return run
 
 
 def load(folder: Path) -> optuna.Study:
@@ -30,9 +52,9 @@ def objective(model, trial):
 """
 
 
-def test_several_directions_write_every_trial_of_the_pareto_set(tmp_path: Path) -> None:
+def test_several_directions_write_every_trial_of_the_pareto_set(tmp_path: Path, run_tune: Tune) -> None:
     done = run_tune(
-        tmp_path, WIDTH_BOTH_WAYS, "--trials", "6", "--direction", "maximize", "minimize", "-o", "best.yaml"
+        WIDTH_BOTH_WAYS, "--trials", "6", "--direction", "maximize", "minimize", "-o", "best.yaml"
     )
     assert done.returncode == 0, done.stderr
     study = load(tmp_path)
@@ -48,10 +70,12 @@ def test_several_directions_write_every_trial_of_the_pareto_set(tmp_path: Path) 
         assert spec["layers"][0]["args"]["out_features"] == trial.params["width"] == trial.values[0]
 
 
-def test_a_study_continued_in_another_direction_is_refused_in_one_line(tmp_path: Path) -> None:
+def test_a_study_continued_in_another_direction_is_refused_in_one_line(
+    tmp_path: Path, run_tune: Tune
+) -> None:
     objective = "def objective(model, trial):\n    return 1.0\n"
-    assert run_tune(tmp_path, objective, "--trials", "1").returncode == 0
-    refused = run_tune(tmp_path, objective, "--trials", "1", "--direction", "maximize")
+    assert run_tune(objective, "--trials", "1").returncode == 0
+    refused = run_tune(objective, "--trials", "1", "--direction", "maximize")
     assert refused.returncode == 1
     assert refused.stderr.count("\n") == 1
     assert "it optimises ['minimize'], not ['maximize']" in refused.stderr
@@ -74,8 +98,10 @@ def sleep_s(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("sleep_s")
-def test_a_trial_past_its_timeout_fails_with_the_reason_and_the_search_goes_on(tmp_path: Path) -> None:
-    done = run_tune(tmp_path, SLEEPS, "--trials", "2", "--trial-timeout", "1")
+def test_a_trial_past_its_timeout_fails_with_the_reason_and_the_search_goes_on(
+    tmp_path: Path, run_tune: Tune
+) -> None:
+    done = run_tune(SLEEPS, "--trials", "2", "--trial-timeout", "1")
     assert done.returncode == 0, done.stderr
     trials = load(tmp_path).trials
     assert [trial.state for trial in trials] == [TrialState.FAIL, TrialState.FAIL]
@@ -84,9 +110,11 @@ def test_a_trial_past_its_timeout_fails_with_the_reason_and_the_search_goes_on(t
     )
 
 
-def test_the_study_timeout_starts_no_trial_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_study_timeout_starts_no_trial_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_tune: Tune
+) -> None:
     monkeypatch.setenv("SLEEP_S", "1.5")
-    done = run_tune(tmp_path, SLEEPS, "--trials", "50", "--timeout", "1")
+    done = run_tune(SLEEPS, "--trials", "50", "--timeout", "1")
     assert done.returncode == 0, done.stderr
     assert "--timeout 1 s reached" in done.stderr
     assert len(load(tmp_path).trials) == 1  # the first trial outlasts the budget: no second starts
