@@ -5,6 +5,7 @@ the formula is not certain."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from torchx.core._meta_formulas import MetaFormulas
 
 
 def meta(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    return torch.empty(*shape, device="meta", dtype=dtype)
+    return torch.empty(shape, device="meta", dtype=dtype)
 
 
 def channels_last(tensor: torch.Tensor) -> torch.Tensor:
@@ -94,3 +95,157 @@ def test_tensors_off_the_meta_device_run_as_torch_runs_them() -> None:
     with MetaFormulas():
         normalised = F.layer_norm(x, (5,))
     assert torch.equal(normalised, F.layer_norm(x, (5,)))
+
+
+def _layouts(shape: tuple[int, ...]) -> dict[str, torch.Tensor]:
+    """Meta tensors of ``shape`` laid out as graphs make them: contiguous, a
+    transposed view, a permuted one, a slice (not dense), an expanded one."""
+    dims = len(shape)
+    layouts = {"contiguous": meta(*shape)}
+    if dims >= 2:
+        layouts["transposed"] = meta(*shape[:-2], shape[-1], shape[-2]).transpose(-1, -2)
+        layouts["reversed"] = meta(*reversed(shape)).permute(*reversed(range(dims)))
+        layouts["sliced"] = meta(*shape[:-1], shape[-1] * 2)[..., ::2]
+        layouts["expanded"] = meta(*shape[:-1], 1).expand(shape)
+    return layouts
+
+
+_SHAPES = ((61, 4, 7, 16), (5, 1, 3), (1, 6), (9,), ())
+_OTHERS: dict[str, Callable[[torch.Tensor], object]] = {
+    "the same layout": lambda x: torch.empty_like(x),
+    "a contiguous tensor of its shape": lambda x: meta(*x.shape),
+    "its trailing dims": lambda x: meta(*x.shape[1:]),
+    "a column": lambda x: meta(*x.shape[:-1], 1) if x.dim() else meta(1),
+    "a 0-dim tensor": lambda x: meta(),
+    "a longer tensor": lambda x: meta(2, *x.shape),
+    "a mismatched tensor": lambda x: meta(*x.shape[:-1], 3) if x.dim() else meta(3),
+    "a half tensor": lambda x: meta(*x.shape, dtype=torch.half),
+    "an int tensor": lambda x: meta(*x.shape, dtype=torch.long),
+    "an int": lambda x: 3,
+    "a float": lambda x: 0.5,
+}
+_ARITHMETIC: dict[str, Callable[..., torch.Tensor]] = {
+    "x + y": lambda x, y: x + y,
+    "x - y": lambda x, y: x - y,
+    "x * y": lambda x, y: x * y,
+    "x / y": lambda x, y: x / y,
+    "torch.add alpha": lambda x, y: torch.add(x, y, alpha=2),
+    "torch.div floor": lambda x, y: torch.div(x, y, rounding_mode="floor"),
+}
+
+
+def _outcome(call: Callable[[], torch.Tensor]) -> tuple[object, ...]:
+    """What ``call`` gives: its output's shape, strides, dtype and device, or its error."""
+    try:
+        output = call()
+    except Exception as error:  # noqa: BLE001 - the error is the outcome compared
+        return (type(error), str(error))
+    return (output.shape, output.stride(), output.dtype, output.device)
+
+
+def _arithmetic_calls() -> dict[str, Callable[[], torch.Tensor]]:
+    calls = {}
+    for shape in _SHAPES:
+        for dtype in (torch.float32, torch.long, torch.bool):
+            for layout, x in _layouts(shape).items():
+                x = x.to(dtype)
+                for other_name, other in _OTHERS.items():
+                    for op_name, op in _ARITHMETIC.items():
+                        name = f"{op_name}: {dtype} {shape} {layout}, {other_name}"
+                        calls[name] = partial(op, x, other(x))
+    return calls
+
+
+def test_arithmetic_answers_what_the_meta_run_answers() -> None:
+    """Shapes, strides and dtypes, or torch's errors, for every operand layout
+    and kind a graph records (3,366 calls)."""
+    differ = {}
+    for name, call in _arithmetic_calls().items():
+        expected = _outcome(call)
+        with MetaFormulas():
+            answered = _outcome(call)
+        if answered != expected:
+            differ[name] = (answered, expected)
+    assert not differ, differ
+
+
+UNARY: dict[str, Callable[[], torch.Tensor]] = {
+    f"{name}: {dtype} {shape} {layout}": partial(getattr(torch, name), x.to(dtype))
+    for name in ("neg", "cos", "rsqrt", "sigmoid")
+    for shape in _SHAPES
+    for dtype in (torch.float32, torch.half, torch.long, torch.bool)
+    for layout, x in _layouts(shape).items()
+}
+UNARY["Tensor.cos"] = lambda: meta(3, 4).t().cos()
+UNARY["-x"] = lambda: -meta(3, 4)
+
+
+ATTENTION: dict[str, Callable[[], torch.Tensor]] = {
+    "contiguous": lambda: F.scaled_dot_product_attention(
+        meta(2, 4, 5, 16), meta(2, 4, 7, 16), meta(2, 4, 7, 8)
+    ),
+    "causal, transposed views": lambda: F.scaled_dot_product_attention(
+        *(meta(2, 5, 4, 16).transpose(1, 2) for _ in range(3)), is_causal=True
+    ),
+    "grouped-query": lambda: F.scaled_dot_product_attention(
+        meta(2, 4, 5, 16), meta(2, 2, 7, 16), meta(2, 2, 7, 16), enable_gqa=True, scale=0.5
+    ),
+    "half": lambda: F.scaled_dot_product_attention(*(meta(1, 2, 3, 8, dtype=torch.half) for _ in range(3))),
+    "dropout": lambda: F.scaled_dot_product_attention(*(meta(3, 2, 3, 8) for _ in range(3)), dropout_p=0.1),
+    "heads that do not group": lambda: F.scaled_dot_product_attention(
+        meta(2, 4, 5, 16), meta(2, 3, 7, 16), meta(2, 3, 7, 16), enable_gqa=True
+    ),
+    "grouped heads without enable_gqa": lambda: F.scaled_dot_product_attention(
+        meta(2, 4, 5, 16), meta(2, 2, 7, 16), meta(2, 2, 7, 16)
+    ),
+    "keys of another width": lambda: F.scaled_dot_product_attention(
+        meta(2, 4, 5, 16), meta(2, 4, 7, 8), meta(2, 4, 7, 8)
+    ),
+    "values of another length": lambda: F.scaled_dot_product_attention(
+        meta(2, 4, 5, 16), meta(2, 4, 7, 16), meta(2, 4, 6, 16)
+    ),
+    "batches that differ": lambda: F.scaled_dot_product_attention(
+        meta(2, 4, 5, 16), meta(3, 4, 7, 16), meta(3, 4, 7, 16)
+    ),
+    "dtypes that differ": lambda: F.scaled_dot_product_attention(
+        meta(2, 4, 5, 16), meta(2, 4, 7, 16, dtype=torch.half), meta(2, 4, 7, 16)
+    ),
+    "a mask": lambda: F.scaled_dot_product_attention(
+        *(meta(2, 4, 5, 16) for _ in range(3)), attn_mask=meta(5, 5)
+    ),
+    "three dims": lambda: F.scaled_dot_product_attention(*(meta(4, 5, 16) for _ in range(3))),
+    "integers": lambda: F.scaled_dot_product_attention(
+        *(meta(1, 2, 3, 8, dtype=torch.long) for _ in range(3))
+    ),
+}
+ROLL: dict[str, Callable[[], torch.Tensor]] = {
+    f"{layout} roll({shifts}, {dims})": lambda x=x, shifts=shifts, dims=dims: x.roll(shifts, dims)
+    for layout, x in _layouts((3, 4, 6)).items()
+    for shifts, dims in (
+        (2, -1),
+        (1, None),
+        ((1, 2), (0, 2)),
+        ((1, 2), None),
+        ((1,), (0, 1)),
+        (1, 3),
+        (1, ()),
+    )
+}
+ROLL["roll of a 0-dim tensor"] = lambda: meta().roll(1)
+ROLL["torch.roll"] = lambda: torch.roll(meta(5, 6).t(), 2, 0)
+
+
+@pytest.mark.parametrize(
+    "call", [*UNARY.values(), *ATTENTION.values(), *ROLL.values()], ids=[*UNARY, *ATTENTION, *ROLL]
+)
+def test_other_formulas_answer_what_the_meta_run_answers(call: Callable[[], torch.Tensor]) -> None:
+    expected = _outcome(call)
+    with MetaFormulas():
+        assert _outcome(call) == expected
+
+
+def test_a_tensor_that_records_gradients_runs_as_torch_runs_it() -> None:
+    x = meta(3, 4).requires_grad_()
+    with MetaFormulas():
+        assert (x * 2).grad_fn is not None
+        assert x.roll(1, 0).grad_fn is not None

@@ -46,7 +46,8 @@ torchx-functional's, also uses:
 - shapes: inputs given as tensors or shapes (:data:`InputLike`,
   :class:`TypedShape`), their meta stand-ins (:func:`to_meta`, the
   :class:`Probes` of a dynamic dim), meta runs (:func:`run_on_meta`,
-  :func:`closed_form_output`; a graph's meta copies made while
+  :func:`closed_form_output`, torch's slow meta ops answered by
+  :class:`MetaFormulas`; a graph's meta copies made while
   :func:`copying_for_shapes` may answer from their original), and the build they belong to
   (:func:`build_target`, :func:`current_build_target`, :func:`scope_device`);
 - builds: a container builds its children as one transaction
@@ -116,6 +117,7 @@ from torchx.core._leaf import explain_failure as explain_failure
 from torchx.core._leaf import unbuilt_layers as unbuilt_layers
 from torchx.core._memory import Rehearsal as Rehearsal
 from torchx.core._memory import allocation_budget as allocation_budget
+from torchx.core._meta_formulas import MetaFormulas as MetaFormulas
 from torchx.core._placement import Placement as Placement
 from torchx.core._record import given_name as given_name
 from torchx.core._record import init_module_state as init_module_state
@@ -173,6 +175,7 @@ __all__ = [
     "MAX_LAYERS",
     "MAX_SPEC_INT",
     "MAX_SPEC_VALUES",
+    "MetaFormulas",
     "MigrationRegistry",
     "NonFinite",
     "NonNegativeFloat",

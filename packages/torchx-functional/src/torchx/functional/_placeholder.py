@@ -48,6 +48,7 @@ from torchx.functional._ops import (
 from torchx.functional._slices import counted_cut, widen_slices
 from torchx.functional._tree import leaves_of, map_leaves
 from torchx.plugin import (
+    MetaFormulas,
     Probes,
     ValueFold,
     all_or_nothing,
@@ -653,7 +654,8 @@ def _compute(
     if found is not None:
         return found
     try:
-        runs = probes.run(lambda probe: _run(function, *metas[probe]))
+        with MetaFormulas():
+            runs = probes.run(lambda probe: _run(function, *metas[probe]))
     except (RuntimeError, ValueError, IndexError, TypeError, AssertionError) as error:
         if isinstance(error, _ModuleCall):
             raise
