@@ -231,12 +231,28 @@ ROLL: dict[str, Callable[[], torch.Tensor]] = {
         (1, ()),
     )
 }
+CAT: dict[str, Callable[[], torch.Tensor]] = {
+    "channels": lambda: torch.cat([meta(61, 4, 5, 5), meta(61, 8, 5, 5)], 1),
+    "last dim": lambda: torch.cat((meta(3, 4), meta(3, 2), meta(3, 7)), dim=-1),
+    "channels last": lambda: torch.cat([channels_last(meta(2, 4, 3, 3)), channels_last(meta(2, 4, 3, 3))], 1),
+    "a transposed one": lambda: torch.cat([meta(3, 4), meta(4, 3).t()]),
+    "a size 1": lambda: torch.cat([meta(3, 1), meta(3, 1)]),
+    "dtypes that differ": lambda: torch.cat([meta(3, 4), meta(3, 4, dtype=torch.half)]),
+    "sizes that differ": lambda: torch.cat([meta(3, 4), meta(3, 5)]),
+    "dims that differ": lambda: torch.cat([meta(3, 4), meta(3, 4, 2)], 1),
+    "a dim out of range": lambda: torch.cat([meta(3, 4), meta(3, 4)], 2),
+    "out": lambda: torch.cat([meta(3, 4), meta(3, 4)], out=meta(6, 4)),
+    "no tensors": lambda: torch.cat([]),
+    "a wrong argument": lambda: torch.cat([meta(3, 4)], dimension=1),  # type: ignore[call-overload]
+}
 ROLL["roll of a 0-dim tensor"] = lambda: meta().roll(1)
 ROLL["torch.roll"] = lambda: torch.roll(meta(5, 6).t(), 2, 0)
 
 
 @pytest.mark.parametrize(
-    "call", [*UNARY.values(), *ATTENTION.values(), *ROLL.values()], ids=[*UNARY, *ATTENTION, *ROLL]
+    "call",
+    [*UNARY.values(), *CAT.values(), *ATTENTION.values(), *ROLL.values()],
+    ids=[*UNARY, *CAT, *ATTENTION, *ROLL],
 )
 def test_other_formulas_answer_what_the_meta_run_answers(call: Callable[[], torch.Tensor]) -> None:
     expected = _outcome(call)

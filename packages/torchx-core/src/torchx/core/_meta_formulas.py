@@ -1,14 +1,14 @@
 """Meta outputs answered from their formula.
 
 torch computes ``batch_norm``, ``layer_norm``, ``scaled_dot_product_attention``,
-``roll`` and even ``add``/``sub``/``mul``/``div`` and ``cos``/``neg``... on the meta device through its
+``cat``, ``roll`` and even ``add``/``sub``/``mul``/``div`` and ``cos``/``neg``... on the meta device through its
 Python decompositions: 0.15 ms a call for ``x * y``, 0.3 ms for ``roll``, 1 to 3 ms
 for a norm or an attention, where a convolution takes 0.02 ms. So they dominate
 a build's meta forward (a free check of a digits CNN: the norms, 40% of it) and
 the recording of a graph (Llama: attention and the rotary products, 75% of
 it). :class:`MetaFormulas` makes their output directly for the inputs whose
 answer is certain, laid out as torch's meta run lays it out: a norm's is the
-input's dense layout, an attention's and a roll's contiguous, an elementwise
+input's dense layout, an attention's, a roll's and a concatenation's contiguous, an elementwise
 op's the first operand's where that one alone orders the output's dims (it
 is dense, of the output's shape, with no dim of size 1). Any other call runs as
 torch runs it, so its errors stay torch's own.
@@ -161,6 +161,25 @@ def _roll(input: Any, shifts: Any, dims: Any = None) -> torch.Tensor | None:
     return torch.empty(input.shape, dtype=input.dtype, device="meta")
 
 
+def _cat(tensors: Any, dim: int = 0, **options: Any) -> torch.Tensor | None:
+    if options or not isinstance(tensors, (list, tuple)) or not tensors or not _plain(*tensors):
+        return None
+    first = tensors[0]
+    if type(dim) is not int or not -first.dim() <= dim < first.dim():
+        return None
+    dim %= first.dim()
+    for tensor in tensors:  # one dtype, the same other sizes, contiguous without ambiguity (no size 1)
+        if tensor.dtype != first.dtype or not tensor.is_contiguous() or min(tensor.shape) < 2:
+            return None
+        if tensor.dim() != first.dim() or any(
+            tensor.shape[i] != first.shape[i] for i in range(first.dim()) if i != dim
+        ):
+            return None
+    shape = list(first.shape)
+    shape[dim] = sum(tensor.shape[dim] for tensor in tensors)
+    return torch.empty(shape, dtype=first.dtype, device="meta")
+
+
 def _attention(
     query: Any,
     key: Any,
@@ -197,6 +216,7 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
     F.batch_norm: _batch_norm,
     F.layer_norm: _layer_norm,
     F.scaled_dot_product_attention: _attention,
+    torch.cat: _cat,
     torch.roll: _roll,
     torch.Tensor.roll: _roll,
     **{function: _arithmetic(False) for function in (torch.add, torch.sub, torch.mul)},
@@ -218,8 +238,8 @@ class MetaFormulas(TorchFunctionMode):
     ) -> Any:
         kwargs = kwargs or {}
         formula = _FORMULAS.get(func)
-        if formula is not None:
-            output = formula(*args, **kwargs)
-            if output is not None:
-                return output
-        return func(*args, **kwargs)
+        try:
+            output = None if formula is None else formula(*args, **kwargs)
+        except TypeError:  # arguments the function does not take: torch says which
+            output = None
+        return func(*args, **kwargs) if output is None else output
