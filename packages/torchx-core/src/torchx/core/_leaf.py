@@ -312,6 +312,9 @@ class LeafLayer(Layer):
     default is left out of the native call, and another value is refused
     (``ArgumentError``) when the layer is made."""
 
+    _torchx_missing_newer: ClassVar[frozenset[str]] = frozenset()
+    """Those of them the native class of the torch installed does not take (see ``check_layer_signature``)."""
+
     inferable_arguments: ClassVar[tuple[str, ...]] = ()
     """Every argument this layer can infer (default: the keys of
     ``inferred_arguments``); given, each is checked against the input."""
@@ -345,7 +348,7 @@ class LeafLayer(Layer):
 
     def __init__(self, **arguments: Any) -> None:
         device, dtype = arguments.pop("device", None), arguments.pop("dtype", None)
-        if type(self).newer_native_arguments:
+        if type(self)._torchx_missing_newer:
             refuse_missing_newer(type(self), arguments, _signature_defaults(type(self)))
         self._record_construction(arguments.pop("name", None), arguments)
         if device is not None or dtype is not None:
@@ -1113,7 +1116,11 @@ def _checked_dtype(
     weights = next(
         (p.dtype for p in module._parameters.values() if p is not None and p.is_floating_point()), None
     )
-    if _plain_floating(layer_class, inputs, weights):
+    if (  # floating inputs of one dtype, the weights' where it has them, into a layer not of ids
+        not layer_class.integer_input
+        and not _dtype_differs(layer_class, inputs, weights)
+        and len({value.dtype for value in inputs}) == 1
+    ):
         return _output_dtype(layer_class, module, inputs)
     try:
         output = _run_meta_copy(module, inputs, {}, floating=weights)
@@ -1125,20 +1132,6 @@ def _checked_dtype(
             raise classified from error
         output = None
     return output.dtype if isinstance(output, torch.Tensor) else _output_dtype(layer_class, module, inputs)
-
-
-def _plain_floating(
-    layer_class: type[LeafLayer], inputs: tuple[Any, ...], weights: torch.dtype | None
-) -> bool:
-    """Whether ``inputs`` are floating tensors of one dtype, the floating ``weights``' where the layer
-    has them, into a layer that does not take integer ids."""
-    dtype = inputs[0].dtype
-    return (
-        not layer_class.integer_input
-        and dtype.is_floating_point
-        and (weights is None or dtype == weights)
-        and all(value.dtype == dtype for value in inputs)
-    )
 
 
 def _runs_hooks(module: nn.Module) -> bool:

@@ -52,16 +52,17 @@ def native_parameters(native: type[nn.Module]) -> Mapping[str, inspect.Parameter
 
 def check_layer_signature(cls: type[LeafLayer]) -> None:
     """Refuse a layer class whose ``__init__``, ``inferred_arguments`` or ``native_arguments`` name a
-    parameter its ``native_class`` does not take.
+    parameter its ``native_class`` does not take; set its ``_torchx_missing_newer``.
 
     :raises TypeError: naming the parameter, the native class, and the
         closest parameter the native does take.
     """
     native = cls.native_class
-    if native is None:
-        return
-    accepted = native_parameters(native)
-    if accepted is None:
+    accepted = None if native is None else native_parameters(native)
+    cls._torchx_missing_newer = (
+        frozenset() if accepted is None else cls.newer_native_arguments.difference(accepted)
+    )
+    if native is None or accepted is None:
         return
     own = [
         name
@@ -83,11 +84,6 @@ def check_layer_signature(cls: type[LeafLayer]) -> None:
         )
 
 
-_MISSING: dict[type, frozenset[str]] = {}
-"""By layer class: the names of its ``newer_native_arguments`` that its native
-class on the torch installed does not take."""
-
-
 def refuse_missing_newer(
     cls: type[LeafLayer], arguments: dict[str, Any], defaults: Mapping[str, Any]
 ) -> None:
@@ -97,14 +93,7 @@ def refuse_missing_newer(
 
     :raises ArgumentError: naming the argument, the native class and the torch installed.
     """
-    missing = _MISSING.get(cls)
-    if missing is None:
-        native = cls.native_class
-        accepted = None if native is None else native_parameters(native)
-        missing = _MISSING[cls] = frozenset(
-            () if accepted is None else (name for name in cls.newer_native_arguments if name not in accepted)
-        )
-    for name in missing.intersection(arguments):
+    for name in cls._torchx_missing_newer.intersection(arguments):
         value = arguments[name]
         if name in defaults and _same(value, defaults[name]):
             del arguments[name]
