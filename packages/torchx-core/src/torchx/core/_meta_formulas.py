@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import Any
 
 import torch
@@ -105,29 +106,50 @@ def _orders_its_output(tensor: torch.Tensor) -> bool:
     return True
 
 
+def _agrees(tensor: torch.Tensor, layout: torch.Tensor) -> bool:
+    """Whether ``tensor``, broadcast to ``layout``'s shape, orders the dims it
+    spans as ``layout`` does, without ties: where it comes first in an
+    elementwise op, its comparisons then give ``layout``'s order."""
+    offset = layout.dim() - tensor.dim()
+    spanned = sorted(
+        (layout.stride(offset + dim), tensor.stride(dim))
+        for dim in range(tensor.dim())
+        if tensor.shape[dim] != 1
+    )
+    return all(first < second for (_, first), (_, second) in pairwise(spanned))
+
+
+def _broadcasts_to(tensor: torch.Tensor, shape: torch.Size) -> bool:
+    trailing = shape[len(shape) - tensor.dim() :]
+    return tensor.dim() <= len(shape) and all(
+        size in (1, full) for size, full in zip(tensor.shape, trailing, strict=True)
+    )
+
+
 def _arithmetic(divides: bool) -> Callable[..., torch.Tensor | None]:
-    """The formula of ``add``, ``sub`` and ``mul`` (``divides``: ``div``) of a
-    tensor and a tensor that broadcasts to its shape, or a float tensor and a number."""
+    """The formula of ``add``, ``sub`` and ``mul`` (``divides``: ``div``) of two
+    tensors, one of them of the output's shape, or of a float tensor and a number."""
 
     def formula(input: Any, other: Any, **options: Any) -> torch.Tensor | None:
-        if options or not _plain(input) or not _orders_its_output(input):
+        if options or not _plain(input):
             return None
-        if isinstance(other, torch.Tensor):
-            trailing = input.shape[input.dim() - other.dim() :] if other.dim() <= input.dim() else None
-            if (
-                not _plain(other)
-                or trailing is None
-                or any(o not in (1, i) for o, i in zip(other.shape, trailing, strict=True))
-            ):
+        if isinstance(other, torch.Tensor) and _plain(other):
+            if _broadcasts_to(other, input.shape):
+                layout = input
+            elif _broadcasts_to(input, other.shape) and _agrees(input, other):
+                layout = other
+            else:
                 return None
-        elif type(other) not in (int, float) or not input.dtype.is_floating_point:
+        elif type(other) in (int, float) and input.dtype.is_floating_point:
+            layout = input
+        else:
             return None
         dtype = torch.result_type(input, other)
-        if dtype == torch.bool:
+        if dtype == torch.bool or not _orders_its_output(layout):
             return None  # sub refuses bools; add and mul are logical
         if divides and not (dtype.is_floating_point or dtype.is_complex):
             dtype = torch.get_default_dtype()
-        return torch.empty_strided(input.shape, input.stride(), dtype=dtype, device="meta")
+        return torch.empty_strided(layout.shape, layout.stride(), dtype=dtype, device="meta")
 
     return formula
 
