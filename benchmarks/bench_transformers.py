@@ -30,7 +30,7 @@ from _memory import peak_bytes
 from _timing import Result, interleaved_medians
 from bench_examples import EXAMPLES
 from bench_layers import build_split, print_split
-from bench_vision import GRAPH_STEPS, first_build
+from bench_vision import FIRST_BOUND, GRAPH_STEPS, first_build
 
 import torchx
 
@@ -42,9 +42,6 @@ GPT2_124M = {"vocab": 50257, "positions": 1024, "width": 768, "layers": 12, "hea
 BERT_BASE = {"vocab": 30522, "positions": 512, "width": 768, "layers": 12, "heads": 12}
 """bert-base (uncased), the released 110M-parameter model."""
 
-FIRST_BOUNDS: dict[str, float] = {"gpt2 124M": 1.5, "bert base": 1.5}
-"""The bound of a model's first define+build in a process against its constructor
-(issue 40 wants 1.5x for each); a model not named here prints unbounded."""
 
 Inputs = dict[str, Any]
 Outputs = Callable[[Any, Any], list[tuple[torch.Tensor, torch.Tensor]]]
@@ -90,14 +87,14 @@ def _bench_model(
     build_rounds, forward_rounds, per_forward = rounds
     make, reference = partial(define, **config), partial(reference, **config)
     torchx_s, hf_s = interleaved_medians(make, reference, rounds=build_rounds, per_round=1)
-    results = [Result(f"transformers: {name} define+build vs constructor", torchx_s, hf_s, 1.5)]
+    results = [Result(f"transformers: {name} define+build vs constructor", torchx_s, hf_s, FIRST_BOUND)]
     torchx_s, hf_s = interleaved_medians(first_build(make), reference, rounds=build_rounds, per_round=1)
     results.append(
         Result(
             f"transformers: {name} first define+build in a process vs constructor",
             torchx_s,
             hf_s,
-            FIRST_BOUNDS.get(name),
+            FIRST_BOUND,
         )
     )
     model, hf = make().eval(), reference()

@@ -9,7 +9,7 @@ runs torchvision's weight initialisation) and against a fixed batch. Builds
 repeat in one process, as the constructor's do, so a build finds what earlier
 builds of the architecture kept (its generated forward, the meta results of
 its operations); the first build in a process, with none of it, is printed
-beside, bounded where :data:`FIRST_BOUNDS` says.
+beside, with the same bound.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 MODELS = ("resnet50", "densenet121", "mobilenet_v2", "mobilenet_v3_small")
 BATCH = 8
 
-FIRST_BOUNDS: dict[str, float] = {"resnet50": 1.5}
-"""The bound of a model's first define+build in a process against its constructor
-(issue 40 wants 1.5x for each); a model not named here prints unbounded."""
+FIRST_BOUND = 1.5
+"""The bound of a model's define+build against its constructor, repeated and
+first in a process (issue 40)."""
 
 try:
     from torchx.functional import _functional as functional_internals
@@ -126,14 +126,14 @@ def bench_vision(quick: bool) -> list[Result]:
         )
         first, first_by_hand = interleaved_medians(first_build(make), native, rounds=rounds, per_round=1)
         results.append(
-            Result(f"vision: {name} define+build (None batch) vs constructor", dynamic, by_hand, 1.5)
+            Result(f"vision: {name} define+build (None batch) vs constructor", dynamic, by_hand, FIRST_BOUND)
         )
         results.append(
             Result(
                 f"vision: {name} first define+build in a process vs constructor",
                 first,
                 first_by_hand,
-                FIRST_BOUNDS.get(name),
+                FIRST_BOUND,
             )
         )
         results.append(
