@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
 from torchx.core._errors import ArgumentError, short_repr
+from torchx.core._tree import by_class
 
 __all__ = [
     "AnyFloat",
@@ -134,19 +135,14 @@ class ArgumentMismatch(Exception):
         super().__init__(f"expected {expected}, got {short_repr(value)}")
 
 
-_SIGNATURES: dict[type, tuple[dict[str, inspect.Parameter], dict[str, Any]]] = {}
-
-
+@by_class
 def signature_of(cls: type) -> tuple[dict[str, inspect.Parameter], dict[str, Any]]:
     """The parameters of ``cls.__init__`` (without ``self``) and their resolved
     hints, ranges included (cached)."""
-    found = _SIGNATURES.get(cls)
-    if found is None:
-        init = cls.__init__  # type: ignore[misc]
-        parameters = dict(inspect.signature(init).parameters)
-        parameters.pop("self", None)
-        found = _SIGNATURES[cls] = (parameters, typing.get_type_hints(init, include_extras=True))
-    return found
+    init = cls.__init__  # type: ignore[misc]
+    parameters = dict(inspect.signature(init).parameters)
+    parameters.pop("self", None)
+    return parameters, typing.get_type_hints(init, include_extras=True)
 
 
 def _kind(base: Any) -> str:
@@ -348,12 +344,7 @@ class ArgumentChecker:
                 ) from None
 
 
-_CHECKERS: dict[type, ArgumentChecker] = {}
-
-
+@by_class
 def checker_of(cls: type) -> ArgumentChecker:
     """The (cached) argument checker of ``cls``."""
-    checker = _CHECKERS.get(cls)
-    if checker is None:
-        checker = _CHECKERS[cls] = ArgumentChecker(cls)
-    return checker
+    return ArgumentChecker(cls)

@@ -29,6 +29,7 @@ from torchx.core._record import LayerRecord, init_module_state, layer_caption, n
 from torchx.core._shapes import TypedShape
 from torchx.core._specs import SpecReader, SpecWriter, from_spec, to_spec
 from torchx.core._torch_compat import is_fx_tracing
+from torchx.core._tree import by_class
 
 if TYPE_CHECKING:
     from torchx.core._graph import Graph
@@ -40,8 +41,6 @@ __all__ = [
     "is_fx_tracing",
     "native_module",
 ]
-
-_DEFAULTS: dict[type, Mapping[str, Any]] = {}
 
 
 class Layer(nn.Module):
@@ -286,17 +285,11 @@ def __getattr__(name: str) -> object:
     return marked
 
 
+@by_class
 def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
     """The default of each ``cls.__init__`` parameter that has one (cached)."""
-    defaults = _DEFAULTS.get(cls)
-    if defaults is None:
-        parameters = inspect.signature(cls.__init__).parameters
-        defaults = _DEFAULTS[cls] = {
-            name: parameter.default
-            for name, parameter in parameters.items()
-            if parameter.default is not inspect.Parameter.empty
-        }
-    return defaults
+    parameters = inspect.signature(cls.__init__).parameters
+    return {name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty}
 
 
 def _same(value: Any, default: Any) -> bool:

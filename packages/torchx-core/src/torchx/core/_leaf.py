@@ -88,7 +88,7 @@ from torchx.core._symbolic import find_symbolic
 from torchx.core._torch_compat import has_any_global_hook
 from torchx.core._torch_style import positional_error
 from torchx.core._transforms import outside_transforms
-from torchx.core._tree import submodules
+from torchx.core._tree import by_class, submodules
 
 __all__ = [
     "FromInput",
@@ -106,8 +106,6 @@ __all__ = [
     "unbuilt_layers",
 ]
 
-_TAKES_FACTORY_KWARGS: dict[type, bool] = {}
-_POSITIONAL: dict[type, float] = {}
 _LAYOUTS: dict[Any, Layout] = {}
 _LAYOUTS_LIMIT = 4096
 
@@ -236,27 +234,20 @@ class FromInput:
         return "reshape the input first (L.Flatten(), L.Reshape(...) or L.Unflatten(...))"
 
 
+@by_class
 def takes_factory_kwargs(native: type[nn.Module]) -> bool:
     """Whether ``native(...)`` accepts ``device=`` and ``dtype=`` (cached)."""
-    takes = _TAKES_FACTORY_KWARGS.get(native)
-    if takes is None:
-        parameters = inspect.signature(native.__init__).parameters
-        takes = _TAKES_FACTORY_KWARGS[native] = "device" in parameters and "dtype" in parameters
-    return takes
+    parameters = inspect.signature(native.__init__).parameters
+    return "device" in parameters and "dtype" in parameters
 
 
+@by_class
 def _positional_count(cls: type[Layer]) -> float:
     """How many positional arguments ``cls(...)`` takes (infinite with ``*args``)."""
-    count = _POSITIONAL.get(cls)
-    if count is None:
-        kinds = [p.kind for p in inspect.signature(cls.__init__).parameters.values()][1:]
-        count = (
-            math.inf
-            if inspect.Parameter.VAR_POSITIONAL in kinds
-            else sum(kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for kind in kinds)
-        )
-        _POSITIONAL[cls] = count
-    return count
+    kinds = [p.kind for p in inspect.signature(cls.__init__).parameters.values()][1:]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return math.inf
+    return sum(kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for kind in kinds)
 
 
 _DATA: frozenset[type] = frozenset({bool, int, float, str, type(None), torch.dtype, torch.device})
@@ -1398,7 +1389,15 @@ def _tensors_in(inputs: tuple[Any, ...]) -> list[torch.Tensor]:
     return [leaf for leaf in tree_leaves(inputs) if isinstance(leaf, torch.Tensor)]
 
 
-_FORWARD_PARAMETERS: dict[type, list[str]] = {}
+@by_class
+def _forward_parameters(native: type[nn.Module]) -> list[str]:
+    """The names of the native forward's parameters that an input may fill by position (cached)."""
+    try:
+        parameters = list(inspect.signature(native.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY)
+    return [p.name for p in parameters if p.kind in kinds]
 
 
 def _positional_inputs(
@@ -1406,16 +1405,8 @@ def _positional_inputs(
 ) -> tuple[Any, ...]:
     """``inputs`` with the keyword inputs of the native forward put in their
     positions (``layer(input=x)``, ``attention(q, key=k, value=v)``), for inference."""
-    names = _FORWARD_PARAMETERS.get(native)
-    if names is None:
-        try:
-            parameters = list(inspect.signature(native.forward).parameters.values())[1:]
-        except (TypeError, ValueError):
-            parameters = []
-        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY)
-        names = _FORWARD_PARAMETERS[native] = [p.name for p in parameters if p.kind in kinds]
     positional = list(inputs)
-    for name in names[len(inputs) :]:
+    for name in _forward_parameters(native)[len(inputs) :]:
         if name not in kwargs:
             break
         positional.append(kwargs[name])

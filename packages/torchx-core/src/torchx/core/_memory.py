@@ -42,7 +42,7 @@ from torch.nn.parameter import is_lazy
 
 from torchx.core._errors import AllocationError, format_call
 from torchx.core._scope import scope_device
-from torchx.core._tree import submodules
+from torchx.core._tree import by_class, submodules
 
 if TYPE_CHECKING:
     from torchx.core._layer import Layer
@@ -80,25 +80,18 @@ class _SizeArguments:
     tuple[int, int, int]`` counts a scalar 3 times."""
 
 
-_SIZE_ARGUMENTS: dict[type, _SizeArguments] = {}
-
-
+@by_class
 def _size_arguments(native: type[nn.Module]) -> _SizeArguments:
-    found = _SIZE_ARGUMENTS.get(native)
-    if found is None:
-        try:
-            parameters = list(inspect.signature(native.__init__).parameters.values())
-        except (TypeError, ValueError):
-            parameters = []
-        found = _SIZE_ARGUMENTS[native] = _SizeArguments(
-            tuple(
-                (p.name, p.default)
-                for p in parameters
-                if p.default is not p.empty and _sizes_in(p.default, [])
-            ),
-            {p.name: length for p in parameters if (length := _tuple_length(p.annotation)) > 1},
-        )
-    return found
+    try:
+        parameters = list(inspect.signature(native.__init__).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    return _SizeArguments(
+        tuple(
+            (p.name, p.default) for p in parameters if p.default is not p.empty and _sizes_in(p.default, [])
+        ),
+        {p.name: length for p in parameters if (length := _tuple_length(p.annotation)) > 1},
+    )
 
 
 def _tuple_length(annotation: Any) -> int:

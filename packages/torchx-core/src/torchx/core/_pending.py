@@ -33,6 +33,7 @@ from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
 from torchx.core._errors import NotBuiltError
 from torchx.core._record import init_module_state
+from torchx.core._tree import by_class
 
 __all__ = [
     "Layout",
@@ -503,26 +504,20 @@ class _FreshState(nn.Module):
         init_module_state(self)
 
 
-_CONSTRUCTING: dict[type[nn.Module], type[nn.Module]] = {}
-
-
+@by_class
 def _constructing_class(native: type[nn.Module]) -> type[nn.Module]:
     """The class a layer takes while ``native``'s constructor runs on it: a
     subclass of ``native`` whose ``nn.Module.__init__`` is :class:`_FreshState`'s
     (``native`` itself where that cannot be arranged); the layer takes
     ``native`` itself right after (cached)."""
-    found = _CONSTRUCTING.get(native)
-    if found is None:
-        found = native
-        try:
-            made = type(native.__name__, (native, _FreshState), {"__module__": native.__module__})
-        except Exception:  # noqa: BLE001 - a metaclass or __init_subclass__ that refuses: run it as it is
-            made = None
-        if made is not None and made.__mro__.index(_FreshState) + 1 == made.__mro__.index(nn.Module):
-            made.__qualname__ = native.__qualname__
-            found = made
-        _CONSTRUCTING[native] = found
-    return found
+    try:
+        made = type(native.__name__, (native, _FreshState), {"__module__": native.__module__})
+    except Exception:  # noqa: BLE001 - a metaclass or __init_subclass__ that refuses: run it as it is
+        return native
+    if made.__mro__.index(_FreshState) + 1 != made.__mro__.index(nn.Module):
+        return native
+    made.__qualname__ = native.__qualname__
+    return made
 
 
 def become_native(
@@ -544,7 +539,7 @@ def become_native(
     pending = dict(pending_tensors(module)) if holds and not unfilled(module) else None
     hooks = list(filter(state.__getitem__, _HOOK_STORES))  # the stores holding hooks
     training = state["training"]
-    layer_class, constructing = type(module), _CONSTRUCTING.get(native) or _constructing_class(native)
+    layer_class, constructing = type(module), _constructing_class(native)
     object.__setattr__(module, "__class__", constructing)
     try:
         native.__init__(module, **arguments)

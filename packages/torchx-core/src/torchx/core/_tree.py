@@ -1,10 +1,22 @@
-"""Walking a module tree."""
+"""Walking a module tree; caching what a class says."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import TypeVar
+
 from torch import nn
 
-__all__ = ["submodules"]
+__all__ = ["by_class", "submodules"]
+
+_Class = TypeVar("_Class", bound=type)
+_Result = TypeVar("_Result")
+
+
+def by_class(function: Callable[[_Class], _Result]) -> Callable[[_Class], _Result]:
+    """``function`` of a class, cached by class: ``functools.cache``, typed for mypy (to which a class is not Hashable)."""
+    return functools.cache(function)
 
 
 def submodules(module: nn.Module) -> list[nn.Module]:
