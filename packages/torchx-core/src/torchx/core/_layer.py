@@ -25,6 +25,7 @@ from torch import nn
 
 from torchx.core._arguments import checker_of
 from torchx.core._errors import ArgumentError, NotBuiltError, ShapeError
+from torchx.core._native_signature import is_default
 from torchx.core._record import LayerRecord, init_module_state, layer_caption, name_problem
 from torchx.core._shapes import TypedShape
 from torchx.core._specs import SpecReader, SpecWriter, from_spec, to_spec
@@ -191,7 +192,7 @@ class Layer(nn.Module):
         return {
             name: value
             for name, value in self.arguments.items()
-            if name not in defaults or not _same(value, defaults[name])
+            if name not in defaults or not is_default(value, defaults[name])
         }
 
     @classmethod
@@ -290,10 +291,3 @@ def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
     """The default of each ``cls.__init__`` parameter that has one (cached)."""
     parameters = inspect.signature(cls.__init__).parameters
     return {name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty}
-
-
-def _same(value: Any, default: Any) -> bool:
-    try:
-        return bool(value == default) and type(value) is type(default)
-    except Exception:  # noqa: BLE001 - tensors and odd objects compare ambiguously
-        return False

@@ -22,7 +22,7 @@ from torchx.core._errors import ArgumentError, short_repr
 if TYPE_CHECKING:
     from torchx.core._leaf import LeafLayer
 
-__all__ = ["check_layer_signature", "native_parameters", "refuse_missing_newer"]
+__all__ = ["check_layer_signature", "is_default", "native_parameters", "refuse_missing_newer"]
 
 LAYER_PARAMETERS = frozenset({"self", "name"})
 """Parameters every layer's ``__init__`` may take that the native does not (``name=``)."""
@@ -95,7 +95,7 @@ def refuse_missing_newer(
     """
     for name in cls._torchx_missing_newer.intersection(arguments):
         value = arguments[name]
-        if name in defaults and _same(value, defaults[name]):
+        if name in defaults and is_default(value, defaults[name]):
             del arguments[name]
             continue
         native_name = "" if cls.native_class is None else cls.native_class.__qualname__
@@ -107,8 +107,9 @@ def refuse_missing_newer(
         )
 
 
-def _same(value: Any, default: Any) -> bool:
+def is_default(value: Any, default: Any) -> bool:
+    """Whether ``value`` is ``default``: equal, of its type."""
     try:
         return bool(value == default) and type(value) is type(default)
-    except Exception:  # noqa: BLE001 - odd objects compare ambiguously: not the default
+    except Exception:  # noqa: BLE001 - tensors and odd objects compare ambiguously: not the default
         return False
