@@ -26,7 +26,6 @@ from bench_layers import build_split, print_split
 from torch import nn
 
 import torchx
-from torchx.core import _leaf as leaf_internals
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
@@ -54,13 +53,11 @@ else:
 def first_build(make: Callable[..., object]) -> Callable[..., object]:
     """``make`` as it runs the first time in a process: with nothing kept from
     earlier builds (the generated forwards of each architecture, the meta
-    results of recorded operations, the formulas of layers on each input
-    signature)."""
+    results of recorded operations)."""
 
     def cold(*args: object, **kwargs: object) -> object:
         clear_compiled()
         placeholder_internals._RESULTS.clear()
-        leaf_internals._FORMULAS.clear()
         return make(*args, **kwargs)
 
     return cold

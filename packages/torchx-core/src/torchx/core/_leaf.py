@@ -31,7 +31,7 @@ import os
 import threading
 import traceback
 import warnings
-from collections.abc import Callable, Container, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, cast
@@ -1136,24 +1136,6 @@ def _runs_hooks(module: nn.Module) -> bool:
     )
 
 
-_FORMULAS: dict[Hashable, tuple[list[_Formula], dict[str, Any]]] = {}
-"""What :func:`build_for_meta` worked out (each probe's formula, the arguments
-inferred), by :func:`_formula_key`: the same layer on the same shapes (a
-transformer's repeated blocks, a model defined again) is worked out once."""
-_FORMULAS_LIMIT = 4096
-
-
-def _formula_key(layer: LeafLayer, inputs: Sequence[tuple[torch.Tensor, ...]]) -> Hashable | None:
-    """What a layer's formula and inferred arguments depend on, as they depend
-    on nothing else: its class and arguments, and its inputs' shapes and
-    dtypes under each probe. None where an argument is not data (see
-    :func:`_arguments_key`)."""
-    arguments = layer._torchx.key
-    if arguments is None:
-        return None
-    return (arguments, *[(value.shape, value.dtype) for probe in inputs for value in probe])
-
-
 def build_for_meta(
     layer: nn.Module,
     probes: Probes,
@@ -1194,26 +1176,18 @@ def build_for_meta(
                 raise misfit
         return found
 
-    key = _formula_key(layer, inputs)
     with _BUILD_LOCK:
         if type(layer) is not layer_class:
             return None  # another thread built it meanwhile
-        known = _FORMULAS.get(key) if key is not None else None
-        if known is None:
-            found = probes.run(formula)
-            if None in found:
-                return None
-            known = (cast("list[_Formula]", found), built_for[0])
-            if key is not None:
-                if len(_FORMULAS) >= _FORMULAS_LIMIT:
-                    _FORMULAS.clear()
-                _FORMULAS[key] = known
-        formulas, inferred = known
+        formulas = probes.run(formula)
+        if None in formulas:
+            return None
+        inferred = built_for[0]
         try:
             with probes.shown(0):
                 _build_alone(layer, inputs[0], BuildTarget.on(device, dtype), dict(inferred))
                 return [
-                    _meta_output(found, layer, inputs[probe], _new_meta)
+                    _meta_output(cast("_Formula", found), layer, inputs[probe], _new_meta)
                     for probe, found in enumerate(formulas)
                 ]
         except BaseException:
