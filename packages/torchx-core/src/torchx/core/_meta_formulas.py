@@ -161,26 +161,20 @@ def _unary(input: Any, **options: Any) -> torch.Tensor | None:
     return torch.empty_strided(input.shape, input.stride(), dtype=input.dtype, device="meta")
 
 
+_ARITHMETIC = ("add", "sub", "mul", "div")
 _UNARY = ("neg", "abs", "cos", "sin", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid")
-"""Functions of each element that keep a float tensor's dtype, as both ``torch.`` functions and methods."""
+"""Functions of each element that keep a float tensor's dtype (both: as ``torch.`` functions and methods)."""
 
 
 def _roll(input: Any, shifts: Any, dims: Any = None) -> torch.Tensor | None:
-    shifts = (shifts,) if type(shifts) is int else shifts
-    dims = () if dims is None else (dims,) if type(dims) is int else dims
-    if not _plain(input) or input.dim() == 0 or not isinstance(shifts, (tuple, list)):
+    """The formula of a roll along one dim (rotary embeddings' ``x.roll(half, -1)``)."""
+    if not _plain(input) or type(shifts) is not int or type(dims) is not int or input.dim() == 0:
         return None
-    if (
-        not isinstance(dims, (tuple, list))
-        or len(dims) != (len(shifts) if dims else 0)
-        or len(shifts) != (len(dims) or 1)
-    ):
-        return None
-    if not all(type(value) is int for value in (*shifts, *dims)) or any(
-        not -input.dim() <= dim < input.dim() for dim in dims
-    ):
-        return None
-    return torch.empty(input.shape, dtype=input.dtype, device="meta")
+    return (
+        torch.empty(input.shape, dtype=input.dtype, device="meta")
+        if -input.dim() <= dims < input.dim()
+        else None
+    )
 
 
 def _cat(tensors: Any, dim: int = 0, **options: Any) -> torch.Tensor | None:
@@ -241,12 +235,12 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
     torch.cat: _cat,
     torch.roll: _roll,
     torch.Tensor.roll: _roll,
-    **{function: _arithmetic(False) for function in (torch.add, torch.sub, torch.mul)},
-    **{function: _arithmetic(False) for function in (torch.Tensor.add, torch.Tensor.sub, torch.Tensor.mul)},
-    torch.div: _arithmetic(True),
-    torch.Tensor.div: _arithmetic(True),
-    **{getattr(torch, name): _unary for name in _UNARY},
-    **{getattr(torch.Tensor, name): _unary for name in _UNARY},
+    **{
+        getattr(owner, name): _arithmetic(name == "div")
+        for owner in (torch, torch.Tensor)
+        for name in _ARITHMETIC
+    },
+    **{getattr(owner, name): _unary for owner in (torch, torch.Tensor) for name in _UNARY},
 }
 
 
