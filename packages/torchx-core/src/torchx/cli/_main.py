@@ -83,27 +83,21 @@ def _main(argv: Sequence[str] | None) -> int:
                 warnings.showwarning = _one_line_warning(options.command)
             status: int = options.run(options)
         return status
-    except UsageError as error:
-        if options.debug:
-            raise
-        print(f"torchx {options.command}: error: {one_line(str(error))}", file=sys.stderr)
-        return USAGE
-    except TorchXError as error:
-        if options.debug:
-            raise
-        print(f"torchx {options.command}: {described(error)}", file=sys.stderr)
-        return _MODEL_IS_WRONG
     except BrokenPipeError:  # `torchx ... | head`: main stops quietly
         raise
-    except OSError as error:  # a file or device a command met on its way (its own inputs are checked first)
+    except Exception as error:
         if options.debug:
             raise
-        print(f"torchx {options.command}: error: {_os_error(error)}", file=sys.stderr)
-        return USAGE
-    except Exception as error:  # no traceback, never silent: its type and message
-        if options.debug:
-            raise
-        print(
+        if isinstance(error, UsageError):
+            print(f"torchx {options.command}: error: {one_line(str(error))}", file=sys.stderr)
+            return USAGE
+        if isinstance(error, TorchXError):
+            print(f"torchx {options.command}: {described(error)}", file=sys.stderr)
+            return _MODEL_IS_WRONG
+        if isinstance(error, OSError):  # a file or device met on its way (its own inputs are checked first)
+            print(f"torchx {options.command}: error: {_os_error(error)}", file=sys.stderr)
+            return USAGE
+        print(  # no traceback, never silent: its type and message
             f"torchx {options.command}: {described(error)} "
             "(an error TorchX did not expect: torchx --debug shows its traceback)",
             file=sys.stderr,
