@@ -86,8 +86,7 @@ def diff(options: argparse.Namespace) -> int:
         print(json.dumps(_data(a.source, b.source, spec, layers, summaries), indent=2))
     else:
         print("\n".join(_report(a.source, b.source, spec, layers, summaries, inputs)))
-    same = not spec and not layers
-    return 0 if same else 1
+    return 1 if spec or layers else 0
 
 
 def _data(
