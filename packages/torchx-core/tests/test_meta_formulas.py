@@ -216,8 +216,26 @@ ATTENTION: dict[str, Callable[[], torch.Tensor]] = {
     "dtypes that differ": lambda: F.scaled_dot_product_attention(
         meta(2, 4, 5, 16), meta(2, 4, 7, 16, dtype=torch.half), meta(2, 4, 7, 16)
     ),
-    "a mask": lambda: F.scaled_dot_product_attention(
+    "a mask of scores": lambda: F.scaled_dot_product_attention(
         *(meta(2, 4, 5, 16) for _ in range(3)), attn_mask=meta(5, 5)
+    ),
+    "a padding mask": lambda: F.scaled_dot_product_attention(
+        meta(2, 4, 5, 16), meta(2, 4, 7, 16), meta(2, 4, 7, 16), attn_mask=meta(2, 1, 1, 7, dtype=torch.bool)
+    ),
+    "a mask of another float dtype": lambda: F.scaled_dot_product_attention(
+        *(meta(2, 4, 5, 16) for _ in range(3)), attn_mask=meta(5, 5, dtype=torch.half)
+    ),
+    "an int mask": lambda: F.scaled_dot_product_attention(
+        *(meta(2, 4, 5, 16) for _ in range(3)), attn_mask=meta(5, 5, dtype=torch.long)
+    ),
+    "a mask of the wrong length": lambda: F.scaled_dot_product_attention(
+        *(meta(2, 4, 5, 16) for _ in range(3)), attn_mask=meta(5, 6, dtype=torch.bool)
+    ),
+    "a mask too long": lambda: F.scaled_dot_product_attention(
+        *(meta(2, 4, 5, 16) for _ in range(3)), attn_mask=meta(3, 2, 4, 5, 5, dtype=torch.bool)
+    ),
+    "a mask with is_causal": lambda: F.scaled_dot_product_attention(
+        *(meta(2, 4, 5, 16) for _ in range(3)), attn_mask=meta(5, 5, dtype=torch.bool), is_causal=True
     ),
     "three dims": lambda: F.scaled_dot_product_attention(*(meta(4, 5, 16) for _ in range(3))),
     "integers": lambda: F.scaled_dot_product_attention(

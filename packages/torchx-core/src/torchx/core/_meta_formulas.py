@@ -206,7 +206,7 @@ def _attention(
     scale: float | None = None,
     enable_gqa: bool = False,
 ) -> torch.Tensor | None:
-    if attn_mask is not None or not _plain(query, key, value) or not query.dtype.is_floating_point:
+    if not _plain(query, key, value) or not query.dtype.is_floating_point:
         return None
     if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or not query.dtype == key.dtype == value.dtype:
         return None
@@ -224,6 +224,16 @@ def _attention(
     if type(dropout_p) is not float or not 0.0 <= dropout_p <= 1.0 or type(is_causal) is not bool:
         return None
     if scale is not None and type(scale) is not float:
+        return None
+    if (
+        attn_mask is not None
+        and (  # a mask of keys (bool) or of scores (the query's dtype), not with is_causal
+            is_causal
+            or not _plain(attn_mask)
+            or attn_mask.dtype not in (torch.bool, query.dtype)
+            or not _broadcasts_to(attn_mask, torch.Size((batch, heads, length, source)))
+        )
+    ):
         return None
     return torch.empty(batch, heads, length, v_width, dtype=query.dtype, device="meta")
 
