@@ -261,7 +261,7 @@ CAT: dict[str, Callable[[], torch.Tensor]] = {
     "channels last": lambda: torch.cat([channels_last(meta(2, 4, 3, 3)), channels_last(meta(2, 4, 3, 3))], 1),
     "a transposed one": lambda: torch.cat([meta(3, 4), meta(4, 3).t()]),
     "a size 1": lambda: torch.cat([meta(3, 1), meta(3, 1)]),
-    "dtypes that differ": lambda: torch.cat([meta(3, 4), meta(3, 4, dtype=torch.half)]),
+    "concatenated dtypes that differ": lambda: torch.cat([meta(3, 4), meta(3, 4, dtype=torch.half)]),
     "sizes that differ": lambda: torch.cat([meta(3, 4), meta(3, 5)]),
     "dims that differ": lambda: torch.cat([meta(3, 4), meta(3, 4, 2)], 1),
     "a dim out of range": lambda: torch.cat([meta(3, 4), meta(3, 4)], 2),

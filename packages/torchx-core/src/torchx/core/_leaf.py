@@ -1092,10 +1092,11 @@ def _checked_dtype(
 
     Floating inputs in the dtype of the layer's floating parameters (or
     any one floating dtype, for a layer without them) are what every layer
-    of floating inputs takes: the dtype is the one the layer declares (see
-    :func:`_output_dtype`). Other dtypes (integers, a precision other than
-    the weights', ids) are what a formula cannot judge, so a meta run
-    answers. Floating inputs run in the dtype of the layer's floating
+    of floating inputs takes, as ids of one dtype, long or int, are what every
+    layer of ids takes (into its weights' dtype): the dtype is the one the layer declares (see
+    :func:`_output_dtype`). Other dtypes (integers into a layer of floats, a
+    precision other than the weights') are what a formula cannot judge, so a
+    meta run answers. Floating inputs run in the dtype of the layer's floating
     parameters: a shape or placeholder promises a kind of dtype, not its
     precision (a float64 model is built from shapes, a floating placeholder
     takes float64). Where the run cannot answer (an unbuilt layer, an op
@@ -1107,10 +1108,11 @@ def _checked_dtype(
     weights = next(
         (p.dtype for p in module._parameters.values() if p is not None and p.is_floating_point()), None
     )
-    if (  # floating inputs of one dtype, the weights' where it has them, into a layer not of ids
-        not layer_class.integer_input
-        and not _dtype_differs(layer_class, inputs, weights)
-        and len({value.dtype for value in inputs}) == 1
+    dtypes = {value.dtype for value in inputs}
+    if len(dtypes) == 1 and (  # ids of one dtype into a layer of ids; floating inputs in the weights' dtype
+        dtypes <= {torch.long, torch.int} and layer_class.output_dtype_of is not None
+        if layer_class.integer_input
+        else not _dtype_differs(layer_class, inputs, weights)
     ):
         return _output_dtype(layer_class, module, inputs)
     try:
