@@ -106,6 +106,16 @@ def _orders_its_output(tensor: torch.Tensor) -> bool:
     return True
 
 
+def _alone_orders_its_output(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor``, the one tensor of an elementwise op, has its layout
+    kept: ordered by its strides alone (:func:`_orders_its_output`), or
+    contiguous with the strides ``torch.empty`` gives (a size 1 included)."""
+    if tensor.numel() == 0:
+        return False
+    contiguous = tuple(math.prod(tensor.shape[dim + 1 :]) for dim in range(tensor.dim()))
+    return _orders_its_output(tensor) or tensor.stride() == contiguous
+
+
 def _agrees(tensor: torch.Tensor, layout: torch.Tensor) -> bool:
     """Whether ``tensor``, broadcast to ``layout``'s shape, orders the dims it
     spans as ``layout`` does, without ties: where it comes first in an
@@ -126,9 +136,10 @@ def _broadcasts_to(tensor: torch.Tensor, shape: torch.Size) -> bool:
     )
 
 
-def _arithmetic(divides: bool) -> Callable[..., torch.Tensor | None]:
-    """The formula of ``add``, ``sub`` and ``mul`` (``divides``: ``div``) of two
-    tensors, one of them of the output's shape, or of a float tensor and a number."""
+def _binary(kind: str) -> Callable[..., torch.Tensor | None]:
+    """The formula of ``add``, ``sub`` and ``mul`` (``kind`` "arithmetic"),
+    ``div`` ("divide") or a comparison ("compare") of two tensors, one of them
+    of the output's shape, or of a tensor and a number."""
 
     def formula(input: Any, other: Any, **options: Any) -> torch.Tensor | None:
         if options or not _plain(input):
@@ -140,30 +151,49 @@ def _arithmetic(divides: bool) -> Callable[..., torch.Tensor | None]:
                 layout = other
             else:
                 return None
-        elif type(other) in (int, float) and input.dtype.is_floating_point:
+            if not _orders_its_output(layout):
+                return None
+        elif type(other) in (int, float) and (input.dtype.is_floating_point or kind == "compare"):
             layout = input
+            if not _alone_orders_its_output(input) or input.dtype.is_complex:
+                return None
         else:
             return None
         dtype = torch.result_type(input, other)
-        if dtype == torch.bool or not _orders_its_output(layout):
+        if kind == "compare":
+            dtype = torch.bool
+        elif dtype == torch.bool:
             return None  # sub refuses bools; add and mul are logical
-        if divides and not (dtype.is_floating_point or dtype.is_complex):
+        elif kind == "divide" and not (dtype.is_floating_point or dtype.is_complex):
             dtype = torch.get_default_dtype()
         return torch.empty_strided(layout.shape, layout.stride(), dtype=dtype, device="meta")
 
     return formula
 
 
-def _unary(input: Any, **options: Any) -> torch.Tensor | None:
-    """The formula of a function of each element of a float tensor (``cos``, ``neg``...)."""
-    if options or not _plain(input) or not input.dtype.is_floating_point or not _orders_its_output(input):
+def _unary(floating: bool) -> Callable[..., torch.Tensor | None]:
+    """The formula of a function of each element of a dense tensor that keeps
+    its dtype: of floats (``cos``, ``neg``...), or (not ``floating``) of bools
+    and integers (``~``)."""
+
+    def formula(input: Any, **options: Any) -> torch.Tensor | None:
+        if options or not _plain(input) or not _alone_orders_its_output(input):
+            return None
+        inexact = input.dtype.is_floating_point or input.dtype.is_complex
+        if input.dtype.is_floating_point if floating else not inexact:
+            return torch.empty_strided(input.shape, input.stride(), dtype=input.dtype, device="meta")
         return None
-    return torch.empty_strided(input.shape, input.stride(), dtype=input.dtype, device="meta")
+
+    return formula
 
 
-_ARITHMETIC = ("add", "sub", "mul", "div")
-_UNARY = ("neg", "abs", "cos", "sin", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid")
-"""Functions of each element that keep a float tensor's dtype (both: as ``torch.`` functions and methods)."""
+_BINARY = {
+    **dict.fromkeys(("add", "sub", "mul"), "arithmetic"),
+    "div": "divide",
+    **dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge", "__eq__", "__ne__"), "compare"),
+}
+_FLOATING = ("neg", "abs", "cos", "sin", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid")
+"""Functions of each element that keep a float tensor's dtype."""
 
 
 def _roll(input: Any, shifts: Any, dims: Any = None) -> torch.Tensor | None:
@@ -246,11 +276,13 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
     torch.roll: _roll,
     torch.Tensor.roll: _roll,
     **{
-        getattr(owner, name): _arithmetic(name == "div")
+        getattr(owner, name): _binary(kind)
         for owner in (torch, torch.Tensor)
-        for name in _ARITHMETIC
+        for name, kind in _BINARY.items()
+        if hasattr(owner, name)
     },
-    **{getattr(owner, name): _unary for owner in (torch, torch.Tensor) for name in _UNARY},
+    **{getattr(owner, name): _unary(True) for owner in (torch, torch.Tensor) for name in _FLOATING},
+    **dict.fromkeys((torch.bitwise_not, torch.Tensor.bitwise_not, torch.Tensor.__invert__), _unary(False)),
 }
 
 
