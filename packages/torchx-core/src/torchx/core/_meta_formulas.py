@@ -289,9 +289,10 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
 
 
 class MetaFormulas(TorchFunctionMode):
-    """Inside the block, norms, attention, ``roll`` and arithmetic on meta
-    tensors answer from their formula where it is certain (see the module's
-    docstring); everything else runs as it would."""
+    """Inside the block, the ops of :data:`_FORMULAS` (norms, attention,
+    ``cat``, ``roll``, arithmetic, comparisons, functions of each element) on
+    meta tensors answer from their formula where it is certain (see the
+    module's docstring); everything else runs as it would."""
 
     def __torch_function__(
         self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
