@@ -124,6 +124,11 @@ _OTHERS: dict[str, Callable[[torch.Tensor], object]] = {
     ),
     "a 0-dim tensor": lambda x: meta(),
     "a longer tensor": lambda x: meta(2, *x.shape),
+    "a longer column": lambda x: meta(2, *x.shape[:-1], 1) if x.dim() else meta(2, 1),
+    "a tensor across its size-1 dims": lambda x: meta(*[4 if size == 1 else 1 for size in x.shape]),
+    "a transposed tensor across its size-1 dims": lambda x: meta(
+        *[4 if size == 1 else 1 for size in reversed(x.shape)]
+    ).permute(tuple(reversed(range(x.dim())))),
     "a mismatched tensor": lambda x: meta(*x.shape[:-1], 3) if x.dim() else meta(3),
     "a half tensor": lambda x: meta(*x.shape, dtype=torch.half),
     "an int tensor": lambda x: meta(*x.shape, dtype=torch.long),
@@ -169,7 +174,7 @@ def _arithmetic_calls() -> dict[str, Callable[[], torch.Tensor]]:
 
 def test_arithmetic_answers_what_the_meta_run_answers() -> None:
     """Shapes, strides and dtypes, or torch's errors, for every operand layout
-    and kind a graph records (7,722 calls)."""
+    and kind a graph records (9,504 calls)."""
     differ = {}
     for name, call in _arithmetic_calls().items():
         expected = _outcome(call)
@@ -282,14 +287,54 @@ CAT: dict[str, Callable[[], torch.Tensor]] = {
     "no tensors": lambda: torch.cat([]),
     "a wrong argument": lambda: torch.cat([meta(3, 4)], dimension=1),  # type: ignore[call-overload]
 }
+ARANGE: dict[str, Callable[[], torch.Tensor]] = {
+    f"arange{bounds} {options}": lambda bounds=bounds, options=options: torch.arange(*bounds, **options)
+    for bounds in (
+        (61,),
+        (0,),
+        (0, 16, 2),
+        (3, 0, -1),
+        (1, 10, 4),
+        (5, 0),
+        (0, 5, -1),
+        (0, 5, 0),
+        (-3,),
+        (2.5,),
+    )
+    for options in (
+        {"device": "meta"},
+        {"device": torch.device("meta"), "dtype": torch.float},
+        {"device": "meta", "dtype": torch.half},
+        {"device": "meta", "dtype": torch.int},
+        {"device": "meta", "dtype": torch.bool},
+        {"device": "meta", "requires_grad": True},
+    )
+}
+LINEAR: dict[str, Callable[[], torch.Tensor]] = {
+    f"linear {shape} {layout}, {weight_name}, {bias_name}": partial(F.linear, x, weight, bias)
+    for shape in ((61, 7, 16), (5, 16), (16,), (1, 16), (61, 1, 16), (5, 15), ())
+    for layout, x in _layouts(shape).items()
+    for weight_name, weight in (
+        ("a weight", meta(8, 16)),
+        ("a transposed weight", meta(16, 8).t()),
+        ("a half weight", meta(8, 16, dtype=torch.half)),
+        ("a 1-d weight", meta(16)),
+    )
+    for bias_name, bias in (
+        ("no bias", None),
+        ("a bias", meta(8)),
+        ("a bias of another size", meta(7)),
+        ("a 0-dim bias", meta()),
+    )
+}
 ROLL["roll of a 0-dim tensor"] = lambda: meta().roll(1)
 ROLL["torch.roll"] = lambda: torch.roll(meta(5, 6).t(), 2, 0)
 
 
 @pytest.mark.parametrize(
     "call",
-    [*UNARY.values(), *CAT.values(), *ATTENTION.values(), *ROLL.values()],
-    ids=[*UNARY, *CAT, *ATTENTION, *ROLL],
+    [*UNARY.values(), *CAT.values(), *ATTENTION.values(), *ROLL.values(), *ARANGE.values(), *LINEAR.values()],
+    ids=[*UNARY, *CAT, *ATTENTION, *ROLL, *ARANGE, *LINEAR],
 )
 def test_other_formulas_answer_what_the_meta_run_answers(call: Callable[[], torch.Tensor]) -> None:
     expected = _outcome(call)

@@ -1,19 +1,23 @@
 """Meta outputs answered from their formula.
 
 torch computes ``batch_norm``, ``layer_norm``, ``scaled_dot_product_attention``,
-``cat``, ``roll`` and even ``add``, ``mul``, ``eq``, ``cos``... on the meta
-device through its Python decompositions: 0.15 ms a call for ``x * y``, 0.3 ms
-for ``roll``, 1 to 3 ms for a norm or an attention, where a convolution takes
-0.02 ms. So they dominate a build's meta forward (a free check of a digits CNN:
-the norms, 40% of it) and the recording of a graph (Llama: attention and the
-rotary products, 75% of it). :class:`MetaFormulas` makes their output directly
-for the inputs whose answer is certain, laid out as torch's meta run lays it
-out: a norm's as the input's dense layout; an attention's, a roll's and a
-concatenation's contiguous; an elementwise op's as the operand of the output's
-shape whose strides decide torch's layout rule (dense with no dim of size 1,
-or, alone, exactly contiguous). Any other call runs as torch runs it, so its
-errors stay torch's own (torchx-core's test_meta_formulas.py checks thousands
-of calls against torch's meta run).
+``cat``, ``roll``, ``arange``, ``linear`` and even ``add``, ``mul``, ``eq``,
+``cos``... on the meta device through its Python decompositions: 0.15 ms a
+call for ``x * y``, 0.3 ms for ``roll``, 1 to 3 ms for a norm or an attention,
+where a convolution takes 0.02 ms; and the first of them in a process imports
+sympy (every ``torch._check`` does, on torch 2.13) or torch's compiler (half a
+second to a second and a half). So they dominate a build's meta forward (a free
+check of a digits CNN: the norms, 40% of it) and the recording of a graph
+(Llama: attention and the rotary products, 75% of it). :class:`MetaFormulas`
+makes their output directly for the inputs whose answer is certain, laid out
+as torch's meta run lays it out: a norm's as the input's dense layout; an
+attention's, a roll's, a concatenation's, a linear's and an ``arange``'s
+contiguous; an elementwise op's as the operand of the output's shape whose
+strides decide torch's layout rule (dense with no dim of size 1, or, alone,
+exactly contiguous), or contiguous for two exactly contiguous operands
+broadcast together. Any other call runs as torch runs it, so its errors stay
+torch's own (torchx-core's test_meta_formulas.py checks thousands of calls
+against torch's meta run).
 """
 
 from __future__ import annotations
@@ -112,10 +116,12 @@ def _alone_orders_its_output(tensor: torch.Tensor) -> bool:
     """Whether ``tensor``, the one tensor of an elementwise op, has its layout
     kept: ordered by its strides alone (:func:`_orders_its_output`), or
     contiguous with the strides ``torch.empty`` gives (a size 1 included)."""
-    if tensor.numel() == 0:
-        return False
-    contiguous = tuple(math.prod(tensor.shape[dim + 1 :]) for dim in range(tensor.dim()))
-    return _orders_its_output(tensor) or tensor.stride() == contiguous
+    return tensor.numel() != 0 and (_orders_its_output(tensor) or _exactly_contiguous(tensor))
+
+
+def _exactly_contiguous(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` has the strides ``torch.empty`` gives its shape (a size 1 included)."""
+    return tensor.stride() == tuple(math.prod(tensor.shape[dim + 1 :]) for dim in range(tensor.dim()))
 
 
 def _agrees(tensor: torch.Tensor, layout: torch.Tensor) -> bool:
@@ -131,6 +137,23 @@ def _agrees(tensor: torch.Tensor, layout: torch.Tensor) -> bool:
     return all(first < second for (_, first), (_, second) in pairwise(spanned))
 
 
+def _outer(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor | None:
+    """A contiguous meta tensor of the shape ``first`` and ``second`` broadcast
+    to, where both are exactly contiguous: torch lays out their elementwise
+    output so when every dim of it is longer than 1, as
+    :func:`_orders_its_output` then says. None for other operands."""
+    if not (_exactly_contiguous(first) and _exactly_contiguous(second)):
+        return None
+    dims = max(first.dim(), second.dim())
+    shape = []
+    for index in range(-dims, 0):
+        sizes = {tensor.shape[index] if -index <= tensor.dim() else 1 for tensor in (first, second)}
+        if len(sizes) > 1 and 1 not in sizes:
+            return None
+        shape.append(max(sizes))
+    return torch.empty(shape, device="meta")
+
+
 def _broadcasts_to(tensor: torch.Tensor, shape: torch.Size) -> bool:
     trailing = shape[len(shape) - tensor.dim() :]
     return tensor.dim() <= len(shape) and all(
@@ -140,8 +163,8 @@ def _broadcasts_to(tensor: torch.Tensor, shape: torch.Size) -> bool:
 
 def _binary(kind: str) -> Callable[..., torch.Tensor | None]:
     """The formula of ``add``, ``sub`` and ``mul`` (``kind`` "arithmetic"),
-    ``div`` ("divide") or a comparison ("compare") of two tensors, one of them
-    of the output's shape, or of a tensor and a number."""
+    ``div`` ("divide") or a comparison ("compare") of two tensors (one of them
+    of the output's shape, or both contiguous), or of a tensor and a number."""
 
     def formula(input: Any, other: Any, **options: Any) -> torch.Tensor | None:
         if options or not _plain(input):
@@ -151,9 +174,9 @@ def _binary(kind: str) -> Callable[..., torch.Tensor | None]:
                 layout = input
             elif _broadcasts_to(input, other.shape) and _agrees(input, other):
                 layout = other
-            else:
-                return None
-            if not _orders_its_output(layout):
+            else:  # each has a size 1 the other broadcasts: (T, 1) * (8,)
+                layout = _outer(input, other)
+            if layout is None or not _orders_its_output(layout):
                 return None
         elif type(other) in (int, float) and (input.dtype.is_floating_point or kind == "compare"):
             layout = input
@@ -270,7 +293,35 @@ def _attention(
     return torch.empty(batch, heads, length, v_width, dtype=query.dtype, device="meta")
 
 
+def _linear(input: Any, weight: Any, bias: Any = None) -> torch.Tensor | None:
+    """The formula of ``F.linear`` in one dtype (a tied head's ``F.linear(h, embedding.weight)``)."""
+    if not _plain(input, weight) or input.dim() == 0 or weight.dim() != 2:
+        return None
+    if input.dtype != weight.dtype or input.shape[-1] != weight.shape[1]:
+        return None
+    if not _fits(bias, input.dtype, weight.shape[:1]):
+        return None
+    return torch.empty((*input.shape[:-1], weight.shape[0]), dtype=input.dtype, device="meta")
+
+
+def _arange(*bounds: Any, dtype: torch.dtype | None = None, device: Any = None) -> torch.Tensor | None:
+    """The formula of ``torch.arange`` of int bounds on the meta device, in
+    ints or floats: ``arange(sequence)`` of a recorded length."""
+    if not 1 <= len(bounds) <= 3 or any(type(bound) is not int for bound in bounds):
+        return None
+    if device is None or torch.device(device).type != "meta":
+        return None
+    if dtype is not None and not (dtype.is_floating_point or dtype in (torch.long, torch.int)):
+        return None
+    start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
+    if step == 0 or (end - start) * step < 0:
+        return None  # torch refuses it
+    return torch.empty(-((start - end) // step), dtype=dtype or torch.long, device="meta")
+
+
 _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
+    torch.arange: _arange,
+    F.linear: _linear,
     F.batch_norm: _batch_norm,
     F.layer_norm: _layer_norm,
     F.scaled_dot_product_attention: _attention,
@@ -290,7 +341,8 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
 
 class MetaFormulas(TorchFunctionMode):
     """Inside the block, the ops of :data:`_FORMULAS` (norms, attention,
-    ``cat``, ``roll``, arithmetic, comparisons, functions of each element) on
+    ``linear``, ``cat``, ``roll``, ``arange``, arithmetic, comparisons,
+    functions of each element) on
     meta tensors answer from their formula where it is certain (see the
     module's docstring); everything else runs as it would."""
 

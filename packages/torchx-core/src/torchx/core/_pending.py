@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 import warnings
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, ClassVar
@@ -30,6 +31,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
+from torch.overrides import TorchFunctionMode
 
 from torchx.core._errors import NotBuiltError
 from torchx.core._record import init_module_state
@@ -206,6 +208,53 @@ class Layout:
 
 _META = torch.device("meta")
 
+_FILLS = frozenset(
+    [
+        *(getattr(torch.nn.init, name) for name in dir(torch.nn.init) if name[0] != "_" and name[-1] == "_"),
+        *(
+            getattr(torch.Tensor, name)
+            for name in (
+                "normal_",
+                "uniform_",
+                "exponential_",
+                "log_normal_",
+                "cauchy_",
+                "geometric_",
+                "erfinv_",
+            )
+        ),
+    ]
+)
+"""What fills a tensor in place: ``torch.nn.init``'s initializers (which torch's
+modules call in their ``reset_parameters``) and the random fills of tensors."""
+
+
+class _MetaFillsSkipped(TorchFunctionMode):
+    """Inside the block, a fill of a meta tensor (see :data:`_FILLS`) returns
+    the tensor, as the fill does, without checking its arguments: a meta tensor
+    holds no values to draw, and torch runs ``normal_``, ``erfinv_``... on meta
+    through Python decompositions that import its compiler (``torch._dynamo``:
+    a second of a fresh process's first ``L.Embedding``)."""
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        if func in _FILLS:
+            tensor = args[0] if args else kwargs["tensor"]  # torch.nn.init passes it by name
+            if tensor.is_meta:
+                return tensor
+        return func(*args, **kwargs)
+
+
+def _constructing(arguments: Mapping[str, Any]) -> AbstractContextManager[object]:
+    """The block a native constructor given ``arguments`` runs in: fills skipped
+    where they put it on the meta device (see :class:`_MetaFillsSkipped`)."""
+    device = arguments.get("device")
+    return (
+        _MetaFillsSkipped() if device is not None and torch.device(device).type == "meta" else nullcontext()
+    )
+
 
 def measure_layout(
     native: type[nn.Module], arguments: Mapping[str, Any], takes_factory_kwargs: bool
@@ -218,9 +267,10 @@ def measure_layout(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if takes_factory_kwargs:
-            template = native(**{**arguments, "device": _META})
+            with _MetaFillsSkipped():
+                template = native(**{**arguments, "device": _META})
         else:
-            with _META:
+            with _META, _MetaFillsSkipped():
                 template = native(**arguments)
     slots, shapes = [], {}
     for path, module in template.named_modules(remove_duplicate=False):
@@ -542,7 +592,8 @@ def become_native(
     layer_class, constructing = type(module), _constructing_class(native)
     object.__setattr__(module, "__class__", constructing)
     try:
-        native.__init__(module, **arguments)
+        with _constructing(arguments):
+            native.__init__(module, **arguments)
         if type(module) is constructing:  # (a constructor may choose its class itself)
             object.__setattr__(module, "__class__", native)
     except BaseException:
