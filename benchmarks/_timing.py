@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import gc
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 @dataclass
@@ -68,3 +73,34 @@ def interleaved_medians(
 def train_step(module: nn.Module, x: torch.Tensor) -> None:
     module.zero_grad(set_to_none=True)
     module(x).sum().backward()
+
+
+def fresh_process_seconds(statement: str, setup: str = "") -> float:
+    """Seconds one-line ``statement`` takes in a new Python process, after
+    ``setup`` (untimed); a ``SystemExit`` ends it as done."""
+    code = (
+        f"import sys, time\n{setup}\nt = time.perf_counter()\n"
+        f"try:\n    {statement}\nexcept SystemExit:\n    pass\n"
+        "print(f'seconds {time.perf_counter() - t}', file=sys.stderr)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(run.stderr.rsplit("seconds ", 1)[1])
+
+
+def fresh_process_medians(*runs: tuple[str, str], rounds: int) -> tuple[float, ...]:
+    """Median seconds of each ``(statement, setup)`` (see
+    :func:`fresh_process_seconds`), a new process each time, in turn."""
+    times: list[list[float]] = [[] for _ in runs]
+    for _ in range(rounds):
+        for series, (statement, setup) in zip(times, runs, strict=True):
+            series.append(fresh_process_seconds(statement, setup))
+    return tuple(statistics.median(series) for series in times)
+
+
+def first_call_setup(*imports: str) -> str:
+    """The untimed start of a process timing a model's first construction: one
+    torch thread (as the runner's), the examples importable, then the
+    ``imports`` statements."""
+    return "\n".join(
+        ["import torch", "torch.set_num_threads(1)", f"sys.path.insert(0, {str(EXAMPLES)!r})", *imports]
+    )

@@ -7,11 +7,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-from _timing import Result
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from _timing import EXAMPLES, Result
 
 DIGITS_SECONDS = 60.0
 """The README's promise: the digits example trains to 95% well within a minute on 2 cores."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from _timing import Result, interleaved_medians, train_step
+from _timing import Result, fresh_process_medians, interleaved_medians, train_step
 from torch import nn
 
 import torchx
@@ -308,37 +307,13 @@ def bench_import(quick: bool) -> list[Result]:
     ``import torch``): ``import torchx.layers``, and ``torchx --help``, which
     loads every installed plugin and registers its commands."""
     runs = 5 if quick else 11
-
-    def timed(statement: str) -> float:
-        code = (
-            "import sys, time\nt = time.perf_counter()\n"
-            f"try:\n    {statement}\nexcept SystemExit:\n    pass\n"
-            "print(f'seconds {time.perf_counter() - t}', file=sys.stderr)"
-        )
-        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        return float(run.stderr.rsplit("seconds ", 1)[1])
-
-    statements = {
-        "torch": "import torch",
-        "layers": "import torchx.layers",
-        "help": "from torchx.cli import main; main(['--help'])",
-    }
-    times: dict[str, list[float]] = {name: [] for name in statements}
-    for _ in range(runs):
-        for name, statement in statements.items():
-            times[name].append(timed(statement))
-    torch_s = statistics.median(times["torch"])
+    torch_s, layers_s, help_s = fresh_process_medians(
+        ("import torch", ""),
+        ("import torchx.layers", ""),
+        ("from torchx.cli import main; main(['--help'])", ""),
+        rounds=runs,
+    )
     return [
-        Result(
-            "import torchx.layers vs import torch (fresh process)",
-            statistics.median(times["layers"]),
-            torch_s,
-            1.15,
-        ),
-        Result(
-            "torchx --help vs import torch (fresh process)",
-            statistics.median(times["help"]),
-            torch_s,
-            1.30,
-        ),
+        Result("import torchx.layers vs import torch (fresh process)", layers_s, torch_s, 1.15),
+        Result("torchx --help vs import torch (fresh process)", help_s, torch_s, 1.30),
     ]

@@ -6,7 +6,8 @@ For the small configuration the tests use and for the released one (GPT-2's
 124M, bert-base; Llama's tiny configuration only, a released Llama being
 billions of parameters): the time to define and build the model with a dynamic
 batch and sequence against the constructor (``GPT2LMHeadModel(GPT2Config(...))``),
-repeated and first in a process, then, with Hugging Face's weights loaded into
+repeated, and first in a fresh process against the constructor's first call in
+one, then, with Hugging Face's weights loaded into
 the TorchX model and the outputs checked once, the time and peak memory (tensor
 storage held at once) of a no-grad forward in eval mode. Hugging Face's GPT-2
 and Llama are called with ``use_cache=False``: the TorchX models keep no
@@ -27,10 +28,9 @@ from typing import Any
 
 import torch
 from _memory import peak_bytes
-from _timing import Result, interleaved_medians
-from bench_examples import EXAMPLES
+from _timing import EXAMPLES, Result, first_call_setup, fresh_process_medians, interleaved_medians
 from bench_layers import build_split, print_split
-from bench_vision import FIRST_BOUND, GRAPH_STEPS, first_build
+from bench_vision import FIRST_BOUND, GRAPH_STEPS
 
 import torchx
 
@@ -73,25 +73,50 @@ def _bert_outputs(ours: Inputs, theirs: Any) -> list[tuple[torch.Tensor, torch.T
     return [(ours[name], theirs[name]) for name in ("last_hidden_state", "pooler_output")]
 
 
+def _first_in_fresh_processes(
+    define: Callable[..., torch.nn.Module],
+    reference: Callable[..., torch.nn.Module],
+    classes: str,
+    config: Mapping[str, int],
+    rounds: int,
+) -> tuple[float, ...]:
+    """Median seconds of the first define+build in a fresh process, and of the
+    first call of Hugging Face's constructor in one (``classes`` imported
+    before, as TorchX is: the first access of a name of ``transformers``
+    imports its model's module)."""
+    arguments = f"(**{dict(config)!r})"
+    module = define.__module__
+    return fresh_process_medians(
+        (f"{module}.{define.__name__}{arguments}", first_call_setup(f"import {module}")),
+        (
+            f"{module}.{reference.__name__}{arguments}",
+            first_call_setup(f"import {module}", f"from transformers import {classes}"),
+        ),
+        rounds=rounds,
+    )
+
+
 def _bench_model(
     name: str,
     define: Callable[..., torch.nn.Module],
     reference: Callable[..., torch.nn.Module],
+    classes: str,
     config: Mapping[str, int],
     inputs: Callable[[Mapping[str, int]], tuple[Inputs, Inputs]],
     outputs: Outputs,
-    rounds: tuple[int, int, int],
+    rounds: tuple[int, int, int, int],
     split: bool,
 ) -> list[Result]:
-    """Define+build (repeated and first in a process), then peak memory and time of a forward."""
-    build_rounds, forward_rounds, per_forward = rounds
+    """Define+build (repeated, and first in a fresh process), then peak memory and time of a forward."""
+    build_rounds, forward_rounds, per_forward, first_rounds = rounds
+    first = _first_in_fresh_processes(define, reference, classes, config, first_rounds)
     make, reference = partial(define, **config), partial(reference, **config)
     torchx_s, hf_s = interleaved_medians(make, reference, rounds=build_rounds, per_round=1)
     results = [Result(f"transformers: {name} define+build vs constructor", torchx_s, hf_s, FIRST_BOUND)]
-    torchx_s, hf_s = interleaved_medians(first_build(make), reference, rounds=build_rounds, per_round=1)
+    torchx_s, hf_s = first
     results.append(
         Result(
-            f"transformers: {name} first define+build in a process vs constructor",
+            f"transformers: {name} first define+build in a fresh process vs constructor",
             torchx_s,
             hf_s,
             FIRST_BOUND,
@@ -139,14 +164,15 @@ def bench_transformers(quick: bool) -> list[Result]:
     except ImportError:
         print("transformers: torchx-functional is not installed; skipped")
         return []
-    small = (15 if quick else 41, 9 if quick else 31, 10)
-    released = (2 if quick else 5, 3 if quick else 9, 1)
+    small = (15 if quick else 41, 9 if quick else 31, 10, 3 if quick else 7)
+    released = (2 if quick else 5, 3 if quick else 9, 1, 2 if quick else 3)
     results = []
-    for model, define, reference, inputs, outputs, configs in (
+    for model, define, reference, classes, inputs, outputs, configs in (
         (
             "gpt2",
             gpt2.gpt2,
             gpt2.reference,
+            "GPT2Config, GPT2LMHeadModel",
             _causal_inputs,
             _logits,
             {"tiny": (gpt2.SMALL, small), "124M": (GPT2_124M, released)},
@@ -155,14 +181,31 @@ def bench_transformers(quick: bool) -> list[Result]:
             "bert",
             bert.bert,
             bert.reference,
+            "BertConfig, BertModel",
             _bert_inputs,
             _bert_outputs,
             {"small": (bert.SMALL, small), "base": (BERT_BASE, released)},
         ),
-        ("llama", llama.llama, llama.reference, _causal_inputs, _logits, {"tiny": (llama.TINY, small)}),
+        (
+            "llama",
+            llama.llama,
+            llama.reference,
+            "LlamaConfig, LlamaForCausalLM",
+            _causal_inputs,
+            _logits,
+            {"tiny": (llama.TINY, small)},
+        ),
     ):
         for label, (config, rounds) in configs.items():
             results += _bench_model(
-                f"{model} {label}", define, reference, config, inputs, outputs, rounds, split=rounds is small
+                f"{model} {label}",
+                define,
+                reference,
+                classes,
+                config,
+                inputs,
+                outputs,
+                rounds,
+                split=rounds is small,
             )
     return results

@@ -35,12 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _timing import Result, interleaved_medians
+from _timing import EXAMPLES, Result, interleaved_medians
 
 import torchx
 from torchx.core import from_spec
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 ZOO = EXAMPLES / "zoo"
 
 DIGITS = (None, 1, 8, 8)

@@ -15,7 +15,7 @@ import torchx.layers as L
 from torchx.core import PluginManager, SpecError, TorchXError
 from torchx.functional import Functional, Placeholder
 from torchx.functional._allow_list import FUNCTIONS, METHODS
-from torchx.functional._ops import function_named, is_spec_method
+from torchx.functional._ops import FACTORIES, function_named, is_spec_method
 
 NAMESPACES = {
     "torch": torch,
@@ -25,7 +25,7 @@ NAMESPACES = {
     "torch.fft": torch.fft,
 }
 
-REMOVED_BY_TORCH = {"torch.cholesky": "2.15", "torch.qr": "2.15"}
+REMOVED_BY_TORCH = {"torch.cholesky": "2.14", "torch.qr": "2.14"}
 """Listed names that torch removed at a release (its name left as a stub that
 raises, which no graph records): from that release on, a spec naming one is refused."""
 
@@ -68,6 +68,30 @@ def test_every_public_name_of_torch_s_namespaces_is_listed_or_refused_by_a_spec(
             L.Layer.from_spec(graph_spec([{"name": "y", "method": name, "args": [{"node": "x"}]}]))
         refused += 1
     assert listed > 1000 and refused > 500  # torch 2.13: 1,059 listed, 860 refused
+
+
+def test_the_listed_functions_a_graph_records_are_those_torch_lists_as_dispatching() -> None:
+    """What ``function_named`` reads off torch's list of functions that ignore
+    ``__torch_function__`` and ``torch.__all__`` is what torch's (slower to
+    make) list of those that dispatch it says, with the factories of sizes and
+    every functional op written in Python (F.hardsigmoid, which that list misses)."""
+    dispatching = {
+        function
+        for functions in torch.overrides.get_overridable_functions().values()
+        for function in functions
+    }
+    differ = []
+    for prefix, namespace in NAMESPACES.items():
+        for name in sorted(FUNCTIONS[prefix]):
+            function = getattr(namespace, name, None)
+            expected = (
+                function in dispatching
+                or function in FACTORIES
+                or getattr(function, "__module__", None) == F.__name__
+            )
+            if callable(function) and (function_named(f"{prefix}.{name}") is function) != expected:
+                differ.append(f"{prefix}.{name}")
+    assert not differ
 
 
 @pytest.mark.parametrize(

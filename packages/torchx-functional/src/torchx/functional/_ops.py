@@ -21,7 +21,7 @@ import inspect
 import operator
 import types
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -133,22 +133,23 @@ INFIX: dict[Callable[..., Any], str] = {
 """Binary operators written infix in generated code."""
 
 
-@functools.cache
-def _recorded_functions() -> frozenset[Callable[..., Any]]:
-    """The functions of torch's namespaces a graph records: those that dispatch on
-    placeholders through ``__torch_function__``, and the factories of sizes."""
-    overridable = torch.overrides.get_overridable_functions()
-    found: set[Callable[..., Any]] = {
-        function for functions in overridable.values() for function in functions
-    }
-    found.update(ZERO_FILLED_FUNCTIONS.values(), cast("frozenset[Callable[..., Any]]", FACTORIES))
-    # torch's list misses some functional ops that dispatch all the same (F.hardsigmoid, F.hardswish)
-    found.update(
-        function
-        for function in vars(F).values()
-        if isinstance(function, types.FunctionType) and function.__module__ == F.__name__
+_RECORDED_FACTORIES = frozenset([*ZERO_FILLED_FUNCTIONS.values(), *FACTORIES])
+_TORCH_PUBLIC = frozenset([*torch.__all__, *torch.functional.__all__])
+"""The names of ``torch`` that dispatch on placeholders: a name outside them (a
+removed function's stub, ``torch.cholesky`` on torch 2.14) does not."""
+
+
+def _records(function: Callable[..., Any]) -> bool:
+    """Whether a graph records ``function`` of torch's namespaces: it dispatches
+    on placeholders through ``__torch_function__`` (every function but those
+    torch lists as ignoring it; its list of those that dispatch takes a
+    hundred times longer to make, and misses functional ops that dispatch all
+    the same, F.hardsigmoid, F.hardswish), or is a factory of sizes."""
+    return (
+        function not in torch.overrides.get_ignored_functions()
+        or function in _RECORDED_FACTORIES
+        or (isinstance(function, types.FunctionType) and function.__module__ == F.__name__)
     )
-    return frozenset(found)
 
 
 _FUNCTION_TYPES = (
@@ -164,15 +165,17 @@ def _member(prefix: str, attribute: str) -> Callable[..., Any] | None:
     call it: on the allow-list, found in the namespace's own dict (no
     ``__getattr__`` or descriptor runs), a function (not a module, class or
     other object), and one a graph records."""
-    if attribute not in FUNCTIONS[prefix]:
+    if attribute not in FUNCTIONS[prefix] or (prefix == "torch" and attribute not in _TORCH_PUBLIC):
         return None
     namespace = _NAMESPACES[prefix]
-    found = inspect.getattr_static(namespace, attribute, None)
+    found = (
+        vars(namespace).get(attribute)
+        if isinstance(namespace, types.ModuleType)
+        else inspect.getattr_static(namespace, attribute, None)
+    )
     # torch.Tensor's C methods take tensors only; its Python ones dispatch on placeholders
     kinds = types.FunctionType if namespace is torch.Tensor else _FUNCTION_TYPES
-    if not isinstance(found, kinds) or found not in _recorded_functions():
-        return None
-    return found
+    return found if isinstance(found, kinds) and _records(found) else None
 
 
 @functools.cache
