@@ -33,3 +33,15 @@ def test_defining_and_running_the_transformer_examples_imports_nothing_heavy() -
         "bert.bert(**bert.SMALL)(ids, torch.ones_like(ids), torch.zeros_like(ids))\n"
     )
     assert heavy_imports(code) == []
+
+
+def test_defining_the_vision_examples_imports_nothing_heavy() -> None:
+    """Their pooling answers its shape from its window (torch's meta max
+    pooling imports sympy through ``torch._check``)."""
+    code = (
+        f"import sys\nsys.path.insert(0, {str(EXAMPLES)!r})\nimport torch, vision_models\n"
+        "for name in ('resnet18', 'densenet121', 'mobilenet_v2', 'mobilenet_v3_small'):\n"
+        "    model = vision_models.MODELS[name][0]()\n"
+        "model.eval()(torch.randn(1, 3, 224, 224))\n"
+    )
+    assert heavy_imports(code) == []

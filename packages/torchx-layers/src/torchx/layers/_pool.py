@@ -11,6 +11,7 @@ from typing import ClassVar
 from torch import nn
 
 from torchx.core import LeafLayer
+from torchx.layers._conv import _spatial
 from torchx.plugin import Padding, PositiveFloat, Shape, Size
 
 __all__ = [
@@ -44,7 +45,42 @@ class _Window(LeafLayer):
     non-negative: the annotations say so)."""
 
 
-class _MaxPoolNd(_Window):
+class _SlidingWindow(_Window):
+    """Max or average pooling, whose output size its window gives."""
+
+    spatial_dims: ClassVar[int]
+
+    def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
+        """Each spatial size ``(size + 2 * padding - span) // stride + 1``, ``span``
+        the dilated kernel's; None (the meta run says why, or works it out) for
+        an input without its batch dim, ``ceil_mode``, indices returned, padding
+        over half the kernel, or a window longer than the input (3-d average
+        pooling refuses it, padded or not)."""
+        shape, dims, arguments = input_shapes[0], self.spatial_dims, self.arguments
+        if (
+            len(shape) != dims + 2
+            or 0 in shape[1:]
+            or arguments["ceil_mode"]
+            or arguments.get("return_indices")
+        ):
+            return None
+        kernel = _spatial(self, "kernel_size", dims)
+        stride = kernel if arguments["stride"] is None else _spatial(self, "stride", dims)
+        padding = _spatial(self, "padding", dims)
+        dilation = _spatial(self, "dilation", dims) if "dilation" in arguments else (1,) * dims
+        windows = (kernel, stride, padding, dilation)
+        if any(value is None or any(type(item) is not int for item in value) for value in windows):
+            return None
+        out: list[int | None] = []
+        for size, k, s, p, d in zip(shape[2:], *windows, strict=True):  # type: ignore[arg-type]
+            span = d * (k - 1) + 1
+            if 2 * p > k or (size is not None and size < span):
+                return None
+            out.append(None if size is None else (size + 2 * p - span) // s + 1)
+        return (*shape[:2], *out)
+
+
+class _MaxPoolNd(_SlidingWindow):
     def __init__(
         self,
         kernel_size: Size,
@@ -71,24 +107,28 @@ class MaxPool1d(_MaxPoolNd):
     """``nn.MaxPool1d``."""
 
     native_class = nn.MaxPool1d
+    spatial_dims = 1
 
 
 class MaxPool2d(_MaxPoolNd):
     """``nn.MaxPool2d``."""
 
     native_class = nn.MaxPool2d
+    spatial_dims = 2
 
 
 class MaxPool3d(_MaxPoolNd):
     """``nn.MaxPool3d``."""
 
     native_class = nn.MaxPool3d
+    spatial_dims = 3
 
 
-class AvgPool1d(_Window):
+class AvgPool1d(_SlidingWindow):
     """``nn.AvgPool1d``."""
 
     native_class = nn.AvgPool1d
+    spatial_dims = 1
 
     def __init__(
         self,
@@ -110,7 +150,7 @@ class AvgPool1d(_Window):
         )
 
 
-class _AvgPoolNd(_Window):
+class _AvgPoolNd(_SlidingWindow):
     def __init__(
         self,
         kernel_size: Size,
@@ -137,12 +177,14 @@ class AvgPool2d(_AvgPoolNd):
     """``nn.AvgPool2d``."""
 
     native_class = nn.AvgPool2d
+    spatial_dims = 2
 
 
 class AvgPool3d(_AvgPoolNd):
     """``nn.AvgPool3d``."""
 
     native_class = nn.AvgPool3d
+    spatial_dims = 3
 
 
 class _AdaptiveMaxPoolNd(LeafLayer):
