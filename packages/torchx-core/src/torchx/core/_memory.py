@@ -41,6 +41,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from torchx.core._errors import AllocationError, format_call
+from torchx.core._pending import construct_on_meta
 from torchx.core._scope import scope_device
 from torchx.core._tree import by_class, submodules
 
@@ -144,12 +145,7 @@ def _bound(native: type[nn.Module], arguments: Mapping[str, Any]) -> int:
 def measured_need(native: type[nn.Module], arguments: Mapping[str, Any], takes_device: bool) -> int:
     """The bytes of parameters and buffers ``native(**arguments)`` allocates,
     measured by constructing it on meta (nothing is allocated)."""
-    if takes_device:
-        module = native(**{**arguments, "device": "meta"})
-    else:
-        with torch.device("meta"):
-            module = native(**arguments)
-    return weight_bytes(module)
+    return weight_bytes(construct_on_meta(native, arguments, takes_device))
 
 
 def weight_bytes(module: nn.Module) -> int:

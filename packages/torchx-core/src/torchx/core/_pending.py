@@ -47,6 +47,7 @@ __all__ = [
     "TensorSlot",
     "add_pending",
     "become_native",
+    "construct_on_meta",
     "empty_of_rank",
     "is_pending",
     "measure_layout",
@@ -256,6 +257,18 @@ def _constructing(arguments: Mapping[str, Any]) -> AbstractContextManager[object
     )
 
 
+def construct_on_meta(
+    native: type[nn.Module], arguments: Mapping[str, Any], takes_factory_kwargs: bool
+) -> nn.Module:
+    """``native(**arguments)`` on the meta device, its fills skipped (see
+    :class:`_MetaFillsSkipped`): nothing allocated, no random number drawn."""
+    if takes_factory_kwargs:
+        with _MetaFillsSkipped():
+            return native(**{**arguments, "device": _META})
+    with _META, _MetaFillsSkipped():
+        return native(**arguments)
+
+
 def measure_layout(
     native: type[nn.Module], arguments: Mapping[str, Any], takes_factory_kwargs: bool
 ) -> Layout:
@@ -266,12 +279,7 @@ def measure_layout(
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if takes_factory_kwargs:
-            with _MetaFillsSkipped():
-                template = native(**{**arguments, "device": _META})
-        else:
-            with _META, _MetaFillsSkipped():
-                template = native(**arguments)
+        template = construct_on_meta(native, arguments, takes_factory_kwargs)
     slots, shapes = [], {}
     for path, module in template.named_modules(remove_duplicate=False):
         for store, is_parameter in ((module._parameters, True), (module._buffers, False)):
