@@ -242,8 +242,8 @@ class _MetaFillsSkipped(TorchFunctionMode):
     ) -> Any:
         kwargs = kwargs or {}
         if func in _FILLS:
-            tensor = args[0] if args else kwargs["tensor"]  # torch.nn.init passes it by name
-            if tensor.is_meta:
+            tensor = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes it by name
+            if isinstance(tensor, torch.Tensor) and tensor.is_meta:
                 return tensor
         return func(*args, **kwargs)
 
