@@ -215,19 +215,17 @@ _FILLS = frozenset(
         *(
             getattr(torch.Tensor, name)
             for name in (
-                "normal_",
-                "uniform_",
-                "exponential_",
-                "log_normal_",
-                "cauchy_",
-                "geometric_",
-                "erfinv_",
+                *("normal_", "uniform_", "exponential_", "log_normal_", "cauchy_", "geometric_"),
+                *("erfinv_", "mul_", "add_", "sub_", "div_", "clamp_", "fill_", "zero_", "copy_"),
             )
         ),
     ]
 )
 """What fills a tensor in place: ``torch.nn.init``'s initializers (which torch's
-modules call in their ``reset_parameters``) and the random fills of tensors."""
+modules call in their ``reset_parameters``), the random fills of tensors and
+the arithmetic in place that initializers finish with (``trunc_normal_``:
+``erfinv_``, ``mul_``, ``add_``, ``clamp_`` of a uniform fill, which torch 2.9
+runs without dispatching the initializer itself)."""
 
 
 class _MetaFillsSkipped(TorchFunctionMode):
