@@ -34,8 +34,8 @@ MODELS = ("resnet50", "densenet121", "mobilenet_v2", "mobilenet_v3_small")
 BATCH = 8
 
 FIRST_BOUND = 1.5
-"""The bound of a model's define+build against its constructor, repeated and
-first in a process (issue 40)."""
+"""The bound of a model's define+build against its constructor, repeated in one
+process and first in a fresh one (issue 40)."""
 
 try:
     from torchx.functional import _functional as functional_internals

@@ -58,7 +58,8 @@ def compile_function(source: str, name: str, namespace: dict[str, Any]) -> Calla
 
 
 def clear_compiled() -> None:
-    """Forget every cached source (a fresh process's state, for benchmarks of a first build)."""
+    """Forget every cached source: the cache as a fresh process has it (tests of
+    the cache start from it; the benchmarks time a first build in a fresh process)."""
     with _lock:
         for source in list(_compiled):
             _forget(source)
