@@ -15,7 +15,7 @@ import torchx.layers as L
 from torchx.core import PluginManager, SpecError, TorchXError
 from torchx.functional import Functional, Placeholder
 from torchx.functional._allow_list import FUNCTIONS, METHODS
-from torchx.functional._ops import FACTORIES, function_named, is_spec_method
+from torchx.functional._ops import FACTORIES, function_named, is_spec_method, name_of_function
 
 NAMESPACES = {
     "torch": torch,
@@ -92,6 +92,26 @@ def test_the_listed_functions_a_graph_records_are_those_torch_lists_as_dispatchi
             if callable(function) and (function_named(f"{prefix}.{name}") is function) != expected:
                 differ.append(f"{prefix}.{name}")
     assert not differ
+
+
+def test_a_function_is_written_under_the_first_name_that_reaches_it() -> None:
+    """Every function a spec may call is named by its first namespace, in the
+    order specs look names up, under the first name there that reaches it
+    (``torch.linalg.norm``, whose ``__name__`` is ``linalg_norm``), and only
+    those are named."""
+    expected: dict[Any, str] = {}
+    for prefix in [*NAMESPACES, "torch.Tensor"]:
+        for name in sorted(FUNCTIONS[prefix]):
+            function = function_named(f"{prefix}.{name}")
+            if function is not None:
+                expected.setdefault(function, f"{prefix}.{name}")
+    assert len(expected) > 600  # torch 2.13: 697
+    assert {function: name_of_function(function) for function in expected} == expected
+    assert name_of_function(torch.linalg.norm) == "torch.linalg.norm"
+    assert name_of_function(F.relu) == "F.relu"
+    assert name_of_function(torch.Tensor.split) == "torch.Tensor.split"
+    assert name_of_function(torch.Tensor.add_) is None
+    assert name_of_function(lambda x: x) is None
 
 
 @pytest.mark.parametrize(

@@ -10,12 +10,15 @@ torch's positional arguments. The deliberate differences are listed here.
 from __future__ import annotations
 
 import inspect
+import typing
+from typing import Any
 
 import pytest
 from torch import nn
 
 import torchx.layers as L
 from torchx.core import ArgumentError, Layer
+from torchx.core._arguments import signature_of
 
 DELIBERATE = {
     ("Embedding", "_weight"): "private: a pretrained table is loaded with load_state_dict",
@@ -138,3 +141,30 @@ def every_layer() -> list[object]:
 def test_every_layer_takes_a_keyword_only_name(cls: type[Layer]) -> None:
     parameter = inspect.signature(cls.__init__).parameters["name"]
     assert parameter.kind is parameter.KEYWORD_ONLY and parameter.default is None
+
+
+@pytest.mark.parametrize("cls", torch_layers(), ids=lambda cls: cls.__name__)
+def test_the_checked_hints_are_the_annotations_as_typing_reads_them(cls: type[Layer]) -> None:
+    """The hints arguments are checked against (each evaluated when first
+    read) are ``typing.get_type_hints`` of the layer's ``__init__``."""
+    expected = typing.get_type_hints(cls.__init__, include_extras=True)
+    assert dict(signature_of(cls)[1]) == expected
+
+
+def test_a_construction_evaluates_the_annotations_of_the_arguments_given_only() -> None:
+    namespace: dict[str, object] = {}
+    exec(  # a layer whose annotation of `scale` names nothing: evaluating it fails
+        "from __future__ import annotations\n"
+        "import torchx.core, torch.nn\n"
+        "class Scaled(torchx.core.LeafLayer):\n"
+        "    native_class = torch.nn.Identity\n"
+        "    def __init__(self, width: int = 1, scale: Undefined = None, *, name: str | None = None):\n"
+        "        super().__init__(width=width, scale=scale, name=name)\n",
+        namespace,
+    )
+    layer_class: Any = namespace["Scaled"]
+    layer_class(width=3)
+    with pytest.raises(ArgumentError, match="width must be an int"):
+        layer_class(width="3")
+    with pytest.raises(NameError, match="Undefined"):
+        layer_class(scale=2.0)

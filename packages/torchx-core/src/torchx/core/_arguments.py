@@ -23,7 +23,7 @@ import inspect
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
@@ -135,14 +135,41 @@ class ArgumentMismatch(Exception):
         super().__init__(f"expected {expected}, got {short_repr(value)}")
 
 
+class _Hints(Mapping[str, Any]):
+    """A function's annotations as objects, each evaluated when first read (a
+    layer's construction reads only those of the arguments it was given): a
+    string one (``from __future__ import annotations``) in the function's
+    module, as ``typing.get_type_hints`` evaluates it, ranges kept."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self._annotations: dict[str, Any] = dict(getattr(function, "__annotations__", {}))
+        self._namespace: dict[str, Any] = getattr(inspect.unwrap(function), "__globals__", {})
+        self._evaluated: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        hint = self._evaluated.get(name, self)
+        if hint is self:
+            hint = self._annotations[name]
+            if isinstance(hint, str):
+                hint = eval(hint, self._namespace)  # the class's own source, as typing evaluates it
+            hint = self._evaluated[name] = type(None) if hint is None else hint
+        return hint
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._annotations)
+
+    def __len__(self) -> int:
+        return len(self._annotations)
+
+
 @by_class
-def signature_of(cls: type) -> tuple[dict[str, inspect.Parameter], dict[str, Any]]:
-    """The parameters of ``cls.__init__`` (without ``self``) and their resolved
-    hints, ranges included (cached)."""
+def signature_of(cls: type) -> tuple[dict[str, inspect.Parameter], Mapping[str, Any]]:
+    """The parameters of ``cls.__init__`` (without ``self``) and their hints,
+    ranges included (cached)."""
     init = cls.__init__  # type: ignore[misc]
     parameters = dict(inspect.signature(init).parameters)
     parameters.pop("self", None)
-    return parameters, typing.get_type_hints(init, include_extras=True)
+    return parameters, _Hints(init)
 
 
 def _kind(base: Any) -> str:
@@ -314,27 +341,24 @@ def _fast_check(hint: Any) -> Callable[[Any], bool]:
 class ArgumentChecker:
     """Checks one layer class's constructor arguments against its signature.
 
-    A value that is its parameter's default is not checked again; the others
-    go through a quick test first and :func:`coerce` only when it fails, so a
-    layer's construction costs a few hundred nanoseconds per given argument.
+    A value that is its parameter's default is not checked again (nor its
+    annotation evaluated); the others go through a quick test first and
+    :func:`coerce` only when it fails, so a layer's construction costs a few
+    hundred nanoseconds per given argument.
     """
 
     def __init__(self, cls: type) -> None:
-        parameters, hints = signature_of(cls)
-        self._entries = {
-            name: (parameter.default, _fast_check(hints.get(name, Any)), hints.get(name, Any))
-            for name, parameter in parameters.items()
-        }
+        self._parameters, self._hints = signature_of(cls)
+        self._tests: dict[str, tuple[Callable[[Any], bool], Any]] = {}
 
     def check(self, owner: str, arguments: Mapping[str, Any]) -> None:
         """Raise ArgumentError for the first argument that does not fit."""
-        entries = self._entries
         for name, value in arguments.items():
-            entry = entries.get(name)
-            if entry is None:
+            parameter = self._parameters.get(name)
+            if parameter is None or value is parameter.default:
                 continue
-            default, fast, hint = entry
-            if value is default or fast(value):
+            fast, hint = self._tests.get(name) or self._test(name)
+            if fast(value):
                 continue
             try:
                 coerce(value, hint, objects=True)
@@ -342,6 +366,13 @@ class ArgumentChecker:
                 raise ArgumentError(
                     f"{owner}: {name} must be {error.expected}, got {short_repr(value)}", argument=name
                 ) from None
+
+    def _test(self, name: str) -> tuple[Callable[[Any], bool], Any]:
+        """The quick test and hint of parameter ``name``, made the first time
+        it is given a value other than its default."""
+        hint = self._hints.get(name, Any)
+        test = self._tests[name] = (_fast_check(hint), hint)
+        return test
 
 
 @by_class

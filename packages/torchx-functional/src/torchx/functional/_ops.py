@@ -178,33 +178,29 @@ def _member(prefix: str, attribute: str) -> Callable[..., Any] | None:
     return found if isinstance(found, kinds) and _records(found) else None
 
 
-@functools.cache
-def _spec_names() -> dict[Callable[..., Any], str]:
-    """The spec name of each function a spec may call: its first place in
-    :data:`_NAMESPACES`, under its own ``__name__`` where a namespace holds it
-    under several (``torch.special.expit`` is named ``special_expit``)."""
-    names: dict[Callable[..., Any], str] = {}
-    for prefix in _NAMESPACES:
-        found = {
-            attribute: function
-            for attribute in sorted(FUNCTIONS[_LISTED_AS.get(prefix, prefix)])
-            if (function := _member(_LISTED_AS.get(prefix, prefix), attribute)) is not None
-            and function not in names
-        }
-        for attribute, function in sorted(found.items(), key=lambda item: item[1].__name__ != item[0]):
-            names.setdefault(function, f"{prefix}.{attribute}")
-    return names
-
-
 def name_of_function(function: Callable[..., Any]) -> str | None:
     """The spec name of ``function`` ("torch.cat", "F.layer_norm"), or None if specs cannot name it."""
     name = _OPERATOR_NAMES.get(id(function))
     if name is not None:
         return name
     try:
-        return _spec_names().get(function)
+        return _name_in_namespaces(function)
     except TypeError:  # unhashable: no function of torch's
         return None
+
+
+@functools.cache
+def _name_in_namespaces(function: Callable[..., Any]) -> str | None:
+    """The first place in :data:`_NAMESPACES` where a spec may call
+    ``function``: the first namespace holding it under a listed name (the
+    first such name there, should it hold several)."""
+    for prefix, namespace in _NAMESPACES.items():
+        listed = _LISTED_AS.get(prefix, prefix)
+        held = sorted(attribute for attribute, value in vars(namespace).items() if value is function)
+        for attribute in held:
+            if _member(listed, attribute) is function:
+                return f"{prefix}.{attribute}"
+    return None
 
 
 def function_named(name: Any) -> Callable[..., Any] | None:
