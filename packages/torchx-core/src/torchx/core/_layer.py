@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 import torch
 from torch import nn
 
-from torchx.core._arguments import checker_of
+from torchx.core._arguments import checker_of, signature_of
 from torchx.core._errors import ArgumentError, NotBuiltError, ShapeError
 from torchx.core._native_signature import is_default
 from torchx.core._record import LayerRecord, init_module_state, layer_caption, name_problem
@@ -289,5 +289,5 @@ def __getattr__(name: str) -> object:
 @by_class
 def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
     """The default of each ``cls.__init__`` parameter that has one (cached)."""
-    parameters = inspect.signature(cls.__init__).parameters
+    parameters = signature_of(cls)[0]
     return {name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty}

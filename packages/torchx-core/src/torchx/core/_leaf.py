@@ -40,6 +40,7 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_leaves, tree_map
 
+from torchx.core._arguments import signature_of
 from torchx.core._errors import (
     ArgumentError,
     BuildWarning,
@@ -244,7 +245,7 @@ def takes_factory_kwargs(native: type[nn.Module]) -> bool:
 @by_class
 def _positional_count(cls: type[Layer]) -> float:
     """How many positional arguments ``cls(...)`` takes (infinite with ``*args``)."""
-    kinds = [p.kind for p in inspect.signature(cls.__init__).parameters.values()][1:]
+    kinds = [p.kind for p in signature_of(cls)[0].values()]
     if inspect.Parameter.VAR_POSITIONAL in kinds:
         return math.inf
     return sum(kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for kind in kinds)
