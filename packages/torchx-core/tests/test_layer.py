@@ -18,10 +18,13 @@ from torchx.core import (
     ArgumentError,
     DtypeError,
     FromInput,
+    LayerRegistry,
     LeafLayer,
     PendingParameter,
     ShapeError,
+    SpecError,
     TorchXError,
+    from_spec,
     record_of,
 )
 
@@ -284,7 +287,11 @@ def test_bad_flags_and_ranges_are_refused_at_construction() -> None:
         Norm(momentum=4)
 
 
-def test_arguments_the_native_constructor_refuses_are_refused_at_construction() -> None:
+def test_arguments_the_native_constructor_refuses_are_refused_where_it_first_runs() -> None:
+    """Torch's own checks of the arguments (groups dividing out_channels) run
+    with its constructor: at the build, or when the unbuilt layer's parameters
+    are first read; the layer stays unbuilt. A spec is checked as it is read."""
+
     class Grouped(LeafLayer):
         native_class = nn.Conv1d
         inferred_arguments: ClassVar = {"in_channels": FromInput(dim=1)}
@@ -292,12 +299,22 @@ def test_arguments_the_native_constructor_refuses_are_refused_at_construction() 
         def __init__(self, out_channels: int, groups: int) -> None:
             super().__init__(out_channels=out_channels, kernel_size=1, groups=groups)
 
-    assert Grouped(12, groups=3).is_built is False
-    with pytest.raises(
-        ArgumentError,
-        match="Grouped: torch's Conv1d refuses these arguments: out_channels must be divisible by groups",
-    ):
-        Grouped(10, groups=3)
+    refused = "Grouped: torch's Conv1d refuses these arguments: out_channels must be divisible by groups"
+    for out_channels in (10, 12, 10):  # the class's first layer (measured at construction) and later ones
+        layer = Grouped(out_channels, groups=3)
+        if out_channels == 12:
+            assert layer(torch.zeros(2, 6, 5)).shape == (2, 12, 5)
+            continue
+        with pytest.raises(ArgumentError, match=refused):
+            layer(torch.zeros(2, 6, 5))
+        assert type(layer) is Grouped
+    with pytest.raises(ArgumentError, match=refused):
+        list(Grouped(10, groups=3).parameters())
+    registry = LayerRegistry()
+    registry.register(Grouped)
+    spec = {"type": "Grouped", "args": {"out_channels": 10, "groups": 3}}
+    with pytest.raises(SpecError, match=r"^\$\.args: Grouped: torch's Conv1d refuses these arguments"):
+        from_spec(spec, registry=registry)
 
 
 def test_failed_native_construction_leaves_the_layer_unbuilt() -> None:

@@ -66,13 +66,24 @@ def test_layers_that_infer_nothing_keep_torchs_positional_arguments() -> None:
         (lambda: L.Conv2d(8, 0), r"Conv2d: kernel_size must be a positive int or a list of positive ints, got 0"),
         (lambda: L.Conv2d(8, 3, padding=-1), r"padding must be 'same' or 'valid' or a non-negative int"),
         (lambda: L.Conv2d(8, 3, padding_mode="mirror"), r"padding_mode must be one of 'zeros', 'reflect'"),
-        (lambda: L.Conv2d(10, 3, groups=3), r"Conv2d: torch's Conv2d refuses these arguments: out_channels must be divisible by groups"),
         (lambda: L.Linear(4, in_features=0), r"Linear: in_features must be a positive int or null, got 0"),
     ],
 )  # fmt: skip
 def test_every_argument_is_checked_at_construction(make: object, match: str) -> None:
     with pytest.raises(ArgumentError, match=match):
         make()  # type: ignore[operator]
+
+
+def test_what_torch_s_constructor_refuses_is_refused_at_the_build_and_in_a_spec(
+    fresh_plugins: PluginManager,
+) -> None:
+    refused = r"Conv2d: torch's Conv2d refuses these arguments: out_channels must be divisible by groups"
+    layer = L.Conv2d(10, 3, groups=3)
+    with pytest.raises(ArgumentError, match=refused):
+        layer(torch.zeros(1, 6, 8, 8))
+    assert not layer.is_built
+    with pytest.raises(SpecError, match=r"^\$\.args: " + refused):
+        L.Layer.from_spec({"type": "Conv2d", "args": {"out_channels": 10, "kernel_size": 3, "groups": 3}})
 
 
 def test_the_spec_reader_refuses_the_same_values_in_the_same_words(fresh_plugins: PluginManager) -> None:

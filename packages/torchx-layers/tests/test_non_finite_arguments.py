@@ -131,8 +131,8 @@ def test_non_finite_arguments_are_written_as_tagged_floats() -> None:
         (lambda: L.LeakyReLU(-INF), r"^LeakyReLU: negative_slope must be a finite number, got -inf$"),
         (lambda: L.BatchNorm2d(eps=INF), r"^BatchNorm2d: eps must be a finite number, got inf$"),
         (lambda: L.Dropout(NAN), r"^Dropout: p must be a finite number, got nan$"),
-        (  # torch's words (torch 2.9 asserts with none: its assertion is quoted)
-            lambda: L.Hardtanh(min_val=INF),
+        (  # torch's words, where its constructor runs (torch 2.9 asserts with none: its assertion is quoted)
+            lambda: L.Hardtanh(min_val=INF)(torch.zeros(2)),
             r"max_val \(1\.0\) must be greater than min_val \(inf\)|assert self\.max_val > self\.min_val failed",
         ),
     ],

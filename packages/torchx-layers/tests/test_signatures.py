@@ -18,7 +18,7 @@ from torch import nn
 
 import torchx.layers as L
 from torchx.core import ArgumentError, Layer
-from torchx.core._arguments import signature_of
+from torchx.core._arguments import hint_of
 
 DELIBERATE = {
     ("Embedding", "_weight"): "private: a pretrained table is loaded with load_state_dict",
@@ -148,7 +148,7 @@ def test_the_checked_hints_are_the_annotations_as_typing_reads_them(cls: type[La
     """The hints arguments are checked against (each evaluated when first
     read) are ``typing.get_type_hints`` of the layer's ``__init__``."""
     expected = typing.get_type_hints(cls.__init__, include_extras=True)
-    assert dict(signature_of(cls)[1]) == expected
+    assert {name: hint_of(cls, name) for name in expected} == expected
 
 
 def test_a_construction_evaluates_the_annotations_of_the_arguments_given_only() -> None:

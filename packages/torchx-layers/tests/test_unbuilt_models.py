@@ -53,3 +53,35 @@ def test_torchview_draws_an_unbuilt_model_as_it_draws_the_native_one() -> None:
     assert drawn(unbuilt) == drawn(built)
     assert isinstance(unbuilt[0], nn.Conv2d) and isinstance(unbuilt[1], nn.BatchNorm2d)
     assert "BatchNorm2d" in drawn(unbuilt) and "(2, 4, 6, 6)" in drawn(unbuilt)
+
+
+def test_a_layer_built_at_its_first_call_never_measures_its_layout_on_meta(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The layout (the pending parameters' names and ranks) is measured on meta
+    when something needs it; a layer called right after its construction (a
+    Functional, a Sequential's first forward) builds once, for real. Only a
+    class's first layer is measured at construction, to see whether its
+    tensors sit in submodules (a MultiheadAttention's out_proj), whose
+    stand-ins it then holds from the start."""
+    from torchx.core import _leaf
+
+    x = torch.zeros(2, 3, 16, 16)
+    L.Sequential(L.Conv2d(4, 3), L.BatchNorm2d(), L.ReLU(), L.Flatten(), L.Linear(5))(x)  # each class once
+    measured: list[type[nn.Module]] = []
+    measure = _leaf.measure_layout
+    monkeypatch.setattr(
+        _leaf, "measure_layout", lambda native, *rest: measured.append(native) or measure(native, *rest)
+    )
+    for width in (7, 9, 11):  # arguments not seen before
+        model = L.Sequential(L.Conv2d(width, 3, stride=2), L.BatchNorm2d(momentum=0.2), L.ReLU(inplace=True))
+        model(x)
+        head = L.Linear(width + 1)
+        head(torch.zeros(2, width))
+    assert measured == []
+    unbuilt = L.Linear(13)
+    assert [name for name, _ in unbuilt.named_parameters()] == ["weight", "bias"]  # measured now
+    assert measured == [nn.Linear]
+    for _ in range(2):  # a class whose tensors sit in a submodule holds its stand-in from the start
+        attention = L.MultiheadAttention(2, name="attention")
+        assert [name for name, _ in attention.named_children()] == ["out_proj"]

@@ -19,11 +19,12 @@ bound (``Hardtanh(min_val=-inf)``) or fill value is what the user meant.
 from __future__ import annotations
 
 import collections.abc
+import functools
 import inspect
 import math
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
@@ -47,6 +48,7 @@ __all__ = [
     "Size",
     "checker_of",
     "coerce",
+    "hint_of",
     "signature_of",
 ]
 
@@ -135,41 +137,28 @@ class ArgumentMismatch(Exception):
         super().__init__(f"expected {expected}, got {short_repr(value)}")
 
 
-class _Hints(Mapping[str, Any]):
-    """A function's annotations as objects, each evaluated when first read (a
-    layer's construction reads only those of the arguments it was given): a
-    string one (``from __future__ import annotations``) in the function's
-    module, as ``typing.get_type_hints`` evaluates it, ranges kept."""
-
-    def __init__(self, function: Callable[..., Any]) -> None:
-        self._annotations: dict[str, Any] = dict(getattr(function, "__annotations__", {}))
-        self._namespace: dict[str, Any] = getattr(inspect.unwrap(function), "__globals__", {})
-        self._evaluated: dict[str, Any] = {}
-
-    def __getitem__(self, name: str) -> Any:
-        hint = self._evaluated.get(name, self)
-        if hint is self:
-            hint = self._annotations[name]
-            if isinstance(hint, str):
-                hint = eval(hint, self._namespace)  # the class's own source, as typing evaluates it
-            hint = self._evaluated[name] = type(None) if hint is None else hint
-        return hint
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._annotations)
-
-    def __len__(self) -> int:
-        return len(self._annotations)
-
-
 @by_class
-def signature_of(cls: type) -> tuple[dict[str, inspect.Parameter], Mapping[str, Any]]:
-    """The parameters of ``cls.__init__`` (without ``self``) and their hints,
-    ranges included (cached)."""
-    init = cls.__init__  # type: ignore[misc]
-    parameters = dict(inspect.signature(init).parameters)
+def signature_of(cls: type) -> dict[str, inspect.Parameter]:
+    """The parameters of ``cls.__init__``, without ``self`` (cached)."""
+    parameters = dict(inspect.signature(cls.__init__).parameters)  # type: ignore[misc]
     parameters.pop("self", None)
-    return parameters, _Hints(init)
+    return parameters
+
+
+def _evaluated_hint(cls: type, name: str) -> Any:
+    init = cls.__init__  # type: ignore[misc]
+    hint = getattr(init, "__annotations__", {}).get(name, Any)
+    if isinstance(hint, str):
+        hint = eval(hint, inspect.unwrap(init).__globals__)  # the class's own source, as typing evaluates it
+    return type(None) if hint is None else hint
+
+
+hint_of: Callable[[type, str], Any] = functools.cache(_evaluated_hint)
+"""The annotation of ``cls.__init__``'s parameter ``name``, ranges kept
+(``Any`` where it has none): a string one (``from __future__ import
+annotations``) evaluated in its module, as ``typing.get_type_hints``
+evaluates it, when first asked for (a layer's construction asks only for
+those of the arguments given other values than their defaults)."""
 
 
 def _kind(base: Any) -> str:
@@ -348,7 +337,8 @@ class ArgumentChecker:
     """
 
     def __init__(self, cls: type) -> None:
-        self._parameters, self._hints = signature_of(cls)
+        self._class = cls
+        self._parameters = signature_of(cls)
         self._tests: dict[str, tuple[Callable[[Any], bool], Any]] = {}
 
     def check(self, owner: str, arguments: Mapping[str, Any]) -> None:
@@ -370,7 +360,7 @@ class ArgumentChecker:
     def _test(self, name: str) -> tuple[Callable[[Any], bool], Any]:
         """The quick test and hint of parameter ``name``, made the first time
         it is given a value other than its default."""
-        hint = self._hints.get(name, Any)
+        hint = hint_of(self._class, name)
         test = self._tests[name] = (_fast_check(hint), hint)
         return test
 

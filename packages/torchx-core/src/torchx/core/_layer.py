@@ -195,6 +195,12 @@ class Layer(nn.Module):
             if name not in defaults or not is_default(value, defaults[name])
         }
 
+    def _check_arguments(self) -> None:
+        """Raise ArgumentError where torch's constructor refuses the arguments
+        whatever the input (a leaf layer runs it on meta); a layer otherwise
+        finds that out at its build. Specs, data from anywhere, are checked
+        when read."""
+
     @classmethod
     def from_spec_fields(cls, fields: Mapping[str, Any], reader: SpecReader) -> Layer:
         """Construct from the spec entries besides ``"type"`` (see :meth:`spec_fields`)."""
@@ -289,5 +295,5 @@ def __getattr__(name: str) -> object:
 @by_class
 def _signature_defaults(cls: type[Layer]) -> Mapping[str, Any]:
     """The default of each ``cls.__init__`` parameter that has one (cached)."""
-    parameters = signature_of(cls)[0]
+    parameters = signature_of(cls)
     return {name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty}

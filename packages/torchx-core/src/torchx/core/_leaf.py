@@ -32,7 +32,7 @@ import threading
 import traceback
 import warnings
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, cast
 
@@ -64,6 +64,7 @@ from torchx.core._pending import (
     add_pending,
     become_native,
     is_pending,
+    layout_of,
     measure_layout,
     move_pending,
     pending_stores,
@@ -109,6 +110,12 @@ __all__ = [
 
 _LAYOUTS: dict[Any, Layout] = {}
 _LAYOUTS_LIMIT = 4096
+_NESTS: dict[type[Layer], bool] = {}
+"""Whether each layer class's native module, as first measured, holds tensors
+in submodules (a MultiheadAttention's ``out_proj``): such a layer measures its
+layout at construction, to hold its stand-in children from the start; the
+others measure it when first needed, which a layer built at its first call
+(the usual case) never does."""
 
 _BUILD_LOCK = threading.RLock()
 """Held by every build: a layer's build and first call, a container's whole
@@ -245,7 +252,7 @@ def takes_factory_kwargs(native: type[nn.Module]) -> bool:
 @by_class
 def _positional_count(cls: type[Layer]) -> float:
     """How many positional arguments ``cls(...)`` takes (infinite with ``*args``)."""
-    kinds = [p.kind for p in signature_of(cls)[0].values()]
+    kinds = [p.kind for p in signature_of(cls).values()]
     if inspect.Parameter.VAR_POSITIONAL in kinds:
         return math.inf
     return sum(kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for kind in kinds)
@@ -348,10 +355,12 @@ class LeafLayer(Layer):
                 None if device is None else torch.device(device), dtype
             )
         if type(self).native_class is not None:
-            record = self._torchx
-            record.key = _arguments_key(self)
-            record.layout = self._layout()
-            pending_stores(self, record.layout)
+            self._torchx.key = _arguments_key(self)
+            layout = None
+            if _NESTS.get(type(self)) is not False:  # its class's first, or one with tensors in submodules
+                with suppress(ArgumentError):  # refused arguments are reported where torch's constructor runs
+                    layout = self._layout()
+            pending_stores(self, layout)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -525,27 +534,24 @@ class LeafLayer(Layer):
             if inferred:
                 self._check_given(inferred, inputs)
         arguments = self._native_arguments(inferred)
-        layout = self._torchx.layout
-        slots = layout is not None and bool(layout.slots)  # a layer with no tensors allocates nothing
         factory = takes_factory_kwargs(native)
-        device = dtype = floating = None
-        if slots or factory:
-            if target is not None:
-                device = None if target.device_is_default else target.device
-                dtype = target.dtype
-            elif tensors:
-                device = tensors[0].device
-            for tensor in tensors:
-                if tensor.is_floating_point():
-                    floating = tensor.dtype
-                    break
-            if floating is not None and _autocasting(tensors[0]):
-                floating = None  # the input is in the autocast dtype; parameters stay in the true one
-            if slots and floating is None:
-                self._check_input_dtype(inputs)
-            request = self.__dict__.get("_torchx_request")
-            if request is not None:
-                device, dtype = request.device or device, request.dtype or dtype
+        device = dtype = floating = integers = None
+        if target is not None:
+            device = None if target.device_is_default else target.device
+            dtype = target.dtype
+        elif tensors:
+            device = tensors[0].device
+        for tensor in tensors:
+            if tensor.is_floating_point():
+                floating = tensor.dtype
+                break
+        if floating is not None and _autocasting(tensors[0]):
+            floating = None  # the input is in the autocast dtype; parameters stay in the true one
+        if floating is None:  # checked against the weights once built
+            integers = _integers_in(type(self), inputs)
+        request = self.__dict__.get("_torchx_request")
+        if request is not None:
+            device, dtype = request.device or device, request.dtype or dtype
         if factory:
             if device is not None:
                 arguments["device"] = device
@@ -556,12 +562,12 @@ class LeafLayer(Layer):
             ):
                 arguments["dtype"] = dtype
         try:
-            if slots:
-                check_allocation(self, native, arguments, device, factory)
+            check_allocation(self, native, arguments, device, factory)
             self._become(native, arguments, inferred)
         except Exception as error:
             if isinstance(error, LayerError):
                 raise
+            self._layout()  # the arguments given refused whatever the input: an ArgumentError
             if not is_shape_problem(error) or not _refused_on_meta(native, arguments):
                 add_note(error, f"raised in {self.layer_label()}, building {format_call(native, arguments)}")
                 raise
@@ -570,6 +576,15 @@ class LeafLayer(Layer):
                 f"{describe_inputs(inputs)}: {torch_message(error)}",
                 fix="change the layer's arguments or the input shape so that they agree",
             ) from error
+        if integers is not None and any(p.is_floating_point() or p.is_complex() for p in self.parameters()):
+            unbuild(self)
+            raise DtypeError(
+                self.layer_label(),
+                f"its weights are floating-point, but its input is {integers.dtype} "
+                f"(shape {format_shape(tuple(integers.shape))})",
+                fix="convert the input, e.g. x.float(); token ids go into an L.Embedding first",
+                source=self,
+            )
 
     def _native_arguments(self, inferred: Mapping[str, Any]) -> dict[str, Any]:
         """The class's native arguments, the given ones (without inferable ones
@@ -608,26 +623,6 @@ class LeafLayer(Layer):
                     fix=f"feed inputs with {name}={short_repr(given)}, or drop {name}= to infer it",
                 )
 
-    def _check_input_dtype(self, inputs: tuple[Any, ...]) -> None:
-        layout = self._torchx.layout
-        first = inputs[0] if inputs else None
-        if (
-            type(self).integer_input
-            or not isinstance(first, torch.Tensor)
-            or first.is_floating_point()
-            or first.is_complex()
-            or layout is None
-            or not any(slot.floating and slot.is_parameter for slot in layout.slots)
-        ):
-            return
-        raise DtypeError(
-            self.layer_label(),
-            f"its weights are floating-point, but its input is {first.dtype} "
-            f"(shape {format_shape(tuple(first.shape))})",
-            fix="convert the input, e.g. x.float(); token ids go into an L.Embedding first",
-            source=self,
-        )
-
     def _become(self, native: type[nn.Module], arguments: dict[str, Any], inferred: dict[str, Any]) -> None:
         """Become ``native(**arguments)``, in place; other threads calling this
         layer meanwhile wait for the build (``forward`` is looked up on the instance first)."""
@@ -657,10 +652,19 @@ class LeafLayer(Layer):
             )
 
     def _layout(self) -> Layout:
-        """The native module's parameters and buffers for these arguments (cached)."""
+        """The native module's parameters and buffers for these arguments,
+        measured on meta the first time something needs them (the unbuilt
+        layer's parameters read, a state dict loaded, a failed build explained).
+
+        :raises ArgumentError: torch's constructor refuses the arguments given
+            (``groups`` that do not divide ``out_channels``), whatever the input.
+        """
+        record = self._torchx
+        if record.layout is not None:
+            return record.layout
         native = type(self).native_class
         assert native is not None
-        key = self._torchx.key  # None: measured each time
+        key = record.key  # None: measured each time
         layout = _LAYOUTS.get(key) if key is not None else None
         if layout is None:
             arguments = self._native_arguments(self.stand_in_arguments())
@@ -676,7 +680,13 @@ class LeafLayer(Layer):
                 if len(_LAYOUTS) >= _LAYOUTS_LIMIT:
                     _LAYOUTS.clear()
                 _LAYOUTS[key] = layout
+        _NESTS.setdefault(type(self), layout.nested)
+        record.layout = layout
         return layout
+
+    def _check_arguments(self) -> None:
+        if type(self).native_class is not None:
+            self._layout()
 
     # -- loading a state dict builds the layer ----------------------------------
 
@@ -684,9 +694,12 @@ class LeafLayer(Layer):
         """The entries of ``state_dict`` under ``prefix``, keyed relative to this
         layer, when they hold any of its keys; else None (nothing to build from)."""
         local = {key[len(prefix) :]: value for key, value in state_dict.items() if key.startswith(prefix)}
-        layout = self._torchx.layout
-        shown = layout is not None and any(key in local for key in layout.state_keys())
+        shown = any(key in local for key in self._state_keys())
         return local if shown else None
+
+    def _state_keys(self) -> list[str]:
+        """The native module's state-dict keys, relative to the layer (none for a family's base)."""
+        return self._layout().state_keys() if type(self).native_class is not None else []
 
     def _arguments_from_state(
         self, state: Mapping[str, torch.Tensor], prefix: str
@@ -697,7 +710,7 @@ class LeafLayer(Layer):
         native = type(self).native_class
         assert native is not None
         inferred = self.infer_arguments_from_state(state)
-        keys = self._torchx.layout.state_keys() if self._torchx.layout else []
+        keys = self._state_keys()
         if inferred is None:
             raise self.shape_error(
                 f"the state dict does not show its input size: it has "
@@ -740,7 +753,7 @@ class LeafLayer(Layer):
         if local is None or not _holds_data(self, local):
             # Nothing to build from: its keys are missing, or (as torch's lazy modules
             # take them) another unbuilt model's pending tensors, which leave it unbuilt.
-            keys = self._torchx.layout.state_keys() if self._torchx.layout else []
+            keys = self._state_keys()
             if local is None:
                 missing_keys.extend(prefix + key for key in keys)
             if strict:
@@ -811,6 +824,7 @@ def unbuild(module: nn.Module) -> None:
     if record is None or isinstance(module, Layer):  # unbuilt, or a container
         return
     state = module.__dict__
+    layout = record.layout if record.layout is not None else layout_of(module)
     tensors = revert_to_pending(module)
     kept = {key: state[key] for key in MODULE_STATE}
     request = state.get("_torchx_request")
@@ -822,8 +836,16 @@ def unbuild(module: nn.Module) -> None:
     if request is not None:
         state["_torchx_request"] = request
     record.inferred = None
-    if record.layout is not None:
-        add_pending(module, record.layout, reuse=tensors)
+    add_pending(module, layout, reuse=tensors)
+
+
+def _integers_in(layer_class: type[LeafLayer], inputs: tuple[Any, ...]) -> torch.Tensor | None:
+    """The first of ``inputs`` where it is a tensor that is not floating-point
+    (token ids) and ``layer_class`` does not take such input; else None."""
+    first = inputs[0] if inputs else None
+    if layer_class.integer_input or not isinstance(first, torch.Tensor):
+        return None
+    return None if first.is_floating_point() or first.is_complex() else first
 
 
 def _classified(
@@ -1304,7 +1326,7 @@ def is_shape_problem(error: BaseException) -> bool:
 def _holds_data(layer: LeafLayer, state: Mapping[str, Any]) -> bool:
     """Whether ``state`` (``layer``'s entries of a state dict) has a tensor of one
     of its keys that is not pending (another unbuilt model's)."""
-    keys = layer._torchx.layout.state_keys() if layer._torchx.layout else []
+    keys = layer._state_keys()
     return any(isinstance(value := state.get(key), torch.Tensor) and not is_pending(value) for key in keys)
 
 

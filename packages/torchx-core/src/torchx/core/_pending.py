@@ -277,10 +277,14 @@ def measure_layout(
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        template = construct_on_meta(native, arguments, takes_factory_kwargs)
+        return layout_of(construct_on_meta(native, arguments, takes_factory_kwargs))
+
+
+def layout_of(module: nn.Module) -> Layout:
+    """The parameters and buffers ``module`` (a native module) holds, its children's included."""
     slots, shapes = [], {}
-    for path, module in template.named_modules(remove_duplicate=False):
-        for store, is_parameter in ((module._parameters, True), (module._buffers, False)):
+    for path, owner in module.named_modules(remove_duplicate=False):
+        for store, is_parameter in ((owner._parameters, True), (owner._buffers, False)):
             for name, tensor in store.items():
                 if tensor is None:
                     continue
@@ -291,7 +295,7 @@ def measure_layout(
                     tensor.is_floating_point() or tensor.is_complex(),
                     tensor.dtype,
                     tensor.requires_grad,
-                    is_parameter or name not in module._non_persistent_buffers_set,
+                    is_parameter or name not in owner._non_persistent_buffers_set,
                     tensor.dim(),
                 )
                 slots.append(slot)
@@ -336,7 +340,8 @@ def _pending(slot: TensorSlot, device: torch.device | None, dtype: torch.dtype |
 
 class PendingStore(dict):  # type: ignore[type-arg]
     """The ``_parameters`` or ``_buffers`` of an unbuilt layer: empty until
-    something reads it, when both fill with the layer's pending tensors.
+    something reads it, when both fill with the layer's pending tensors (its
+    layout measured then, where nothing measured it before).
 
     So a model built before anything looks at its parameters (``torchx.build``
     right after construction) never makes them; anything that does look
@@ -360,7 +365,7 @@ class PendingStore(dict):  # type: ignore[type-arg]
             if isinstance(store, PendingStore):
                 store.filled = True
         if owner is not None:
-            add_requested_pending(owner, owner.__dict__["_torchx"].layout)
+            add_requested_pending(owner, owner._layout())  # type: ignore[operator]
 
     def _filled(self) -> dict[Any, Any]:
         self.fill()
@@ -425,13 +430,14 @@ class PendingStore(dict):  # type: ignore[type-arg]
         return (dict, (dict(self._filled()),))
 
 
-def pending_stores(module: nn.Module, layout: Layout) -> None:
+def pending_stores(module: nn.Module, layout: Layout | None) -> None:
     """Give ``module`` (an unbuilt layer) stores that make its pending tensors
-    when first read (see :class:`PendingStore`); a layout whose tensors sit in
-    submodules gets them at once (their stand-in children are modules)."""
-    if layout.nested:
+    when first read (see :class:`PendingStore`), its layout measured then if
+    it is None now; a layout whose tensors sit in submodules gets them at once
+    (their stand-in children are modules)."""
+    if layout is not None and layout.nested:
         add_requested_pending(module, layout)
-    elif layout.slots:
+    elif layout is None or layout.slots:
         state, owner = module.__dict__, weakref.ref(module)
         state["_parameters"], state["_buffers"] = PendingStore(owner), PendingStore(owner)
 
@@ -593,6 +599,12 @@ def become_native(
     before = dict(state)
     holds = dict.__len__(state["_parameters"]) or dict.__len__(state["_buffers"]) or state["_modules"]
     pending = dict(pending_tensors(module)) if holds and not unfilled(module) else None
+    for key in (
+        "_parameters",
+        "_buffers",
+    ):  # read by a constructor before nn.Module's (nn.PReLU's): fill nothing
+        if isinstance(state[key], PendingStore):
+            state[key] = dict(dict.items(state[key]))
     hooks = list(filter(state.__getitem__, _HOOK_STORES))  # the stores holding hooks
     training = state["training"]
     layer_class, constructing = type(module), _constructing_class(native)

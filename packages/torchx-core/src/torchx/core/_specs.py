@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from torch import nn
 
-from torchx.core._arguments import ArgumentMismatch, coerce, signature_of
+from torchx.core._arguments import ArgumentMismatch, coerce, hint_of, signature_of
 from torchx.core._errors import (
     ArgumentError,
     SpecError,
@@ -259,7 +259,7 @@ class SpecReader:
         raw = fields.get("args", {})
         if not isinstance(raw, Mapping):
             raise SpecError(f"{self.where}.args", f"expected an object of arguments, got {_kind(raw)}")
-        parameters, hints = signature_of(cls)
+        parameters = signature_of(cls)
         accepted = [
             name
             for name, p in parameters.items()
@@ -280,7 +280,7 @@ class SpecReader:
                 )
             where = f"{self.where}.args.{name}"
             try:
-                arguments[name] = coerce(read_json_value(value, where), hints.get(name, Any))
+                arguments[name] = coerce(read_json_value(value, where), hint_of(cls, name))
             except ArgumentMismatch as error:
                 raise SpecError(where, str(error)) from None
         missing = [
@@ -302,7 +302,8 @@ class SpecReader:
         (at the argument they name, else at the ``args``, or at the entry when
         there are ``layers``)."""
         try:
-            return cls(**arguments) if layers is None else cls(*layers, **arguments)
+            layer = cls(**arguments) if layers is None else cls(*layers, **arguments)
+            layer._check_arguments()
         except (TorchXError, ValueError, TypeError, KeyError, OverflowError) as error:
             if isinstance(error, SpecError):
                 raise
@@ -314,6 +315,7 @@ class SpecReader:
             else:
                 place = self.where if layers is not None else f"{self.where}.args"
             raise SpecError(place, message) from error
+        return layer
 
 
 def _closest(key: Any, known: Sequence[str]) -> str | None:
