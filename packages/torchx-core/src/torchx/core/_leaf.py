@@ -245,7 +245,7 @@ class FromInput:
 @by_class
 def takes_factory_kwargs(native: type[nn.Module]) -> bool:
     """Whether ``native(...)`` accepts ``device=`` and ``dtype=`` (cached)."""
-    parameters = inspect.signature(native.__init__).parameters
+    parameters = signature_of(native)
     return "device" in parameters and "dtype" in parameters
 
 

@@ -26,7 +26,6 @@ few MiB each are refused as surely as one layer of their total.
 from __future__ import annotations
 
 import contextvars
-import inspect
 import math
 import os
 import typing
@@ -40,6 +39,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from torchx.core._arguments import signature_of
 from torchx.core._errors import AllocationError, format_call
 from torchx.core._pending import construct_on_meta
 from torchx.core._scope import scope_device
@@ -84,7 +84,7 @@ class _SizeArguments:
 @by_class
 def _size_arguments(native: type[nn.Module]) -> _SizeArguments:
     try:
-        parameters = list(inspect.signature(native.__init__).parameters.values())
+        parameters = list(signature_of(native).values())
     except (TypeError, ValueError):
         parameters = []
     return _SizeArguments(
