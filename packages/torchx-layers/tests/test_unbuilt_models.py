@@ -63,7 +63,9 @@ def test_a_layer_built_at_its_first_call_never_measures_its_layout_on_meta(
     Functional, a Sequential's first forward) builds once, for real. Only a
     class's first layer is measured at construction, to see whether its
     tensors sit in submodules (a MultiheadAttention's out_proj), whose
-    stand-ins it then holds from the start."""
+    stand-ins it then holds from the start; and a layer whose constructor
+    takes no device (an activation) is measured once per set of arguments, at
+    its build, to know whether it allocates anything."""
     from torchx.core import _leaf
 
     x = torch.zeros(2, 3, 16, 16)
@@ -74,14 +76,17 @@ def test_a_layer_built_at_its_first_call_never_measures_its_layout_on_meta(
         _leaf, "measure_layout", lambda native, *rest: measured.append(native) or measure(native, *rest)
     )
     for width in (7, 9, 11):  # arguments not seen before
-        model = L.Sequential(L.Conv2d(width, 3, stride=2), L.BatchNorm2d(momentum=0.2), L.ReLU(inplace=True))
+        model = L.Sequential(L.Conv2d(width, 3, stride=2), L.BatchNorm2d(momentum=0.2), L.ReLU())
         model(x)
         head = L.Linear(width + 1)
         head(torch.zeros(2, width))
     assert measured == []
+    for _ in range(2):
+        L.ReLU(inplace=True)(x.clone())
+    assert measured == [nn.ReLU]
     unbuilt = L.Linear(13)
     assert [name for name, _ in unbuilt.named_parameters()] == ["weight", "bias"]  # measured now
-    assert measured == [nn.Linear]
+    assert measured == [nn.ReLU, nn.Linear]
     for _ in range(2):  # a class whose tensors sit in a submodule holds its stand-in from the start
         attention = L.MultiheadAttention(2, name="attention")
         assert [name for name, _ in attention.named_children()] == ["out_proj"]

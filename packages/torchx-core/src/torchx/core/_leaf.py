@@ -562,7 +562,8 @@ class LeafLayer(Layer):
             ):
                 arguments["dtype"] = dtype
         try:
-            check_allocation(self, native, arguments, device, factory)
+            if factory or self._layout().slots:  # a layer without tensors allocates nothing
+                check_allocation(self, native, arguments, device, factory)
             self._become(native, arguments, inferred)
         except Exception as error:
             if isinstance(error, LayerError):
