@@ -599,10 +599,8 @@ def become_native(
     before = dict(state)
     holds = dict.__len__(state["_parameters"]) or dict.__len__(state["_buffers"]) or state["_modules"]
     pending = dict(pending_tensors(module)) if holds and not unfilled(module) else None
-    for key in (
-        "_parameters",
-        "_buffers",
-    ):  # read by a constructor before nn.Module's (nn.PReLU's): fill nothing
+    # A constructor may read the stores before nn.Module's __init__ (nn.PReLU's): they fill nothing.
+    for key in ("_parameters", "_buffers"):
         if isinstance(state[key], PendingStore):
             state[key] = dict(dict.items(state[key]))
     hooks = list(filter(state.__getitem__, _HOOK_STORES))  # the stores holding hooks

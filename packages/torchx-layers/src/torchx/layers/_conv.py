@@ -37,6 +37,12 @@ def _spatial(layer: Layer, name: str, dims: int) -> tuple[Any, ...] | None:
     return tuple(value) if len(value) == dims else None
 
 
+def _window_count(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """How many windows of ``kernel`` (dilated) fit along ``size`` padded on
+    both sides, ``stride`` apart: the output length of a convolution or a pooling."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
 def _check_per_dim(layer: ChannelsFirst, names: tuple[str, ...]) -> None:
     """Refuse a size argument given as a list whose length is not the layer's
     spatial dims (torch would take a list of one as a kernel of one dim)."""
@@ -124,7 +130,7 @@ class _ConvNd(ChannelsFirst):
             out = list(spatial)
         else:
             out = [
-                None if size is None else (size + 2 * p - d * (k - 1) - 1) // s + 1
+                None if size is None else _window_count(size, k, s, p, d)
                 for size, p, d, k, s in zip(spatial, pads, dilation, kernel, stride, strict=True)
             ]
             if any(size is not None and size < 1 for size in out):

@@ -11,7 +11,7 @@ from typing import ClassVar
 from torch import nn
 
 from torchx.core import LeafLayer
-from torchx.layers._conv import _spatial
+from torchx.layers._conv import _spatial, _window_count
 from torchx.plugin import Padding, PositiveFloat, Shape, Size
 
 __all__ = [
@@ -51,11 +51,11 @@ class _SlidingWindow(_Window):
     spatial_dims: ClassVar[int]
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
-        """Each spatial size ``(size + 2 * padding - span) // stride + 1``, ``span``
-        the dilated kernel's; None (the meta run says why, or works it out) for
-        an input without its batch dim, ``ceil_mode``, indices returned, padding
-        over half the kernel, or a window longer than the input (3-d average
-        pooling refuses it, padded or not)."""
+        """Each spatial size, the windows along it (as a convolution's); None
+        (the meta run says why, or works it out) for an input without its batch
+        dim, ``ceil_mode``, indices returned, padding over half the kernel, or a
+        window longer than the input (3-d average pooling refuses it, padded or
+        not)."""
         shape, dims, arguments = input_shapes[0], self.spatial_dims, self.arguments
         if (
             len(shape) != dims + 2
@@ -76,7 +76,7 @@ class _SlidingWindow(_Window):
             span = d * (k - 1) + 1
             if 2 * p > k or (size is not None and size < span):
                 return None
-            out.append(None if size is None else (size + 2 * p - span) // s + 1)
+            out.append(None if size is None else _window_count(size, k, s, p, d))
         return (*shape[:2], *out)
 
 
