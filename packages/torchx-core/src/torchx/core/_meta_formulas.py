@@ -239,12 +239,12 @@ def _cat(tensors: Any, dim: int = 0, **options: Any) -> torch.Tensor | None:
     if type(dim) is not int or not -first.dim() <= dim < first.dim():
         return None
     dim %= first.dim()
+    others = first.shape[:dim] + first.shape[dim + 1 :]
     for tensor in tensors:  # one dtype, the same other sizes, contiguous without ambiguity (no size 1)
-        if tensor.dtype != first.dtype or not tensor.is_contiguous() or min(tensor.shape) < 2:
+        shape = tensor.shape
+        if tensor.dtype != first.dtype or not tensor.is_contiguous() or min(shape) < 2:
             return None
-        if tensor.dim() != first.dim() or any(
-            tensor.shape[i] != first.shape[i] for i in range(first.dim()) if i != dim
-        ):
+        if shape[:dim] + shape[dim + 1 :] != others:
             return None
     shape = list(first.shape)
     shape[dim] = sum(tensor.shape[dim] for tensor in tensors)

@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import torch
@@ -185,7 +186,12 @@ def _snake(name: str) -> str:
     if name.upper() == name:
         return name.lower()
     name = name.replace("ReLU", "Relu").replace("SiLU", "Silu")
-    return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+    cuts = [0]  # where each word starts: "aB" -> "a|B", "ABc" -> "A|Bc" (ASCII letters)
+    for index in range(1, len(name)):
+        before, char, after = name[index - 1], name[index], name[index + 1 : index + 2]
+        if "A" <= char <= "Z" and ("a" <= before <= "z" or ("A" <= before <= "Z" and "a" <= after <= "z")):
+            cuts.append(index)
+    return "_".join(name[start:end] for start, end in pairwise([*cuts, len(name)])).lower()
 
 
 def normal_form(name: str) -> str:
