@@ -267,6 +267,19 @@ def test_an_integer_input_to_floating_weights_is_a_dtype_error_not_a_shape_error
     assert not isinstance(info.value, ShapeError) and "x.float()" in str(info.value)
 
 
+def test_an_integer_input_is_refused_before_anything_is_built() -> None:
+    """No weights are made for it: no random number drawn, no memory asked
+    for (a layer too big for the machine still says what is wrong)."""
+    torch.manual_seed(0)
+    expected = torch.rand(1)
+    torch.manual_seed(0)
+    with pytest.raises(DtypeError, match=r"its input is torch\.int64"):
+        Dense(3)(torch.zeros(3, 4, dtype=torch.int64))
+    assert torch.equal(torch.rand(1), expected)
+    with pytest.raises(DtypeError, match=r"its input is torch\.int64"):
+        Dense(2**20)(torch.zeros(1, 2**20, dtype=torch.int64))  # 4 TiB of weights
+
+
 def test_a_dynamic_dim_prints_as_none_and_no_unsqueeze_is_suggested() -> None:
     with pytest.raises(ShapeError) as info:
         torchx.build(Norm(), (None, 32, 32, 32))
@@ -308,8 +321,10 @@ def test_arguments_the_native_constructor_refuses_are_refused_where_it_first_run
         with pytest.raises(ArgumentError, match=refused):
             layer(torch.zeros(2, 6, 5))
         assert type(layer) is Grouped
-    with pytest.raises(ArgumentError, match=refused):
-        list(Grouped(10, groups=3).parameters())
+    unread = Grouped(10, groups=3)
+    for _ in range(2):  # every read: never an empty layer after the first refusal
+        with pytest.raises(ArgumentError, match=refused):
+            list(unread.parameters())
     registry = LayerRegistry()
     registry.register(Grouped)
     spec = {"type": "Grouped", "args": {"out_channels": 10, "groups": 3}}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
+from torch import nn
 
 import torchx
 import torchx.layers as L
@@ -69,3 +71,34 @@ def test_eight_threads_calling_one_unbuilt_layer_build_it_once() -> None:
     assert torchx.is_built(layer) and layer.in_features == 4
     for index, output in enumerate(outputs):
         assert torch.equal(output, layer(torch.full((2, 4), float(index))))
+
+
+def test_reading_an_unbuilt_layers_parameters_while_another_thread_builds_it() -> None:
+    """The read waits for the build or the build for the read: the built layer
+    always holds its real parameters, never pending ones or none."""
+    L.Linear(3)(torch.zeros(1, 2))  # the class's first layer, measured at construction: not the case here
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # threads interleave inside the build
+    try:
+        for _ in range(100):
+            layer, barrier = L.Linear(8), threading.Barrier(2)
+
+            def read(layer: nn.Module = layer, barrier: threading.Barrier = barrier) -> None:
+                barrier.wait()
+                list(layer.parameters())
+
+            def build(layer: nn.Module = layer, barrier: threading.Barrier = barrier) -> None:
+                barrier.wait()
+                layer(torch.zeros(2, 8))
+
+            threads = [threading.Thread(target=read), threading.Thread(target=build)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert [(name, type(p)) for name, p in layer.named_parameters()] == [  # not pending ones
+                ("weight", nn.Parameter),
+                ("bias", nn.Parameter),
+            ]
+    finally:
+        sys.setswitchinterval(switch)

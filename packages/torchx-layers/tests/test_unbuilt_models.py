@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 import torch
 from layer_cases import CASES, Case
@@ -10,6 +12,7 @@ from torch import nn
 
 import torchx
 import torchx.layers as L
+from torchx.plugin import FromInput, LeafLayer
 
 
 def decay_split(module: nn.Module) -> tuple[list[str], list[str]]:
@@ -60,12 +63,12 @@ def test_a_layer_built_at_its_first_call_never_measures_its_layout_on_meta(
 ) -> None:
     """The layout (the pending parameters' names and ranks) is measured on meta
     when something needs it; a layer called right after its construction (a
-    Functional, a Sequential's first forward) builds once, for real. Only a
-    class's first layer is measured at construction, to see whether its
-    tensors sit in submodules (a MultiheadAttention's out_proj), whose
-    stand-ins it then holds from the start; and a layer whose constructor
-    takes no device (an activation) is measured once per set of arguments, at
-    its build, to know whether it allocates anything."""
+    Functional, a Sequential's first forward) builds once, for real. Only the
+    first layer of a class and arguments other than sizes is measured at
+    construction, to see whether its tensors sit in submodules (a
+    MultiheadAttention's out_proj), whose stand-ins it then holds from the
+    start; and a layer whose constructor takes no device (an activation) is
+    measured once per set of arguments, to know whether it allocates anything."""
     from torchx.core import _leaf
 
     x = torch.zeros(2, 3, 16, 16)
@@ -75,12 +78,13 @@ def test_a_layer_built_at_its_first_call_never_measures_its_layout_on_meta(
     monkeypatch.setattr(
         _leaf, "measure_layout", lambda native, *rest: measured.append(native) or measure(native, *rest)
     )
-    for width in (7, 9, 11):  # arguments not seen before
+    for width in (7, 9, 11):  # sizes not seen before; momentum=0.2 is new once
         model = L.Sequential(L.Conv2d(width, 3, stride=2), L.BatchNorm2d(momentum=0.2), L.ReLU())
         model(x)
         head = L.Linear(width + 1)
         head(torch.zeros(2, width))
-    assert measured == []
+    assert measured == [nn.BatchNorm2d]
+    measured.clear()
     for _ in range(2):
         L.ReLU(inplace=True)(x.clone())
     assert measured == [nn.ReLU]
@@ -90,3 +94,43 @@ def test_a_layer_built_at_its_first_call_never_measures_its_layout_on_meta(
     for _ in range(2):  # a class whose tensors sit in a submodule holds its stand-in from the start
         attention = L.MultiheadAttention(2, name="attention")
         assert [name for name, _ in attention.named_children()] == ["out_proj"]
+
+
+class _GatedLinear(nn.Linear):
+    """A linear layer with, for ``gated=True``, a gate in a submodule."""
+
+    def __init__(
+        self, in_features: int, out_features: int, gated: bool = False, device: object = None
+    ) -> None:
+        super().__init__(in_features, out_features, device=device)  # type: ignore[arg-type]
+        self.gate = nn.Linear(out_features, out_features, device=device) if gated else None  # type: ignore[arg-type]
+
+
+class _Gated(LeafLayer):
+    native_class = _GatedLinear
+    inferred_arguments: ClassVar = {"in_features": FromInput(dim=-1)}
+
+    def __init__(self, out_features: int, *, gated: bool = False, in_features: int | None = None) -> None:
+        super().__init__(out_features=out_features, gated=gated, in_features=in_features)
+
+
+def test_a_layer_whose_arguments_give_it_a_submodule_shows_it_before_its_build() -> None:
+    """Whether a native module holds tensors in submodules may depend on an
+    argument other than a size: a gated layer after an ungated one of its class
+    shows its gate to a walk of its modules before anything reads its
+    parameters, so an optimizer made from that walk trains the gate."""
+    _Gated(2)  # the class's first layer: no gate
+    gated = _Gated(4, gated=True)
+    modules = list(gated.named_modules())
+    assert [name for name, _ in modules] == ["", "gate"]
+    optimizer = torch.optim.SGD(
+        [p for _, module in modules for p in module.parameters(recurse=False)], lr=0.1
+    )
+    gated(torch.randn(2, 3))
+    trained = {id(p) for p in optimizer.param_groups[0]["params"]}
+    assert [name for name, p in gated.named_parameters() if id(p) in trained] == [
+        "weight",
+        "bias",
+        "gate.weight",
+        "gate.bias",
+    ]

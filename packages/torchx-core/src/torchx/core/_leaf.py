@@ -28,7 +28,6 @@ from __future__ import annotations
 import inspect
 import math
 import os
-import threading
 import traceback
 import warnings
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
@@ -59,6 +58,7 @@ from torchx.core._layer import Layer, _signature_defaults, cannot_build_while_co
 from torchx.core._memory import Rehearsal, allocation_budget, check_allocation
 from torchx.core._native_signature import check_layer_signature, refuse_missing_newer
 from torchx.core._pending import (
+    BUILD_LOCK,
     Layout,
     PlacementRequest,
     add_pending,
@@ -110,18 +110,12 @@ __all__ = [
 
 _LAYOUTS: dict[Any, Layout] = {}
 _LAYOUTS_LIMIT = 4096
-_NESTS: dict[type[Layer], bool] = {}
-"""Whether each layer class's native module, as first measured, holds tensors
-in submodules (a MultiheadAttention's ``out_proj``): such a layer measures its
-layout at construction, to hold its stand-in children from the start; the
-others measure it when first needed, which a layer built at its first call
-(the usual case) never does."""
-
-_BUILD_LOCK = threading.RLock()
-"""Held by every build: a layer's build and first call, a container's whole
-first forward, ``torchx.build``, a load into unbuilt layers. One caller builds;
-the others wait, then find the model built."""
-
+_NESTS: dict[tuple[Any, ...], bool] = {}
+"""Whether the native module holds tensors in submodules (a MultiheadAttention's
+``out_proj``), as first measured, by class and arguments other than sizes (see
+:func:`_nesting_key`): such a layer measures its layout at construction, to
+hold its stand-in children from the start; the others measure it when first
+needed, which a layer built at its first call (the usual case) never does."""
 
 _FORK_WAIT_SECONDS = 10.0
 _MAX_BYTES = 2**63
@@ -134,19 +128,18 @@ def _before_fork() -> None:
     """A fork waits (a while) for builds in progress, so the child does not
     inherit a half-built layer; past the wait it forks anyway rather than risk
     a deadlock with a builder waiting on the forking thread."""
-    _held_for_fork.append(_BUILD_LOCK.acquire(timeout=_FORK_WAIT_SECONDS))
+    _held_for_fork.append(BUILD_LOCK.acquire(timeout=_FORK_WAIT_SECONDS))
 
 
 def _after_fork_in_parent() -> None:
     if _held_for_fork.pop():
-        _BUILD_LOCK.release()
+        BUILD_LOCK.release()
 
 
 def _after_fork_in_child() -> None:
     """The child starts with a lock that no thread of its own holds."""
-    global _BUILD_LOCK
     _held_for_fork.clear()
-    _BUILD_LOCK = threading.RLock()
+    BUILD_LOCK._at_fork_reinit()  # type: ignore[attr-defined]  # as threading's own locks are
 
 
 os.register_at_fork(
@@ -276,6 +269,21 @@ def _arguments_key(layer: Layer) -> tuple[Any, ...] | None:
         return None
 
 
+def _nesting_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An arguments key (see :func:`_arguments_key`) without its sizes (ints,
+    tuples of ints): what decides, short of a module counting its submodules
+    by a size, whether the native module holds submodules (``gated=True``)."""
+    return tuple(
+        item
+        for item in key
+        if not (type(item) is tuple and len(item) == 2 and _is_size(item[1]))  # (name, value) pairs
+    )
+
+
+def _is_size(value: Any) -> bool:
+    return type(value) is int or (type(value) is tuple and all(type(item) is int for item in value))
+
+
 def _frozen(value: Any) -> Any:
     """``value`` as a key: lists and tuples as tuples of keys; TypeError for
     anything that is not data."""
@@ -355,9 +363,9 @@ class LeafLayer(Layer):
                 None if device is None else torch.device(device), dtype
             )
         if type(self).native_class is not None:
-            self._torchx.key = _arguments_key(self)
+            key = self._torchx.key = _arguments_key(self)
             layout = None
-            if _NESTS.get(type(self)) is not False:  # its class's first, or one with tensors in submodules
+            if key is None or _NESTS.get(_nesting_key(key)) is not False:  # the first of its kind, or nested
                 with suppress(ArgumentError):  # refused arguments are reported where torch's constructor runs
                     layout = self._layout()
             pending_stores(self, layout)
@@ -470,7 +478,7 @@ class LeafLayer(Layer):
         found = None
         # Two threads calling one unbuilt layer: one builds it and makes the first
         # call; if that fails it unbuilds the layer before any other thread can use it.
-        with _BUILD_LOCK:
+        with BUILD_LOCK:
             built_here = type(self) is layer_class
             if built_here:
                 if abstract and not kwargs:
@@ -505,7 +513,7 @@ class LeafLayer(Layer):
         if native is None:
             return
         positional = _positional_inputs(native, args, kwargs) if kwargs else args
-        with _BUILD_LOCK:
+        with BUILD_LOCK:
             if isinstance(self, LeafLayer):  # not built by another thread meanwhile
                 with outside_transforms():
                     self._build(positional, _tensors_in(positional), None)
@@ -547,7 +555,7 @@ class LeafLayer(Layer):
                 break
         if floating is not None and _autocasting(tensors[0]):
             floating = None  # the input is in the autocast dtype; parameters stay in the true one
-        if floating is None:  # checked against the weights once built
+        if floating is None:  # integers into floating weights: refused before anything is built
             integers = _integers_in(type(self), inputs)
         request = self.__dict__.get("_torchx_request")
         if request is not None:
@@ -561,6 +569,14 @@ class LeafLayer(Layer):
                 dtype != torch.get_default_dtype() or torch._C._len_torch_function_stack()
             ):
                 arguments["dtype"] = dtype
+        if integers is not None and any(slot.is_parameter and slot.floating for slot in self._layout().slots):
+            raise DtypeError(
+                self.layer_label(),
+                f"its weights are floating-point, but its input is {integers.dtype} "
+                f"(shape {format_shape(tuple(integers.shape))})",
+                fix="convert the input, e.g. x.float(); token ids go into an L.Embedding first",
+                source=self,
+            )
         try:
             if factory or self._layout().slots:  # a layer without tensors allocates nothing
                 check_allocation(self, native, arguments, device, factory)
@@ -577,15 +593,6 @@ class LeafLayer(Layer):
                 f"{describe_inputs(inputs)}: {torch_message(error)}",
                 fix="change the layer's arguments or the input shape so that they agree",
             ) from error
-        if integers is not None and any(p.is_floating_point() or p.is_complex() for p in self.parameters()):
-            unbuild(self)
-            raise DtypeError(
-                self.layer_label(),
-                f"its weights are floating-point, but its input is {integers.dtype} "
-                f"(shape {format_shape(tuple(integers.shape))})",
-                fix="convert the input, e.g. x.float(); token ids go into an L.Embedding first",
-                source=self,
-            )
 
     def _native_arguments(self, inferred: Mapping[str, Any]) -> dict[str, Any]:
         """The class's native arguments, the given ones (without inferable ones
@@ -681,7 +688,10 @@ class LeafLayer(Layer):
                 if len(_LAYOUTS) >= _LAYOUTS_LIMIT:
                     _LAYOUTS.clear()
                 _LAYOUTS[key] = layout
-        _NESTS.setdefault(type(self), layout.nested)
+        if key is not None:
+            if len(_NESTS) >= _LAYOUTS_LIMIT:
+                _NESTS.clear()
+            _NESTS.setdefault(_nesting_key(key), layout.nested)
         record.layout = layout
         return layout
 
@@ -811,7 +821,7 @@ class LeafLayer(Layer):
 
 def _wait_for_build(layer: nn.Module) -> Callable[..., Any]:
     def forward(*args: Any, **kwargs: Any) -> Any:
-        with _BUILD_LOCK:
+        with BUILD_LOCK:
             pass
         return type(layer).forward(layer, *args, **kwargs)
 
@@ -1202,7 +1212,7 @@ def build_for_meta(
                 raise misfit
         return found
 
-    with _BUILD_LOCK:
+    with BUILD_LOCK:
         if type(layer) is not layer_class:
             return None  # another thread built it meanwhile
         formulas = probes.run(formula)
@@ -1366,7 +1376,7 @@ def all_or_nothing(
     :func:`~torchx.plugin.allocation_budget`); ``rehearsal`` measures the
     whole build first, for models too large to build blindly. ``unbuilt``: the
     model's unbuilt layers, found by the caller (no second walk of the model)."""
-    with _BUILD_LOCK, allocation_budget(rehearsal):
+    with BUILD_LOCK, allocation_budget(rehearsal):
         if unbuilt is None:
             pending = unbuilt_layers(module)
         else:  # those another thread built meanwhile are their native modules now

@@ -20,6 +20,7 @@ and applied then.
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -209,6 +210,11 @@ class Layout:
 
 _META = torch.device("meta")
 
+BUILD_LOCK = threading.RLock()
+"""Held by every build: a layer's build and first call, a container's whole
+first forward, ``torchx.build``, a load into unbuilt layers, the making of
+pending tensors. One caller builds; the others wait, then find the model built."""
+
 _FILLS = frozenset(
     [
         *(getattr(torch.nn.init, name) for name in dir(torch.nn.init) if name[0] != "_" and name[-1] == "_"),
@@ -349,27 +355,43 @@ class PendingStore(dict):  # type: ignore[type-arg]
     they are the objects the build turns into the parameters.
     """
 
-    __slots__ = ("_owner", "filled")
+    __slots__ = ("_key", "_owner", "filled")
 
-    def __init__(self, owner: weakref.ref[nn.Module]) -> None:  # empty already: no dict.__init__
-        self._owner = owner
+    def __init__(self, owner: weakref.ref[nn.Module], key: str) -> None:  # empty already: no dict.__init__
+        self._owner, self._key = owner, key
         self.filled = False
 
     def fill(self) -> None:
-        """Make the owner's pending tensors (both of its stores), once."""
+        """Make the owner's pending tensors (both of its stores), once; not while
+        another thread builds it. Where torch refuses the layer's arguments, each
+        read raises the ArgumentError."""
         if self.filled:
             return
-        owner = self._owner()
-        stores = [] if owner is None else [owner.__dict__.get(key) for key in ("_parameters", "_buffers")]
-        for store in (self, *stores):
-            if isinstance(store, PendingStore):
-                store.filled = True
-        if owner is not None:
-            add_requested_pending(owner, owner._layout())  # type: ignore[operator]
+        with BUILD_LOCK:
+            owner = self._owner()
+            state = {} if owner is None else owner.__dict__
+            stores = [
+                state[key] for key in ("_parameters", "_buffers") if isinstance(state.get(key), PendingStore)
+            ]
+            for store in (self, *stores):
+                store.filled = True  # reads while the layout is measured see them empty
+            if owner is None or not any(store is self for store in stores):
+                return
+            try:
+                layout = owner._layout()  # type: ignore[operator]
+            except BaseException:
+                for store in stores:
+                    store.filled = False
+                raise
+            add_requested_pending(owner, layout)
 
     def _filled(self) -> dict[Any, Any]:
+        """This store, filled; or what replaced it, where a build did (a read
+        that waited for another thread's build sees the built module's)."""
         self.fill()
-        return self
+        owner = self._owner()
+        current = None if owner is None else owner.__dict__.get(self._key)
+        return self if current is None else current
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self._filled(), key)
@@ -439,7 +461,10 @@ def pending_stores(module: nn.Module, layout: Layout | None) -> None:
         add_requested_pending(module, layout)
     elif layout is None or layout.slots:
         state, owner = module.__dict__, weakref.ref(module)
-        state["_parameters"], state["_buffers"] = PendingStore(owner), PendingStore(owner)
+        state["_parameters"], state["_buffers"] = (
+            PendingStore(owner, "_parameters"),
+            PendingStore(owner, "_buffers"),
+        )
 
 
 def add_requested_pending(module: nn.Module, layout: Layout) -> None:
