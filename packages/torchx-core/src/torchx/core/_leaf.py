@@ -115,7 +115,9 @@ _NESTS: dict[tuple[Any, ...], bool] = {}
 ``out_proj``), as first measured, by class and arguments other than sizes (see
 :func:`_nesting_key`): such a layer measures its layout at construction, to
 hold its stand-in children from the start; the others measure it when first
-needed, which a layer built at its first call (the usual case) never does."""
+needed, which a layer built at its first call (the usual case) never does.
+Most of torch's own modules are known without measuring (see
+:func:`_torch_holds_tensors_itself`)."""
 
 _FORK_WAIT_SECONDS = 10.0
 _MAX_BYTES = 2**63
@@ -269,6 +271,38 @@ def _arguments_key(layer: Layer) -> tuple[Any, ...] | None:
         return None
 
 
+_TORCH_NESTING = tuple(
+    getattr(nn, name)
+    for name in (
+        "AdaptiveLogSoftmaxWithLoss",
+        "LinearCrossEntropyLoss",
+        "ModuleDict",
+        "ModuleList",
+        "MultiheadAttention",
+        "Sequential",
+        "Transformer",
+        "TransformerDecoder",
+        "TransformerDecoderLayer",
+        "TransformerEncoder",
+        "TransformerEncoderLayer",
+    )
+    if hasattr(nn, name)
+)
+"""The modules of ``torch.nn`` that hold tensors in submodules (torchx-core's
+test_nesting.py finds them all: a torch that adds one fails it)."""
+
+
+def _torch_holds_tensors_itself(native: type[nn.Module]) -> bool:
+    """Whether ``native``, given data arguments, holds its tensors itself,
+    none in submodules: a module of ``torch.nn`` made by torch's own
+    constructor, other than :data:`_TORCH_NESTING`'s."""
+    return (
+        native.__module__.startswith("torch.nn.modules.")
+        and native.__init__.__module__.startswith("torch.nn.modules.")
+        and not issubclass(native, _TORCH_NESTING)
+    )
+
+
 def _nesting_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
     """An arguments key (see :func:`_arguments_key`) without its sizes (ints,
     tuples of ints): what decides, short of a module counting its submodules
@@ -362,10 +396,14 @@ class LeafLayer(Layer):
             self.__dict__["_torchx_request"] = PlacementRequest(
                 None if device is None else torch.device(device), dtype
             )
-        if type(self).native_class is not None:
+        native = type(self).native_class
+        if native is not None:
             key = self._torchx.key = _arguments_key(self)
             layout = None
-            if key is None or _NESTS.get(_nesting_key(key)) is not False:  # the first of its kind, or nested
+            if key is None or (  # an object among the arguments (a module?), or
+                not _torch_holds_tensors_itself(native)
+                and _NESTS.get(_nesting_key(key)) is not False  # the first of its kind, or nested
+            ):
                 with suppress(ArgumentError):  # refused arguments are reported where torch's constructor runs
                     layout = self._layout()
             pending_stores(self, layout)
