@@ -273,19 +273,8 @@ def _arguments_key(layer: Layer) -> tuple[Any, ...] | None:
 
 _TORCH_NESTING = tuple(
     getattr(nn, name)
-    for name in (
-        "AdaptiveLogSoftmaxWithLoss",
-        "LinearCrossEntropyLoss",
-        "ModuleDict",
-        "ModuleList",
-        "MultiheadAttention",
-        "Sequential",
-        "Transformer",
-        "TransformerDecoder",
-        "TransformerDecoderLayer",
-        "TransformerEncoder",
-        "TransformerEncoderLayer",
-    )
+    for name in "AdaptiveLogSoftmaxWithLoss LinearCrossEntropyLoss ModuleDict ModuleList MultiheadAttention "
+    "Sequential Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder TransformerEncoderLayer".split()
     if hasattr(nn, name)
 )
 """The modules of ``torch.nn`` that hold tensors in submodules (torchx-core's
