@@ -9,7 +9,7 @@ import warnings
 import pytest
 from torch import nn
 
-from torchx.core._leaf import _torch_holds_tensors_itself
+from torchx.core._leaf import _torch_holds_tensors_itself, takes_factory_kwargs
 from torchx.core._pending import layout_of
 
 _TRIED_ARGUMENTS = ((), (4,), (4, 4), (4, 4, 3), (4, 2), ([4, 4],), (4, [2]), (4, 8, [2]))
@@ -41,6 +41,16 @@ def test_a_torch_module_with_tensors_in_submodules_is_known_to_nest(cls: type[nn
         pytest.skip(f"{cls.__name__} takes none of the tried argument lists")
     nested = layout_of(module).nested
     assert not (nested and _torch_holds_tensors_itself(cls)), f"add {cls.__name__} to _TORCH_NESTING"
+
+
+@pytest.mark.parametrize("cls", _MODULES.values(), ids=_MODULES.keys())
+def test_a_torch_module_without_a_device_argument_is_known_to_hold_no_tensors(cls: type[nn.Module]) -> None:
+    """What the memory check skips: a layer of it allocates nothing."""
+    module = _made(cls)
+    if module is None:
+        pytest.skip(f"{cls.__name__} takes none of the tried argument lists")
+    if _torch_holds_tensors_itself(cls, device_argument=False) and not takes_factory_kwargs(cls):
+        assert not layout_of(module).slots
 
 
 def test_a_subclass_with_its_own_constructor_is_not_taken_for_torch_s() -> None:

@@ -67,8 +67,9 @@ def test_a_layer_built_at_its_first_call_never_measures_its_layout_on_meta(
     whose native module may hold tensors in submodules (a MultiheadAttention's
     out_proj; a class outside torch.nn's, once per arguments other than sizes)
     is measured at construction, to hold their stand-ins from the start; and a
-    layer whose constructor takes no device (an activation) is measured once
-    per set of arguments, to know whether it allocates anything."""
+    layer whose constructor takes no device (an activation), other than
+    torch's own, is measured once per set of arguments, to know whether it
+    allocates anything."""
     from torchx.core import _leaf
 
     x = torch.zeros(2, 3, 16, 16)
@@ -85,14 +86,30 @@ def test_a_layer_built_at_its_first_call_never_measures_its_layout_on_meta(
         head(torch.zeros(2, width))
     assert measured == []
     for _ in range(2):
-        L.ReLU(inplace=True)(x.clone())
-    assert measured == [nn.ReLU]
+        L.ReLU(inplace=True)(x.clone())  # torch's own activation: known to hold nothing
+    assert measured == []
+    for _ in range(2):
+        _Halved()(x)  # a native of another package, without a device argument: measured once
+    assert measured == [_Half]
     unbuilt = L.Linear(13)
     assert [name for name, _ in unbuilt.named_parameters()] == ["weight", "bias"]  # measured now
-    assert measured == [nn.ReLU, nn.Linear]
+    assert measured == [_Half, nn.Linear]
     for _ in range(2):  # a class whose tensors sit in a submodule holds its stand-in from the start
         attention = L.MultiheadAttention(2, name="attention")
         assert [name for name, _ in attention.named_children()] == ["out_proj"]
+
+
+class _Half(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x / 2
+
+
+class _Halved(LeafLayer):
+    native_class = _Half
+    same_shape = True
+
+    def __init__(self) -> None:
+        super().__init__()
 
 
 class _GatedLinear(nn.Linear):

@@ -281,14 +281,17 @@ _TORCH_NESTING = tuple(
 test_nesting.py finds them all: a torch that adds one fails it)."""
 
 
-def _torch_holds_tensors_itself(native: type[nn.Module]) -> bool:
+def _torch_holds_tensors_itself(native: type[nn.Module], *, device_argument: bool = True) -> bool:
     """Whether ``native``, given data arguments, holds its tensors itself,
     none in submodules: a module of ``torch.nn`` made by torch's own
-    constructor, other than :data:`_TORCH_NESTING`'s."""
+    constructor, other than :data:`_TORCH_NESTING`'s. ``device_argument=False``:
+    and, without a ``device`` argument, holds none (all but the recurrent
+    modules, whose ``device`` comes through ``**factory_kwargs``)."""
     return (
         native.__module__.startswith("torch.nn.modules.")
         and native.__init__.__module__.startswith("torch.nn.modules.")
         and not issubclass(native, _TORCH_NESTING)
+        and (device_argument or not issubclass(native, nn.RNNBase))
     )
 
 
@@ -605,7 +608,13 @@ class LeafLayer(Layer):
                 source=self,
             )
         try:
-            if factory or self._layout().slots:  # a layer without tensors allocates nothing
+            if factory or (  # a layer without tensors allocates nothing
+                not (
+                    self._torchx.key is not None
+                    and _torch_holds_tensors_itself(native, device_argument=False)
+                )
+                and self._layout().slots
+            ):
                 check_allocation(self, native, arguments, device, factory)
             self._become(native, arguments, inferred)
         except Exception as error:
