@@ -608,13 +608,12 @@ class LeafLayer(Layer):
                 source=self,
             )
         try:
-            if factory or (  # a layer without tensors allocates nothing
-                not (
-                    self._torchx.key is not None
-                    and _torch_holds_tensors_itself(native, device_argument=False)
-                )
-                and self._layout().slots
-            ):
+            holds_none = self._torchx.key is not None and _torch_holds_tensors_itself(
+                native, device_argument=False
+            )
+            if factory or (
+                not holds_none and self._layout().slots
+            ):  # a layer without tensors allocates nothing
                 check_allocation(self, native, arguments, device, factory)
             self._become(native, arguments, inferred)
         except Exception as error:
