@@ -163,8 +163,8 @@ _FUNCTION_TYPES = (
 def _member(prefix: str, attribute: str) -> Callable[..., Any] | None:
     """The function ``attribute`` names in the namespace ``prefix`` if a spec may
     call it: on the allow-list, found in the namespace's own dict (no
-    ``__getattr__`` or descriptor runs), a function (not a module, class or
-    other object), and one a graph records."""
+    ``__getattr__`` or descriptor runs) and a function (not a module, class or
+    other object)."""
     if attribute not in FUNCTIONS[prefix] or (prefix == "torch" and attribute not in _TORCH_PUBLIC):
         return None
     namespace = _NAMESPACES[prefix]
@@ -175,11 +175,13 @@ def _member(prefix: str, attribute: str) -> Callable[..., Any] | None:
     )
     # torch.Tensor's C methods take tensors only; its Python ones dispatch on placeholders
     kinds = types.FunctionType if namespace is torch.Tensor else _FUNCTION_TYPES
-    return found if isinstance(found, kinds) and _records(found) else None
+    return found if isinstance(found, kinds) else None
 
 
 def name_of_function(function: Callable[..., Any]) -> str | None:
-    """The spec name of ``function`` ("torch.cat", "F.layer_norm"), or None if specs cannot name it."""
+    """The spec name of ``function``, a function a graph recorded ("torch.cat",
+    "F.layer_norm"), or None if specs cannot name it (whether a function
+    records at all is asked by :func:`function_named`, as a spec is read)."""
     name = _OPERATOR_NAMES.get(id(function))
     if name is not None:
         return name
@@ -193,7 +195,15 @@ def name_of_function(function: Callable[..., Any]) -> str | None:
 def _name_in_namespaces(function: Callable[..., Any]) -> str | None:
     """The first place in :data:`_NAMESPACES` where a spec may call
     ``function``: the first namespace holding it under a listed name (the
-    first such name there, should it hold several)."""
+    first such name there, should it hold several). Looked up first by its own
+    name, a few dict reads, where a namespace holds it under that name: for
+    every function of torch's that is the first name reaching it (the scan of
+    whole namespaces, 0.1 ms each, is left to those held under other names)."""
+    name = getattr(function, "__name__", None)
+    if isinstance(name, str):
+        for prefix in _NAMESPACES:
+            if _member(_LISTED_AS.get(prefix, prefix), name) is function:
+                return f"{prefix}.{name}"
     for prefix, namespace in _NAMESPACES.items():
         listed = _LISTED_AS.get(prefix, prefix)
         held = sorted(attribute for attribute, value in vars(namespace).items() if value is function)
@@ -213,7 +223,8 @@ def function_named(name: Any) -> Callable[..., Any] | None:
         return _OPERATOR_FUNCTIONS[name]
     prefix, _, attribute = name.rpartition(".")
     prefix = _LISTED_AS.get(prefix, prefix)
-    return _member(prefix, attribute) if prefix in FUNCTIONS else None
+    found = _member(prefix, attribute) if prefix in FUNCTIONS else None
+    return found if found is not None and _records(found) else None
 
 
 def is_spec_method(name: Any) -> bool:
