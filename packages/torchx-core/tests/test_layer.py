@@ -79,6 +79,20 @@ def test_an_optimizer_made_before_the_build_trains_every_layer() -> None:
     assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
 
 
+def test_parameters_read_in_inference_mode_before_the_build_train_after_it() -> None:
+    """A parameter count in an evaluation script (``torch.inference_mode()``) made
+    the pending tensors inference tensors, which the build could not give the weights."""
+    model = Chain(Dense(8), nn.Tanh(), Dense(2))
+    with torch.inference_mode():
+        held = list(model.parameters())
+    optimizer = torch.optim.SGD(held, lr=0.1)
+    model(torch.randn(4, 3)).sum().backward()
+    before = [p.detach().clone() for p in model.parameters()]
+    optimizer.step()
+    assert [p is q for p, q in zip(held, model.parameters(), strict=True)] == [True] * 4
+    assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
 def test_a_native_module_before_the_layers_does_not_hide_them_from_the_optimizer() -> None:
     model = nn.Sequential(nn.Linear(5, 4), Dense(3))
     count = len(list(model.parameters()))

@@ -148,8 +148,11 @@ of the model they draw."""
 
 
 def empty_of_rank(ndim: int, device: torch.device | None, dtype: torch.dtype | None) -> torch.Tensor:
-    """An empty tensor of rank ``ndim``: the data of a pending tensor of that rank."""
-    return _empty((0,) * ndim, device=device, dtype=dtype)
+    """An empty tensor of rank ``ndim``: the data of a pending tensor of that
+    rank; a normal tensor even inside ``torch.inference_mode()`` (parameters
+    read there), where an inference tensor could not take the build's data."""
+    with torch.inference_mode(False):
+        return _empty((0,) * ndim, device=device, dtype=dtype)
 
 
 def move_pending(tensor: torch.Tensor, device: torch.device, dtype: torch.dtype) -> None:
