@@ -99,8 +99,16 @@ def fresh_process_medians(*runs: tuple[str, str], rounds: int) -> tuple[float, .
 
 def first_call_setup(*imports: str) -> str:
     """The untimed start of a process timing a model's first construction: one
-    torch thread (as the runner's), the examples importable, then the
-    ``imports`` statements."""
+    torch thread (as the runner's), the examples importable, the ``imports``
+    statements, then a collection of the garbage they left, so that each side
+    pays for the collections its own construction causes, not for one its
+    imports left due (which side meets that depends on how much each imported)."""
     return "\n".join(
-        ["import torch", "torch.set_num_threads(1)", f"sys.path.insert(0, {str(EXAMPLES)!r})", *imports]
+        [
+            "import gc, torch",
+            "torch.set_num_threads(1)",
+            f"sys.path.insert(0, {str(EXAMPLES)!r})",
+            *imports,
+            "gc.collect()",
+        ]
     )
