@@ -20,7 +20,6 @@ LAYERS: list[set[str]] = [
         "_placement",
         "_files",
         "_version",
-        "_native_signature",
         "_dtypes",
         "_spec_values",
         "_transforms",
@@ -29,6 +28,7 @@ LAYERS: list[set[str]] = [
         "_torch_compat",
     },
     {"_arguments", "_pending", "_torch_style", "_record"},
+    {"_native_signature"},
     # registries, hookspecs, plugins, device scopes
     {"_registry", "hookspecs"},
     {"_commands"},

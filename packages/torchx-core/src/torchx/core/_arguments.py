@@ -137,10 +137,15 @@ class ArgumentMismatch(Exception):
         super().__init__(f"expected {expected}, got {short_repr(value)}")
 
 
-@by_class
 def signature_of(cls: type) -> dict[str, inspect.Parameter]:
-    """The parameters of ``cls.__init__``, without ``self`` (cached)."""
-    parameters = dict(inspect.signature(cls.__init__).parameters)  # type: ignore[misc]
+    """The parameters of ``cls.__init__``, without ``self`` (cached by function:
+    read once for a class and the subclasses that inherit its ``__init__``)."""
+    return _parameters_of(cls.__init__)  # type: ignore[misc]
+
+
+@functools.cache
+def _parameters_of(init: Callable[..., None]) -> dict[str, inspect.Parameter]:
+    parameters = dict(inspect.signature(init).parameters)
     parameters.pop("self", None)
     return parameters
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from torchx.core._arguments import signature_of
 from torchx.core._errors import ArgumentError, short_repr
 
 if TYPE_CHECKING:
@@ -38,11 +39,11 @@ def native_parameters(native: type[nn.Module]) -> Mapping[str, inspect.Parameter
         if "__init__" not in base.__dict__ or base is object:
             continue
         try:
-            parameters = inspect.signature(base.__dict__["__init__"]).parameters
+            parameters = signature_of(base)  # kept: the first build of the layer reads it again
         except (TypeError, ValueError):
             return None
         named = {name: p for name, p in parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-        if set(named) <= {"self"}:
+        if not named:
             return None  # (*args, **kwargs) alone, as nn.LSTM's: what it takes is not written down
         found.update(named)
         if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
@@ -66,7 +67,7 @@ def check_layer_signature(cls: type[LeafLayer]) -> None:
         return
     own = [
         name
-        for name, parameter in inspect.signature(cls.__init__).parameters.items()
+        for name, parameter in signature_of(cls).items()
         if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
     ]
     for name, where in [
