@@ -394,7 +394,7 @@ def trace(inputs: Any, outputs: Any, namespace: Namespace, own_attributes: Abstr
     for node in ordered:
         if node.kind == "module" and id(node.target) not in module_names:
             module_names[id(node.target)] = attributes.claim(_snake(layer_name(node.target)))
-    held = _held_tensors(ordered, module_names) if any(node.kind == "tensor" for node in ordered) else {}
+    held = _held_tensors(ordered, module_names)
     modules: dict[str, nn.Module] = {}
     tensors: dict[str, nn.Parameter] = {}
     tensor_layers: dict[str, Layer] = {}
@@ -499,21 +499,23 @@ def _works_in_place(module: nn.Module) -> bool:
 
 
 def _held_tensors(nodes: list[Node], module_names: Mapping[int, str]) -> dict[int, str]:
-    """The path of every parameter and buffer the graph's layers hold (the
-    tensor of an ``L.Parameter`` at the layer's own path), by tensor id."""
+    """The path of each tensor the graph reads (its tensor nodes) that one of
+    its layers holds as a parameter or buffer (the tensor of an ``L.Parameter``
+    at the layer's own path), by tensor id."""
+    read = {id(node.target) for node in nodes if node.kind == "tensor"}
     held: dict[int, str] = {}
-    for node in nodes:
+    for node in nodes if read else ():
         if node.kind != "module":
             continue
         path = module_names[id(node.target)]
         if is_parameter_layer(node.target):
             held.setdefault(id(node.target.value), path)
             continue
-        for name, tensor in (
-            *node.target.named_parameters(path, remove_duplicate=False),
-            *node.target.named_buffers(path, remove_duplicate=False),
-        ):
-            held.setdefault(id(tensor), name)
+        for store in ("_parameters", "_buffers"):  # parameters first, as named_parameters() gives them
+            for prefix, module in node.target.named_modules(prefix=path, remove_duplicate=False):
+                for name, tensor in getattr(module, store).items():
+                    if id(tensor) in read:
+                        held.setdefault(id(tensor), f"{prefix}.{name}")
     return held
 
 
