@@ -81,6 +81,11 @@ CASES: list[Case] = [
         IMAGE,
     ),
     Case(lambda: L.ConvTranspose3d(3, 2), lambda: nn.ConvTranspose3d(2, 3, 2), VOLUME),
+    Case(
+        lambda: L.ConvTranspose2d(6, (3, 2), groups=2, bias=False),
+        lambda: nn.ConvTranspose2d(4, 6, (3, 2), groups=2, bias=False),
+        IMAGE,
+    ),
     Case(lambda: L.BatchNorm1d(), lambda: nn.BatchNorm1d(4), SEQ),
     Case(lambda: L.BatchNorm1d(momentum=None), lambda: nn.BatchNorm1d(10, momentum=None), randn(3, 10)),
     Case(lambda: L.BatchNorm2d(), lambda: nn.BatchNorm2d(4), IMAGE),

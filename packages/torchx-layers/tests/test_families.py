@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from layer_cases import CASES, Case
@@ -10,6 +12,8 @@ from torch.nn.parameter import is_lazy
 
 import torchx
 import torchx.layers as L
+from torchx.core import LeafLayer
+from torchx.core import _leaf as leaf_internals
 from torchx.core._shapes import run_on_meta
 from torchx.plugin import closed_form_output
 
@@ -87,6 +91,28 @@ def test_output_shape_formulas_agree_with_the_meta_run(case: Case) -> None:
     assert tuple(closed.shape) == formula and closed.dtype == ran.dtype
     dynamic = (None, *shapes[0][1:])
     assert case.layer().infer_output_shape(dynamic, *shapes[1:])[1:] == formula[1:]
+
+
+def _counts_its_elements(case: Case) -> bool:
+    """Whether the case's family counts its tensors' elements (see ``LeafLayer.tensor_elements``)."""
+    return type(case.layer()).tensor_elements.__func__ is not LeafLayer.tensor_elements.__func__  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if _counts_its_elements(case)], ids=ids)
+def test_a_family_count_of_tensor_elements_is_what_torch_builds(
+    case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the memory check trusts the count: one too low would let an oversized build through unchecked
+    counts: list[int | None] = []
+    check = leaf_internals.check_allocation
+
+    def counting(layer: LeafLayer, native: type[nn.Module], arguments: dict[str, object], *rest: Any) -> None:
+        counts.append(type(layer).tensor_elements(arguments))
+        check(layer, native, arguments, *rest)
+
+    monkeypatch.setattr(leaf_internals, "check_allocation", counting)
+    layer = torchx.build(case.layer(), *case.inputs())
+    assert counts == [sum(tensor.numel() for tensor in (*layer.parameters(), *layer.buffers()))]
 
 
 @pytest.mark.parametrize("case", [case for case in CASES if case.spec], ids=ids)

@@ -47,6 +47,7 @@ from torchx.core._tree import by_class, submodules
 
 if TYPE_CHECKING:
     from torchx.core._layer import Layer
+    from torchx.core._leaf import LeafLayer
 
 __all__ = [
     "BuildNeed",
@@ -136,9 +137,15 @@ def allocation_bound(native: type[nn.Module], arguments: Mapping[str, Any], item
     return SIZE_FACTOR * itemsize * math.prod(sizes) * max(sizes)
 
 
-def _bound(native: type[nn.Module], arguments: Mapping[str, Any]) -> int:
-    """:func:`allocation_bound` in the dtype ``arguments`` ask for, or the default one."""
+def _bound(layer: LeafLayer, native: type[nn.Module], arguments: Mapping[str, Any]) -> int:
+    """An upper bound on what ``native(**arguments)`` allocates for ``layer``
+    in the dtype ``arguments`` ask for, or the default one: its family's count
+    of elements (see ``LeafLayer.tensor_elements``) at 8 bytes each (a long
+    buffer's) or the dtype's size if wider, else :func:`allocation_bound`."""
     dtype = arguments.get("dtype") or torch.get_default_dtype()
+    elements = layer.tensor_elements(arguments)
+    if elements is not None:
+        return elements * max(dtype.itemsize, 8)
     return allocation_bound(native, arguments, max(dtype.itemsize, 4))  # half models keep float buffers
 
 
@@ -404,7 +411,7 @@ def allocation_budget(rehearsal: Rehearsal | None = None) -> Iterator[None]:
 
 
 def check_allocation(
-    layer: Layer,
+    layer: LeafLayer,
     native: type[nn.Module],
     arguments: Mapping[str, Any],
     device: torch.device | None,
@@ -416,11 +423,11 @@ def check_allocation(
     has. Cheap for ordinary layers: a few multiplications and additions, or
     one look-up for arguments built before."""
     transaction = _transaction.get()
-    if transaction is None and _bound(native, arguments) < UNCHECKED_BYTES:
+    if transaction is None and _bound(layer, native, arguments) < UNCHECKED_BYTES:
         return  # a layer built on its own, below what is worth checking (the bound is above its need)
     known, key = _known_need(_need_key(native, arguments))
     exact = known is not None
-    need = known if known is not None else _bound(native, arguments)
+    need = known if known is not None else _bound(layer, native, arguments)
     where = device if type(device) is torch.device else _construction_device(device)
     if transaction is None:  # a layer built on its own
         if need >= UNCHECKED_BYTES:

@@ -6,6 +6,8 @@ One declaration serves all six: ``in_channels`` is dim 1 of a batched
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import torch
@@ -58,11 +60,24 @@ def _check_per_dim(layer: ChannelsFirst, names: tuple[str, ...]) -> None:
             )
 
 
+def _convolution_elements(cls: type[ChannelsFirst], arguments: Mapping[str, Any]) -> int:
+    """A convolution's ``tensor_elements``: its weight, ``(out, in / groups,
+    *kernel)`` (a transposed one's ``(in, out / groups, *kernel)``, as many),
+    and its bias, ``out``."""
+    kernel, dims = arguments["kernel_size"], cls.spatial_dims
+    assert isinstance(dims, int)
+    taps = math.prod(kernel) if isinstance(kernel, (tuple, list)) else kernel**dims
+    out = arguments["out_channels"]
+    weight = out * arguments["in_channels"] // arguments.get("groups", 1) * taps
+    return int(weight + (out if arguments.get("bias", True) else 0))
+
+
 class _ConvNd(ChannelsFirst):
     channels_argument = "in_channels"
     channels_state = FromState("weight", 1, times="groups")
     """A convolution's weight is ``(out_channels, in_channels / groups, *kernel)``."""
     channels_name = "C_in"
+    tensor_elements = classmethod(_convolution_elements)
 
     def __init__(
         self,
@@ -174,6 +189,7 @@ class _ConvTransposeNd(ChannelsFirst):
     channels_state = FromState("weight", 0)
     """A transposed convolution's weight is ``(in_channels, out_channels / groups, *kernel)``."""
     channels_name = "C_in"
+    tensor_elements = classmethod(_convolution_elements)
 
     def __init__(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import torch
@@ -49,6 +50,10 @@ class Embedding(LeafLayer):
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
         return (*input_shapes[0], self.arguments["embedding_dim"]) if len(input_shapes) == 1 else None
+
+    @classmethod
+    def tensor_elements(cls, arguments: Mapping[str, Any]) -> int:
+        return int(arguments["num_embeddings"] * arguments["embedding_dim"])
 
     @classmethod
     def failure_hint(cls, module: nn.Module, inputs: tuple[Any, ...], error: Exception) -> str | None:

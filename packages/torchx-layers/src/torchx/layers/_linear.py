@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import torch
@@ -57,6 +58,11 @@ class Linear(LeafLayer):
 
     def infer_output_shape(self, *input_shapes: Shape) -> Shape | None:
         return (*input_shapes[0][:-1], self.arguments["out_features"])
+
+    @classmethod
+    def tensor_elements(cls, arguments: Mapping[str, Any]) -> int:
+        out = arguments["out_features"]
+        return int(out * arguments["in_features"] + (out if arguments.get("bias", True) else 0))
 
 
 class Bilinear(LeafLayer):
