@@ -14,6 +14,7 @@ import torchx
 import torchx.layers as L
 from torchx.core import LeafLayer
 from torchx.core import _leaf as leaf_internals
+from torchx.core import _memory as memory_internals
 from torchx.core._shapes import run_on_meta
 from torchx.plugin import closed_form_output
 
@@ -113,6 +114,18 @@ def test_a_family_count_of_tensor_elements_is_what_torch_builds(
     monkeypatch.setattr(leaf_internals, "check_allocation", counting)
     layer = torchx.build(case.layer(), *case.inputs())
     assert counts == [sum(tensor.numel() for tensor in (*layer.parameters(), *layer.buffers()))]
+
+
+def test_counted_layers_of_a_few_kilobytes_never_read_the_free_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unexpected(device: torch.device) -> int:
+        raise AssertionError("a small layer read the free memory")
+
+    monkeypatch.setattr(memory_internals, "available_memory", unexpected)
+    # bounded from their integer arguments alone: 1.4 PB (groups, stride and padding multiplied in) and 134 GB
+    torchx.build(L.Conv2d(576, 5, stride=2, padding=2, groups=576), (1, 576, 14, 14))
+    torchx.build(L.Linear(1000), (1, 1024))
 
 
 @pytest.mark.parametrize("case", [case for case in CASES if case.spec], ids=ids)
