@@ -138,8 +138,7 @@ class ArgumentMismatch(Exception):
 
 
 def signature_of(cls: type) -> dict[str, inspect.Parameter]:
-    """The parameters of ``cls.__init__``, without ``self`` (cached by function:
-    read once for a class and the subclasses that inherit its ``__init__``)."""
+    """The parameters of ``cls.__init__``, without ``self`` (cached by function)."""
     return _parameters_of(cls.__init__)  # type: ignore[misc]
 
 

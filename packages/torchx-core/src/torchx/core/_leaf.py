@@ -436,14 +436,9 @@ class LeafLayer(Layer):
 
     @classmethod
     def tensor_elements(cls, arguments: Mapping[str, Any]) -> int | None:
-        """How many elements the parameters and buffers of
-        ``native_class(**arguments)`` hold (the build's native arguments:
-        given, inferred, with native defaults left out), or None (the default)
-        where the family does not say. The build's memory check counts each at
-        8 bytes (16 for complex128); without a count it bounds the need from
-        every integer argument, so loosely that a convolution of a few
-        kilobytes reads the free memory. A test checks each count against the
-        module torch builds."""
+        """How many elements the parameters and buffers of ``native_class(**arguments)``
+        hold, or None (the default): the memory check then bounds them, loosely,
+        from every integer argument. A test checks each count against torch's module."""
         return None
 
     def stand_in_arguments(self) -> dict[str, Any]:

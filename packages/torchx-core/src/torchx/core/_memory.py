@@ -138,10 +138,8 @@ def allocation_bound(native: type[nn.Module], arguments: Mapping[str, Any], item
 
 
 def _bound(layer: LeafLayer, native: type[nn.Module], arguments: Mapping[str, Any]) -> int:
-    """An upper bound on what ``native(**arguments)`` allocates for ``layer``
-    in the dtype ``arguments`` ask for, or the default one: its family's count
-    of elements (see ``LeafLayer.tensor_elements``) at 8 bytes each (a long
-    buffer's) or the dtype's size if wider, else :func:`allocation_bound`."""
+    """What ``native(**arguments)`` allocates for ``layer`` at most: its family's
+    count of elements at 8 bytes each (a long buffer's) or wider, else :func:`allocation_bound`."""
     dtype = arguments.get("dtype") or torch.get_default_dtype()
     elements = layer.tensor_elements(arguments)
     if elements is not None:
