@@ -504,7 +504,9 @@ def _held_tensors(nodes: list[Node], module_names: Mapping[int, str]) -> dict[in
     at the layer's own path), by tensor id."""
     read = {id(node.target) for node in nodes if node.kind == "tensor"}
     held: dict[int, str] = {}
-    for node in nodes if read else ():
+    if not read:
+        return held
+    for node in nodes:
         if node.kind != "module":
             continue
         path = module_names[id(node.target)]
