@@ -44,7 +44,7 @@ SPECIAL = [
     *keyword.kwlist, "match", "case", "_",
     # what the generated code refers to, and the model's own attributes
     "self", "torch", "F", "operator", "builtins", "type", "dict", "float", "slice", "error", "forward",
-    "_MISSING", "_Tensor", "_explain", "_keywords", "_keyword_inputs", "_unpack_inputs", "_constant_0",
+    "_MISSING", "_Tensor", "_explain", "_keywords", "_prepared_inputs", "_recorded", "_constant_0",
     "_torchx_program",
     # every global and local the generated forward uses (torchx.functional._codegen), and Python's
     *CODE_GLOBALS, *CODE_LOCALS, "getattr", "Exception", "isinstance", "len", "print",

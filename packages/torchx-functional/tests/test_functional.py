@@ -542,6 +542,22 @@ def test_a_nested_input_of_the_wrong_shape_is_named_by_its_path() -> None:
         named(meta=[torch.zeros(4, 3), torch.zeros(4, 7)])
 
 
+def test_a_dict_model_whose_first_input_is_a_list_is_called_every_way() -> None:
+    a, b, c = Placeholder((None, 3)), Placeholder((None, 3)), Placeholder((None, 3))
+    model = Functional(inputs={"pair": [a, b], "c": c}, outputs=a + 10 * b + 100 * c)
+    one = torch.ones(2, 3)
+    expected = torch.full((2, 3), 321.0)
+    pair = [one, 2 * one]
+    for result in (model(pair, 3 * one), model({"pair": pair, "c": 3 * one}), model(pair=pair, c=3 * one)):
+        assert torch.equal(result, expected)
+    with pytest.raises(TypeError, match=r"missing inputs \['c'\]"):
+        model({"pair": pair})
+    with pytest.raises(ShapeError, match=r"^Functional input inputs\['pair'\]\[1\]: expected shape"):
+        model([one, torch.ones(2, 4)], one)
+    p, q, r = Placeholder((None, 3)), Placeholder((None, 3)), Placeholder((None, 3))
+    assert model([p, q], r).shape == (None, 3)  # on placeholders: one node of a graph
+
+
 def test_a_functional_with_dict_outputs_nests_inside_another_graph() -> None:
     inputs, outputs = two_tower()
     tower = Functional(inputs=inputs, outputs=outputs)

@@ -43,7 +43,7 @@ from torchx.functional._program import (
     normal_form,
 )
 from torchx.functional._sources import compile_function
-from torchx.plugin import ValueFold, find_symbolic, is_symbolic
+from torchx.plugin import ValueFold, find_symbolic
 
 __all__ = [
     "CODE_GLOBALS",
@@ -83,10 +83,11 @@ class MetaHelpers:
     tensor: Callable[[torch.Tensor], torch.Tensor]
 
 
-CODE_LOCALS = ("self", "error", "_extra", "_keywords", "_shape")
+CODE_LOCALS = ("self", "error", "_extra", "_keywords", "_shape", "_recorded")
 """The generated forward's own local names: its module, the exception it
 explains, the inputs given beyond its parameters (by position, by a name that
-is not their variable), the shape of the input being checked."""
+is not their variable), the shape of the input being checked, the output
+recorded on placeholders."""
 
 CODE_GLOBALS: dict[str, Any] = {
     # what the steps name: torch.cat, F.relu, operator.xor, torch.float16
@@ -95,7 +96,7 @@ CODE_GLOBALS: dict[str, Any] = {
     "type": type, "dict": dict, "float": float, "slice": slice, "getattr": getattr, "len": len,
     "Exception": Exception,
     # the input checks of generate(), and TorchScript's parameter types
-    "_MISSING": MISSING, "_Tensor": torch.Tensor, "_is_symbolic": is_symbolic, "_find_symbolic": find_symbolic,
+    "_MISSING": MISSING, "_Tensor": torch.Tensor, "_find_symbolic": find_symbolic,
     "Tensor": torch.Tensor,
 }  # fmt: skip
 """The globals the generated code writes as they are named here, and what each is."""
@@ -432,17 +433,18 @@ def generate(
     ``_keywords``, matched against the input names as Python matches
     identifiers: a variable is never a name callers can use.
 
-    Before the steps, one test per input (see :func:`input_test`) costs a few
-    attribute reads; only when it is true does the forward call the checking
-    helper, which raises for an input that does not fit its placeholder.
+    Before the steps, one test of the call (see :func:`input_test`) costs a
+    few attribute reads per input; only when it is true (inputs given by
+    name, missing, placeholders, or not plain tensors that fit) does the
+    forward call a helper to place, record or check them.
 
     ``helpers`` are the caller's functions the forward calls with the model
-    first, by the name they are called here: ``_keyword_inputs(self, values,
-    extra, keywords)`` (the inputs, with those given beyond the parameters
-    placed or refused) and ``_unpack_inputs(self, given)`` return the inputs,
-    ``_check_inputs(self, given)`` raises for inputs that do not fit,
-    ``_missing_inputs(self, given)`` and ``_explain(self, error, given)``
-    return the exception to raise.
+    first, by the name they are called here: ``_prepared_inputs(self, values,
+    extra, keywords)`` returns the output recorded on placeholders (else
+    None) and the inputs, placed by name or from one dict and checked;
+    ``_check_inputs(self, given)`` raises for inputs inside a list or dict
+    parameter that do not fit; ``_explain(self, error, given)`` returns the
+    exception to raise.
 
     With ``meta``, the forward computes meta outputs for meta inputs without
     running a layer: each module step asks ``meta.call`` (see :class:`MetaHelpers`).
@@ -450,9 +452,8 @@ def generate(
     ``_explain`` reads a failure the same way.
     """
     writer = _Writer(program, meta)
-    keyword_inputs, unpack_inputs, check_inputs, missing_inputs, explain = (
-        writer.bind(name, helpers[name])
-        for name in ("_keyword_inputs", "_unpack_inputs", "_check_inputs", "_missing_inputs", "_explain")
+    prepared_inputs, check_inputs, explain = (
+        writer.bind(name, helpers[name]) for name in ("_prepared_inputs", "_check_inputs", "_explain")
     )
     parameters = parameters_of(program)
     names = [parameter.variable for parameter in parameters]
@@ -462,32 +463,31 @@ def generate(
     )
     arguments = ", ".join(names) + ("," if len(names) == 1 else "")
     given = "{" + ", ".join(f"{parameter.key!r}: {parameter.variable}" for parameter in parameters) + "}"
+    unusual = ["_extra", "_keywords"]
+    for parameter in parameters:
+        if isinstance(parameter.structure, Input):
+            unusual.append(input_test(writer, parameter.variable, parameter.structure))
+        else:  # a list or dict of inputs: tested once unpacked
+            unusual += [
+                f"{parameter.variable} is _MISSING",
+                f"_find_symbolic(({parameter.variable},), {{}}) is not None",
+            ]
+    if isinstance(program.inputs, dict) and not isinstance(parameters[0].structure, Input):
+        unusual.append(f"type({names[0]}) is dict")  # maybe every input in one dict
     lines = [f"def forward(self, {signature}):"]
     body = [
-        "if _extra or _keywords:",
-        f"    {arguments} = {keyword_inputs}(self, ({arguments}), _extra, _keywords)",
+        f"if {' or '.join(unusual)}:  # inputs to place, record or check",
+        f"    _recorded, ({arguments}) = {prepared_inputs}(self, ({arguments}), _extra, _keywords)",
+        "    if _recorded is not None:  # called on placeholders: this model is one node of a graph",
+        "        return _recorded",
+        *_unpacking(writer, program),
     ]
-    if isinstance(program.inputs, dict):
-        rest = " and ".join(f"{name} is _MISSING" for name in names[1:]) or "True"
-        body.append(f"if type({names[0]}) is dict and {rest}:")
-        body.append(f"    {arguments} = {unpack_inputs}(self, {names[0]})")
-    missing = " or ".join(f"{name} is _MISSING" for name in names)
-    body.append(f"if {missing}:")
-    body.append(f"    raise {missing_inputs}(self, {given})")
-    symbolic = " or ".join(
-        f"(type({parameter.variable}) is not _Tensor and _is_symbolic({parameter.variable}))"
-        if isinstance(parameter.structure, Input)
-        else f"_find_symbolic(({parameter.variable},), {{}}) is not None"
-        for parameter in parameters
-    )
-    body.append(f"if {symbolic}:  # called on placeholders: record this model as one node")
-    body.append(f"    return _find_symbolic(({arguments}), {{}}).__torchx_call__(self, ({arguments}), {{}})")
-    body.extend(_unpacking(writer, program))
-    tests = " or ".join(
-        input_test(writer, program.variables[item.name], item) for item in program.input_list()
-    )
-    body.append(f"if {tests}:  # an input may not fit its placeholder: check it")
-    body.append(f"    {check_inputs}(self, {given})")
+    plain = {parameter.variable for parameter in parameters if isinstance(parameter.structure, Input)}
+    inside = [item for item in program.input_list() if program.variables[item.name] not in plain]
+    if inside:
+        tests = " or ".join(input_test(writer, program.variables[item.name], item) for item in inside)
+        body.append(f"if {tests}:  # an input may not fit its placeholder: check it")
+        body.append(f"    {check_inputs}(self, {given})")
     body.append("try:")
     body.extend(f"    {statement}" for statement in _statements(writer, program))
     body.append(f"    return {_structure(writer, program.outputs)}")

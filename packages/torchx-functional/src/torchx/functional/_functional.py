@@ -45,10 +45,12 @@ from torchx.plugin import (
     allocation_budget,
     copying_for_shapes,
     explain_failure,
+    find_symbolic,
     format_shape,
     given_name,
     init_module_state,
     is_fx_tracing,
+    is_symbolic,
     layer_name,
 )
 
@@ -535,6 +537,36 @@ def _takes(model: Functional) -> str:
     )
 
 
+def _prepared_inputs(
+    model: Functional, values: tuple[Any, ...], extra: tuple[Any, ...], keywords: dict[str, Any]
+) -> tuple[Any, tuple[Any, ...]]:
+    """The forward's call where its cheap test is true: the output recorded
+    on placeholders (this model as one node of a graph), else None; and the
+    inputs, placed by name or from one dict, all given, and checked against
+    their placeholders (see :func:`_check_inputs`)."""
+    if extra or keywords:
+        values = _keyword_inputs(model, values, extra, keywords)
+    program = model._torchx_program
+    if isinstance(program.inputs, dict) and type(values[0]) is dict and all(v is MISSING for v in values[1:]):
+        values = _unpack_inputs(model, values[0])
+    parameters = parameters_of(program)
+    given = {parameter.key: value for parameter, value in zip(parameters, values, strict=True)}
+    if any(value is MISSING for value in values):
+        missing = [name for name, value in given.items() if value is MISSING]
+        raise TypeError(f"{_label(model)} is missing inputs {missing}; it takes {_takes(model)}")
+    if any(
+        is_symbolic(value)
+        if isinstance(parameter.structure, Input)
+        else find_symbolic((value,), {}) is not None
+        for parameter, value in zip(parameters, values, strict=True)
+    ):
+        symbolic = find_symbolic(values, {})
+        assert symbolic is not None
+        return symbolic.__torchx_call__(model, values, {}), values
+    _check_inputs(model, given)
+    return None, values
+
+
 def _unpack_inputs(model: Functional, given: dict[str, Any]) -> tuple[Any, ...]:
     """The forward's parameters from one dict of inputs, by their names."""
     names = [parameter.key for parameter in parameters_of(model._torchx_program)]
@@ -573,11 +605,6 @@ def _keyword_inputs(
     if unknown:
         raise TypeError(f"{_label(model)} got unexpected inputs {sorted(unknown)}; it takes {_takes(model)}")
     return tuple(merged)
-
-
-def _missing_inputs(model: Functional, given: dict[str, Any]) -> TypeError:
-    missing = [name for name, value in given.items() if value is MISSING]
-    return TypeError(f"{_label(model)} is missing inputs {missing}; it takes {_takes(model)}")
 
 
 def _check_inputs(model: Functional, given: dict[str, Any]) -> None:
@@ -848,10 +875,8 @@ def _resolved(value: Any, variables: dict[str, Any]) -> Any:
 
 
 _HELPERS: dict[str, Callable[..., Any]] = {
-    "_unpack_inputs": _unpack_inputs,
-    "_keyword_inputs": _keyword_inputs,
+    "_prepared_inputs": _prepared_inputs,
     "_check_inputs": _check_inputs,
-    "_missing_inputs": _missing_inputs,
     "_explain": _explain,
 }
 """The functions the generated forwards call with the model first (see :func:`generate`)."""
