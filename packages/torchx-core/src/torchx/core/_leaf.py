@@ -1079,8 +1079,16 @@ def _meta_output(
     that is still unknown)."""
     layer_class, shape = found
     dtype = _checked_dtype(layer_class, module, inputs)
-    if dtype is None:
-        return None
+    return None if dtype is None else _output_of(shape, dtype, inputs, make_meta)
+
+
+def _output_of(
+    shape: tuple[int, ...] | None,
+    dtype: torch.dtype,
+    inputs: tuple[torch.Tensor, ...],
+    make_meta: Callable[[Sequence[int], torch.dtype], torch.Tensor],
+) -> torch.Tensor:
+    """A meta output of ``shape`` (None: the input's) and ``dtype`` for meta ``inputs``."""
     if shape is None and dtype == inputs[0].dtype:
         return inputs[0]  # a meta tensor: only its shape and dtype are read
     return make_meta(inputs[0].shape if shape is None else shape, dtype)
@@ -1264,8 +1272,12 @@ def build_for_meta(
         try:
             with probes.shown(0):
                 _build_alone(layer, inputs[0], BuildTarget.on(device, dtype), dict(inferred))
+                # the probes differ in sizes only: one dtype for all
+                output_dtype = _checked_dtype(layer_class, layer, inputs[0])
+                if output_dtype is None:
+                    return [None] * len(formulas)
                 return [
-                    _meta_output(cast("_Formula", found), layer, inputs[probe], _new_meta)
+                    _output_of(cast("_Formula", found)[1], output_dtype, inputs[probe], _new_meta)
                     for probe, found in enumerate(formulas)
                 ]
         except BaseException:

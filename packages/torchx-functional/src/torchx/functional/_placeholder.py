@@ -616,13 +616,6 @@ def shares_input(output: Any, inputs: Any) -> bool:
     )
 
 
-def _run(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool]:
-    """``function(*args, **kwargs)`` on meta values, and whether its output is
-    fresh memory (see :func:`shares_input`)."""
-    output = function(*args, **kwargs)
-    return output, not shares_input(output, (args, kwargs))
-
-
 def _compute(
     what: str,
     key: Any,
@@ -655,7 +648,7 @@ def _compute(
         return found
     try:
         with MetaFormulas():
-            runs = probes.run(lambda probe: _run(function, *metas[probe]))
+            outputs = probes.run(lambda probe: function(*metas[probe][0], **metas[probe][1]))
     except (RuntimeError, ValueError, IndexError, TypeError, AssertionError) as error:
         if isinstance(error, _ModuleCall):
             raise
@@ -666,7 +659,7 @@ def _compute(
         raise ShapeError(
             what, f"cannot take ({shapes}): {torch_message(error)}", fix=_fix(function, metas)
         ) from None
-    found = (tuple([output for output, _ in runs]), runs[0][1])
+    found = (tuple(outputs), not shares_input(outputs[0], metas[0]))  # outside the mode: plain tensor calls
     if signature is not None:
         if len(_RESULTS) >= _RESULTS_LIMIT:
             _RESULTS.clear()
@@ -680,7 +673,7 @@ def _fix(function: Callable[..., Any], metas: list[tuple[tuple[Any, ...], dict[s
     does not know (a table of 64 rows sliced by it): say it."""
     if len(metas) > 1:
         try:
-            _run(function, *metas[0])
+            function(*metas[0][0], **metas[0][1])
         except Exception:  # noqa: BLE001 - refused at the first probe too: the shapes misfit
             pass
         else:
