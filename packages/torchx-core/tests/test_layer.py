@@ -183,6 +183,40 @@ def test_hooks_the_native_constructor_registers_are_bound_to_the_layer_itself() 
     assert type(layer) is Counting and layer.calls == 2
 
 
+def test_a_full_backward_hook_registered_before_the_build_fires_on_every_later_call() -> None:
+    layer = Dense(3)
+    seen: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    layer.register_full_backward_hook(
+        lambda module, grad_input, grad_output: seen.append((grad_input[0].shape, grad_output[0].shape))
+    )
+    x = torch.randn(2, 5, requires_grad=True)
+    for _ in range(3):  # the build, then the built module
+        layer(x).sum().backward()
+    assert seen == [((2, 5), (2, 3))] * 3
+
+
+def test_the_native_constructors_hooks_run_before_those_registered_on_the_layer() -> None:
+    calls: list[str] = []
+
+    class Marking(nn.Linear):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            self.register_forward_pre_hook(lambda module, args: calls.append("native"))
+
+    class MarkingDense(Dense):
+        native_class = Marking
+
+    layer = MarkingDense(2)
+    handle = layer.register_forward_pre_hook(lambda module, args: calls.append("user"))
+    torchx.build(layer, (1, 3))  # runs the layer: its hooks too
+    calls.clear()
+    layer(torch.zeros(1, 3))
+    assert calls == ["native", "user"]
+    handle.remove()  # the handle made before the build still removes it
+    layer(torch.zeros(1, 3))
+    assert calls == ["native", "user", "native"]
+
+
 def test_requests_made_before_the_build_are_kept() -> None:
     layer = Dense(3).double()
     layer.requires_grad_(False)

@@ -185,10 +185,10 @@ def test_generated_code_reads_like_a_hand_written_forward() -> None:
     assert body[body.index("try:") + 1 :][:6] == [
         "conv2d = self.conv2d(x)",
         "conv2d_1 = self.conv2d_1(conv2d)",
-        "conv2d_2 = self.conv2d_2(conv2d);  conv2d = None",
-        "mul = conv2d_1 * conv2d_2;  conv2d_1 = conv2d_2 = None",
-        "flatten = mul.flatten(1);  mul = None",
-        "linear = self.linear(flatten);  flatten = None",
+        "conv2d_2 = self.conv2d_2(conv2d);  del conv2d",
+        "mul = conv2d_1 * conv2d_2;  del conv2d_1, conv2d_2",
+        "flatten = mul.flatten(1);  del mul",
+        "linear = self.linear(flatten);  del flatten",
     ]
     assert "return linear" in body
 

@@ -35,7 +35,6 @@ from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 from torch.overrides import TorchFunctionMode
 
 from torchx.core._errors import NotBuiltError
-from torchx.core._record import init_module_state
 from torchx.core._tree import by_class
 
 __all__ = [
@@ -582,16 +581,21 @@ _HOOK_STORES = tuple(
 
 class _FreshState(nn.Module):
     """``nn.Module.__init__`` for a native constructor running on a layer: the
-    same fresh state, copied from a prototype (:func:`init_module_state`) in
-    half the time of its seventeen ``super().__setattr__`` calls, which every
-    layer of a model pays at its build."""
+    layer keeps the module state it was made with (hook dicts, which
+    :func:`become_native` empties of the user's hooks meanwhile), with fresh
+    stores for the native's tensors and submodules and the training flag
+    set, instead of the seventeen ``super().__setattr__`` calls that every
+    layer of a model would pay at its build."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs or self.call_super_init:  # nn.Module's own errors and cooperative calls
             nn.Module.__init__(self, *args, **kwargs)
             return
         torch._C._log_api_usage_once("python.nn_module")
-        init_module_state(self)
+        state = self.__dict__
+        state["training"] = True
+        state["_parameters"], state["_buffers"], state["_modules"] = {}, {}, {}
+        state["_non_persistent_buffers_set"] = set()
 
 
 @by_class
@@ -632,6 +636,8 @@ def become_native(
         if isinstance(state[key], PendingStore):
             state[key] = dict(dict.items(state[key]))
     hooks = list(filter(state.__getitem__, _HOOK_STORES))  # the stores holding hooks
+    for key in hooks:  # empty ones, for the native's own hooks
+        state[key] = type(state[key])()
     training = state["training"]
     layer_class, constructing = type(module), _constructing_class(native)
     object.__setattr__(module, "__class__", constructing)

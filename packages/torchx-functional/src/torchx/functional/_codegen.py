@@ -368,7 +368,7 @@ def _unpacking(writer: _Writer, program: Program) -> list[str]:
 
 def _statements(writer: _Writer, program: Program, release: bool = True) -> list[str]:
     """One statement per step; with ``release``, each followed on its line by
-    the release of the values it read for the last time (``conv2d = None``)."""
+    the release of the values it read for the last time (``del conv2d``)."""
     live = liveness(program)
     statements = []
     for step, released, copied, into in zip(
@@ -376,7 +376,7 @@ def _statements(writer: _Writer, program: Program, release: bool = True) -> list
     ):
         statement = f"{step.var} = {writer.step(step, copied, into)}"
         if release and released:
-            statement += f";  {' = '.join(released)} = None"
+            statement += f";  del {', '.join(released)}"
         statements.append(statement)
     return statements
 

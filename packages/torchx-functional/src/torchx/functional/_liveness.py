@@ -1,8 +1,8 @@
 """When each value of a program dies, and where a step may overwrite its input.
 
 The generated forward releases every intermediate right after its last use
-(``relu = self.relu(conv2d);  conv2d = None``), as ``torch.fx``'s code does,
-so a forward holds what a hand-written one holds, not every activation.
+(``relu = self.relu(conv2d);  del conv2d``), so a forward holds what a
+hand-written one holds, not every activation.
 
 A layer built with ``inplace=True`` (``L.ReLU(inplace=True)``) overwrites its
 input. In a graph that is only right when nothing reads that memory again: not
