@@ -513,8 +513,9 @@ def _held_tensors(nodes: list[Node], module_names: Mapping[int, str]) -> dict[in
         if is_parameter_layer(node.target):
             held.setdefault(id(node.target.value), path)
             continue
+        modules = list(node.target.named_modules(prefix=path, remove_duplicate=False))
         for store in ("_parameters", "_buffers"):  # parameters first, as named_parameters() gives them
-            for prefix, module in node.target.named_modules(prefix=path, remove_duplicate=False):
+            for prefix, module in modules:
                 for name, tensor in getattr(module, store).items():
                     if id(tensor) in read:
                         held.setdefault(id(tensor), f"{prefix}.{name}")
