@@ -45,3 +45,33 @@ def test_defining_the_vision_examples_imports_nothing_heavy() -> None:
         "model.eval()(torch.randn(1, 3, 224, 224))\n"
     )
     assert heavy_imports(code) == []
+
+
+def test_building_models_from_shapes_imports_nothing_heavy() -> None:
+    """A build's meta runs answer from formulas: built TorchX layers from their
+    layer's, torch's activations and dropout from MetaFormulas, where torch's
+    meta kernels would import its compiler (a second of the first build)."""
+    code = """
+import torch, torch.nn.functional as F
+from torch import nn
+import torchx, torchx.layers as L
+
+def cnn():
+    return L.Sequential(
+        L.Conv2d(8, 3), L.BatchNorm2d(), L.ReLU(), L.MaxPool2d(2), L.Flatten(), L.Dropout(0.1), L.Linear(10)
+    )
+
+class Activations(nn.Module):
+    def forward(self, x):
+        return F.gelu(F.leaky_relu(F.relu(x), 0.1)) * 2
+
+model = torchx.build(cnn(), (None, 3, 32, 32))
+torchx.build(model, (None, 3, 32, 32))  # built: checked on meta
+torchx.build(L.Sequential(L.Linear(8), nn.ReLU(), nn.Dropout(0.1), Activations(), L.Linear(2)), (None, 4))
+x = L.Placeholder((None, 3, None, None))
+h = F.dropout(F.silu(L.Conv2d(8, 3)(x)), 0.1).relu()
+graph = L.Functional(inputs=x, outputs=F.hardswish(h))
+torchx.infer_shapes(graph, (2, 3, 16, 16))
+torchx.build(L.Sequential(graph, L.Flatten(), L.Linear(10)), (None, 3, 12, 12))
+"""
+    assert heavy_imports(code) == []

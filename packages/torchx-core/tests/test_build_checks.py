@@ -10,6 +10,7 @@ from toy_layers import Attention, Chain, Dense, Norm
 
 import torchx
 from torchx.core import ShapeError
+from torchx.core._leaf import formula_calls
 
 
 def unbuilt() -> Chain:
@@ -83,16 +84,20 @@ def test_building_a_built_layer_for_other_sizes_names_both() -> None:
     assert torch.equal(model.weight, weight)
 
 
-@pytest.mark.parametrize(
-    "make",
-    [lambda: nn.Sequential(nn.Linear(8, 4)), lambda: torchx.build(unbuilt(), (None, 8))],
-    ids=["torch", "chain"],
-)
-def test_a_model_that_does_not_explain_keeps_torchs_error_with_a_note(make: type[nn.Module]) -> None:
+def test_a_model_that_does_not_explain_keeps_torchs_error_with_a_note() -> None:
     with pytest.raises(RuntimeError) as raised:
-        torchx.build(make(), (None, 9))
+        torchx.build(nn.Sequential(nn.Linear(8, 4)), (None, 9))
     assert not isinstance(raised.value, ShapeError)
     assert "torchx.build: built" in raised.value.__notes__[-1] and "(None, 9)" in raised.value.__notes__[-1]
+
+
+def test_a_built_layer_inside_a_model_names_the_size_it_was_built_with() -> None:
+    model = torchx.build(unbuilt(), (None, 8))
+    with pytest.raises(
+        ShapeError, match=r"Dense: got input \(None, 9\).*in_features=9 \(built with 8\)"
+    ) as raised:
+        torchx.build(model, (None, 9))
+    assert raised.value.source is model.get_submodule("0")  # the model's own layer, not the meta copy's
 
 
 def test_building_a_built_model_for_its_own_sizes_returns_it() -> None:
@@ -136,3 +141,35 @@ def test_nothing_asked_nothing_moved() -> None:
     weight = model.get_submodule("0").weight
     torchx.build(model, torch.zeros(2, 8, device="meta"))  # the input's device only places new parameters
     assert model.get_submodule("0").weight is weight and weight.device.type == "cpu"
+
+
+# -- built layers answer a build's meta runs from their formulas -------------------------------
+
+
+def test_building_again_answers_built_layers_from_their_formulas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch's meta kernels run in Python (the first imports its compiler):
+    a built layer with a formula is not run on meta, the one without is."""
+    model = torchx.build(unbuilt(), (None, 8))
+    ran: list[str] = []
+    for native in (nn.Linear, nn.BatchNorm1d):
+        monkeypatch.setattr(
+            native,
+            "forward",
+            lambda self, x, forward=native.forward: ran.append(type(self).__name__) or forward(self, x),
+        )
+    assert torchx.build(model, (None, 8)) is model
+    assert "Linear" not in ran and "BatchNorm1d" in ran  # Dense has a formula, Norm none
+    assert all("_compiled_call_impl" not in module.__dict__ for module in model.modules())
+    assert model(torch.randn(2, 8)).shape == (2, 3)
+
+
+def test_formula_calls_answer_meta_tensors_only_and_restore_what_they_replace() -> None:
+    layer = torchx.build(Dense(3), (None, 4))
+    earlier = layer.__dict__["_compiled_call_impl"] = layer._call_impl  # as torch.compile or a graph sets one
+    with formula_calls([layer]):
+        assert layer(torch.empty(5, 4, device="meta")).shape == (5, 3)
+        x = torch.randn(2, 4)
+        assert torch.equal(layer(x), nn.functional.linear(x, layer.weight, layer.bias))
+        with pytest.raises(ShapeError, match=r"in_features=5 \(built with 4\)"):
+            layer(torch.empty(2, 5, device="meta"))
+    assert layer.__dict__["_compiled_call_impl"] is earlier

@@ -347,3 +347,61 @@ def test_a_tensor_that_records_gradients_runs_as_torch_runs_it() -> None:
     with MetaFormulas():
         assert (x * 2).grad_fn is not None
         assert x.roll(1, 0).grad_fn is not None
+
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "F.relu": F.relu,
+    "F.relu in place": partial(F.relu, inplace=True),
+    "torch.relu": torch.relu,
+    "Tensor.relu": torch.Tensor.relu,
+    "F.relu6": F.relu6,
+    "F.silu in place": partial(F.silu, inplace=True),
+    "F.hardswish": F.hardswish,
+    "F.hardsigmoid": F.hardsigmoid,
+    "F.mish": F.mish,
+    "F.selu": F.selu,
+    "F.leaky_relu": partial(F.leaky_relu, negative_slope=0.2),
+    "F.leaky_relu in place": partial(F.leaky_relu, negative_slope=0.2, inplace=True),
+    "F.elu": partial(F.elu, alpha=0.5),
+    "F.gelu": F.gelu,
+    "F.gelu tanh": partial(F.gelu, approximate="tanh"),
+    "F.gelu of another approximation": partial(F.gelu, approximate="erf"),
+    "F.dropout": partial(F.dropout, p=0.1),
+    "F.dropout in eval mode": partial(F.dropout, p=0.1, training=False),
+    "F.dropout of nothing": partial(F.dropout, p=0.0),
+    "F.dropout of everything": partial(F.dropout, p=1.0),
+    "F.dropout in place": partial(F.dropout, p=0.3, inplace=True),
+    "F.dropout of a probability above 1": partial(F.dropout, p=1.5),
+    "nn.ReLU": torch.nn.ReLU(),
+    "nn.LeakyReLU": torch.nn.LeakyReLU(0.1),
+    "nn.Dropout": torch.nn.Dropout(0.2),
+}
+
+
+ACTIVATION_CALLS: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor]] = {
+    f"{name}: {dtype} {shape} {layout}": (activation, x.to(dtype))
+    for name, activation in ACTIVATIONS.items()
+    for shape in ((61, 4, 7, 16), (5, 1, 3), ())
+    for dtype in (torch.float32, torch.half, torch.long)
+    for layout, x in _layouts(shape).items()
+}
+
+
+@pytest.mark.parametrize("call", ACTIVATION_CALLS.values(), ids=ACTIVATION_CALLS.keys())
+def test_activations_answer_what_the_meta_run_answers(
+    call: tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor],
+) -> None:
+    """Their output's shape, strides and dtype, or torch's error, and whether
+    it is the input itself (in place, or dropout that drops nothing)."""
+    activation, x = call
+
+    def outcome() -> tuple[object, ...]:
+        result = _outcome(lambda: activation(x))
+        try:
+            return (*result, activation(x) is x)
+        except Exception:  # noqa: BLE001 - the error is in result already
+            return result
+
+    expected = outcome()
+    with MetaFormulas():
+        assert outcome() == expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any, TypeVar
 
 import torch
@@ -11,10 +12,17 @@ from torch.nn.parameter import is_lazy
 
 from torchx.core._errors import ShapeError, format_shape, torch_message
 from torchx.core._layer import Layer
-from torchx.core._leaf import LeafLayer, all_or_nothing, explain_failure, is_shape_problem, unbuilt_layers
+from torchx.core._leaf import (
+    LeafLayer,
+    all_or_nothing,
+    explain_failure,
+    formula_calls,
+    is_shape_problem,
+    unbuilt_layers,
+)
 from torchx.core._memory import BuildNeed, Rehearsal, weight_bytes
 from torchx.core._meta_formulas import MetaFormulas
-from torchx.core._record import layer_name
+from torchx.core._record import layer_name, record_of
 from torchx.core._scope import current_scope, scope_device
 from torchx.core._shapes import (
     InputLike,
@@ -52,9 +60,9 @@ def _meta_forward(
     :func:`~torchx.core._shapes.meta_copy`, and for ``shapes_only``)."""
     with torch.no_grad(), MetaFormulas():
         if owned:
-            with meta_state(model):
+            with meta_state(model), formula_calls(submodules(model)):
                 return model(*metas)
-        with meta_copy(model, shapes_only=shapes_only) as copied:
+        with meta_copy(model, shapes_only=shapes_only) as copied, formula_calls(submodules(copied)):
             return copied(*metas)
 
 
@@ -103,8 +111,12 @@ def build(
         # Built parts compute on meta stand-ins: the unbuilt layers hold only pending tensors.
         built = [module for module in modules if not isinstance(module, LeafLayer)]
 
+        # Torch functions answer from their formulas where plain modules run (constructors under
+        # the mode would pay it on every torch call, so not for a model of TorchX layers alone).
+        formulas = MetaFormulas() if any(record_of(module) is None for module in built) else nullcontext()
+
         def build_on(probe: int) -> None:
-            with build_target(target, dtype) as building, torch.no_grad():
+            with build_target(target, dtype) as building, torch.no_grad(), formula_calls(built), formulas:
                 if len(pending) == len(unbuilt):
                     building.swap.add_own(built)
                 else:  # another thread built some meanwhile

@@ -30,8 +30,8 @@ import math
 import os
 import traceback
 import warnings
-from collections.abc import Callable, Container, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, cast
 
@@ -101,6 +101,7 @@ __all__ = [
     "closed_form_output",
     "describe_inputs",
     "explain_failure",
+    "formula_calls",
     "is_shape_problem",
     "load_building",
     "takes_factory_kwargs",
@@ -1066,6 +1067,62 @@ def closed_form_output(
     default), or None when there is none."""
     found = _formula(module, inputs)
     return None if found is None else _meta_output(found, module, inputs, make_meta)
+
+
+class _FormulaCall:
+    """A built leaf's call inside :func:`formula_calls`: on meta tensors, its
+    formula's output where it has one; else the call it stands in for."""
+
+    __slots__ = ("module", "replaced")
+
+    def __init__(self, module: nn.Module, replaced: Callable[..., Any] | None) -> None:
+        self.module, self.replaced = module, replaced
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        output = None
+        if not kwargs and all(isinstance(arg, torch.Tensor) and arg.is_meta for arg in args):
+            output = closed_form_output(self.module, args)
+        if output is not None:
+            return output
+        return (self.replaced or self.module._call_impl)(*args, **kwargs)
+
+
+@contextmanager
+def formula_calls(modules: Iterable[nn.Module]) -> Iterator[None]:
+    """Inside the block, each built TorchX leaf among ``modules`` without call
+    hooks answers a call on meta tensors from its formula (see
+    :func:`closed_form_output`), as it did while building, and each graph
+    from what it worked out (its ``answering_meta_calls()`` block), not by a
+    meta run of their forward: torch works out many meta outputs in Python,
+    and the first such run in a process imports its compiler (a second).
+    Only for modules no other code can use meanwhile (a build's, a meta copy)."""
+    modules = list(modules)
+    leaves = [module for module in modules if _is_built_leaf(module) and not _runs_hooks(module)]
+    replaced = [module.__dict__.get("_compiled_call_impl", _ABSENT) for module in leaves]
+    for module, call in zip(leaves, replaced, strict=True):
+        module.__dict__["_compiled_call_impl"] = _FormulaCall(module, None if call is _ABSENT else call)
+    try:
+        with ExitStack() as graphs:
+            for module in modules:
+                if hasattr(type(module), "answering_meta_calls"):
+                    graphs.enter_context(module.answering_meta_calls())  # type: ignore[operator]
+            yield
+    finally:
+        for module, call in zip(leaves, replaced, strict=True):
+            if call is _ABSENT:
+                del module.__dict__["_compiled_call_impl"]
+            else:
+                module.__dict__["_compiled_call_impl"] = call
+
+
+_ABSENT = object()
+
+
+def _is_built_leaf(module: nn.Module) -> bool:
+    record = record_of(module)
+    return (
+        record is not None and issubclass(record.layer_class, LeafLayer) and not isinstance(module, LeafLayer)
+    )
 
 
 def _meta_output(

@@ -2,7 +2,7 @@
 
 torch computes ``batch_norm``, ``layer_norm``, ``scaled_dot_product_attention``,
 ``cat``, ``roll``, ``arange``, ``linear`` and even ``add``, ``mul``, ``eq``,
-``cos``... on the meta device through its Python decompositions: 0.15 ms a
+``cos``, ``relu``, ``dropout``... on the meta device through its Python decompositions: 0.15 ms a
 call for ``x * y``, 0.3 ms for ``roll``, 1 to 3 ms for a norm or an attention,
 where a convolution takes 0.02 ms; and the first of them in a process imports
 sympy (every ``torch._check`` does, on torch 2.13) or torch's compiler (half a
@@ -15,7 +15,9 @@ attention's, a roll's, a concatenation's, a linear's and an ``arange``'s
 contiguous; an elementwise op's as the operand of the output's shape whose
 strides decide torch's layout rule (dense with no dim of size 1, or, alone,
 exactly contiguous), or contiguous for two exactly contiguous operands
-broadcast together. Any other call runs as torch runs it, so its errors stay
+broadcast together; an activation's or a dropout's as its input's, or the
+input itself where torch returns it (in place, dropout that drops nothing).
+Any other call runs as torch runs it, so its errors stay
 torch's own (torchx-core's test_meta_formulas.py checks thousands of calls
 against torch's meta run).
 """
@@ -212,6 +214,33 @@ def _unary(floating: bool) -> Callable[..., torch.Tensor | None]:
     return formula
 
 
+def _activation(**valid: Callable[[Any], bool]) -> Callable[..., torch.Tensor | None]:
+    """The formula of an activation of floats (``F.relu``, ``F.gelu``...) given
+    options that pass their tests in ``valid``: :func:`_unary`'s, or in place
+    (``inplace=True``) the input itself."""
+    unary = _unary(True)
+
+    def formula(input: Any, inplace: Any = False, **options: Any) -> torch.Tensor | None:
+        known = all(name in valid and valid[name](value) for name, value in options.items())
+        output = unary(input) if known and type(inplace) is bool else None
+        return input if inplace and output is not None else output
+
+    return formula
+
+
+def _number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _dropout(input: Any, p: Any = 0.5, training: Any = True, inplace: Any = False) -> torch.Tensor | None:
+    """The formula of ``F.dropout``: the input itself where it drops nothing
+    (eval mode, ``p=0``) or works in place, as torch returns it."""
+    if not _number(p) or not 0 <= p <= 1 or type(training) is not bool or type(inplace) is not bool:
+        return None
+    output = _unary(True)(input)
+    return input if output is not None and (inplace or not training or p == 0) else output
+
+
 _BINARY = {
     **dict.fromkeys(("add", "sub", "mul"), "arithmetic"),
     "div": "divide",
@@ -335,6 +364,14 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
         if hasattr(owner, name)
     },
     **{getattr(owner, name): _unary(True) for owner in (torch, torch.Tensor) for name in _FLOATING},
+    **dict.fromkeys(
+        (F.relu, torch.relu, torch.Tensor.relu, F.relu6, F.silu, F.hardswish, F.hardsigmoid, F.mish, F.selu),
+        _activation(),
+    ),
+    F.leaky_relu: _activation(negative_slope=_number),
+    F.elu: _activation(alpha=_number),
+    F.gelu: _activation(approximate=lambda value: value in ("none", "tanh")),
+    F.dropout: _dropout,
     **dict.fromkeys((torch.bitwise_not, torch.Tensor.bitwise_not, torch.Tensor.__invert__), _unary(False)),
 }
 
@@ -342,7 +379,7 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
 class MetaFormulas(TorchFunctionMode):
     """Inside the block, the ops of :data:`_FORMULAS` (norms, attention,
     ``linear``, ``cat``, ``roll``, ``arange``, arithmetic, comparisons,
-    functions of each element) on
+    functions of each element, activations, dropout) on
     meta tensors answer from their formula where it is certain (see the
     module's docstring); everything else runs as it would."""
 

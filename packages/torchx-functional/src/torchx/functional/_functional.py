@@ -37,6 +37,7 @@ from torchx.functional._program import AttributeVar, BatchOf, Input, Program, St
 from torchx.plugin import (
     Graph,
     InputLike,
+    MetaFormulas,
     SpecReader,
     SpecWriter,
     Summary,
@@ -141,7 +142,8 @@ class Functional(Container, OwnMetaOutput):
             key = None
         answer = None if key is None else known.answers.get(key)
         if answer is None:
-            output = self._meta_forward()(*args)
+            with MetaFormulas():  # torch's own meta ops may import its compiler
+                output = self._meta_forward()(*args)
             if known.may_return_input is None:
                 known.may_return_input = may_return_input(self)
             answer = Answer.of(output, args, not shares_input(output, args) and not known.may_return_input)

@@ -909,13 +909,16 @@ def _scope_dtype() -> torch.dtype | None:
 
 
 def meta_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
-    """``module``'s meta output for meta inputs: its own where it works it out
-    (see :class:`OwnMetaOutput`) and has no forward hooks, else from a meta run
-    (the graphs inside answering, see :func:`_answering`), which also runs its
-    hooks and checks that the inputs fit the sizes it was built for (a layer's
-    formula does not)."""
-    if isinstance(module, OwnMetaOutput) and not kwargs and not _has_forward_hooks(module):
-        return module.meta_output(args)[0]
+    """``module``'s meta output for meta inputs, where it has no forward hooks:
+    its own where it works it out (see :class:`OwnMetaOutput`), its layer's
+    formula (see :func:`closed_form_output`); else from a meta run (the graphs
+    inside answering, see :func:`_answering`), which also runs its hooks."""
+    if not kwargs and not _has_forward_hooks(module):
+        if isinstance(module, OwnMetaOutput):
+            return module.meta_output(args)[0]
+        output = closed_form_output(module, args)
+        if output is not None:
+            return output
     with _answering():
         return run_on_meta(module, args, kwargs)
 

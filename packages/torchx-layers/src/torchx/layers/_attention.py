@@ -81,7 +81,9 @@ class MultiheadAttention(LeafLayer):
 
 
 class _TransformerLayer(LeafLayer):
-    inferred_arguments: ClassVar = {"d_model": FromInput(dim=-1, state=FromState("linear1.weight", 1))}
+    inferred_arguments: ClassVar = {
+        "d_model": FromInput(dim=-1, ranks=(2, 3), state=FromState("linear1.weight", 1))
+    }
     input_layout = "(S, N, d_model), or (N, S, d_model) with batch_first=True"
 
     def __init__(
@@ -120,6 +122,7 @@ class TransformerEncoderLayer(_TransformerLayer):
     """``nn.TransformerEncoderLayer`` with ``d_model`` read off ``src``'s last dim."""
 
     native_class = nn.TransformerEncoderLayer
+    same_shape = True  # a decoder layer's output too, but its memory is checked by the meta run only
 
 
 class TransformerDecoderLayer(_TransformerLayer):
