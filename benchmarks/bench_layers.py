@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from _timing import Result, fresh_process_medians, interleaved_medians, train_step
+from _timing import Result, first_call_setup, fresh_process_medians, interleaved_medians, train_step
 from torch import nn
 
 import torchx
@@ -300,6 +300,20 @@ def bench_abstract_build(quick: bool) -> list[Result]:
         f"  reference: torch Lazy* modules materialised on meta: {(time.perf_counter() - start) * 1e3:.1f} ms"
     )
     return []
+
+
+def bench_first_build(quick: bool) -> list[Result]:
+    """The seed's CNN built from shapes first in a fresh process, against its
+    torch constructor first in one: the build's meta runs answer from formulas
+    (torch's own meta kernels would import its compiler, a second). A
+    reference row: the models of issue 40 have their bounded rows elsewhere."""
+    setup = first_call_setup("import torchx, seed_models")
+    first, by_hand = fresh_process_medians(
+        ("torchx.build(seed_models.seed_cnn(), (None, 3, 32, 32))", setup),
+        ("seed_models.native_seed_cnn()", setup),
+        rounds=5 if quick else 11,
+    )
+    return [Result("seed CNN first torchx.build in a fresh process vs constructor", first, by_hand, None)]
 
 
 def bench_import(quick: bool) -> list[Result]:

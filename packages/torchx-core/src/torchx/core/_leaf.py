@@ -1065,8 +1065,9 @@ def closed_form_output(
     which raises for a dtype the layer refuses (its input, for ``same_shape``
     layers keeping it; else ``make_meta(shape, dtype)``, a new meta tensor by
     default), or None when there is none."""
-    found = _formula(module, inputs)
-    return None if found is None else _meta_output(found, module, inputs, make_meta)
+    with torch._C.DisableTorchFunction():  # bookkeeping on meta tensors: no mode's Python on every call
+        found = _formula(module, inputs)
+        return None if found is None else _meta_output(found, module, inputs, make_meta)
 
 
 class _FormulaCall:
