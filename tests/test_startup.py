@@ -49,8 +49,9 @@ def test_defining_the_vision_examples_imports_nothing_heavy() -> None:
 
 def test_building_models_from_shapes_imports_nothing_heavy() -> None:
     """A build's meta runs answer from formulas: built TorchX layers from their
-    layer's, torch's activations and dropout from MetaFormulas, where torch's
-    meta kernels would import its compiler (a second of the first build)."""
+    layer's, torch's activations, dropout and recurrent layers from
+    MetaFormulas, where torch's meta kernels would import its compiler (a
+    second of the first build)."""
     code = """
 import torch, torch.nn.functional as F
 from torch import nn
@@ -73,5 +74,8 @@ h = F.dropout(F.silu(L.Conv2d(8, 3)(x)), 0.1).relu()
 graph = L.Functional(inputs=x, outputs=F.hardswish(h))
 torchx.infer_shapes(graph, (2, 3, 16, 16))
 torchx.build(L.Sequential(graph, L.Flatten(), L.Linear(10)), (None, 3, 12, 12))
+clips = L.Sequential(L.TimeDistributed(L.Conv2d(8, 3), L.ReLU(), L.Flatten()), L.LSTM(16, return_sequences=False))
+torchx.build(clips, (None, 5, 3, 8, 8))
+torchx.build(L.Sequential(L.TransformerEncoderLayer(4, dim_feedforward=32, batch_first=True)), (None, 7, 16))
 """
     assert heavy_imports(code) == []

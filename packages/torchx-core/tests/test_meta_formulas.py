@@ -405,3 +405,55 @@ def test_activations_answer_what_the_meta_run_answers(
     expected = outcome()
     with MetaFormulas():
         assert outcome() == expected
+
+
+def _recurrent_outcome(call: Callable[[], tuple[torch.Tensor, object]]) -> object:
+    """A recurrent module's output and final states, each's shape, strides and dtype, or its error."""
+    try:
+        output, state = call()
+    except Exception as error:  # noqa: BLE001 - the error is the outcome compared
+        return (type(error), str(error))
+    states = state if isinstance(state, tuple) else (state,)
+    return [(t.shape, t.stride(), t.dtype) for t in (output, *states)]  # type: ignore[union-attr]
+
+
+_RECURRENT_OPTIONS: dict[str, dict[str, object]] = {
+    "": {},
+    "batch_first": {"batch_first": True},
+    "2 layers, bidirectional": {"num_layers": 2, "bidirectional": True},
+    "batch_first, bidirectional": {"batch_first": True, "bidirectional": True},
+}
+RECURRENT: dict[str, Callable[[], tuple[torch.Tensor, object]]] = {
+    f"{kind.__name__}({name}) on {inputs}": partial(kind(8, 5, device="meta", **options), *arguments)
+    for kind in (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN)
+    for name, options in _RECURRENT_OPTIONS.items()
+    for inputs, arguments in {
+        "a batch": (meta(4, 6, 8),),
+        "one sequence": (meta(6, 8),),
+        "the wrong features": (meta(4, 6, 9),),
+        "no steps": (meta(0, 6, 8),),
+        "half": (meta(4, 6, 8, dtype=torch.half),),
+        "its states given": (
+            meta(4, 6, 8),
+            (meta(options.get("num_layers", 1) * (1 + options.get("bidirectional", False)), 6, 5),) * 2
+            if kind is torch.nn.LSTM
+            else meta(options.get("num_layers", 1) * (1 + options.get("bidirectional", False)), 6, 5),
+        ),
+        "states of another batch": (meta(4, 6, 8), meta(1, 5, 5)),
+    }.items()
+}
+RECURRENT["LSTM(proj_size=3)"] = partial(torch.nn.LSTM(8, 5, proj_size=3, device="meta"), meta(4, 6, 8))
+RECURRENT["LSTM(proj_size=3, bidirectional)"] = partial(
+    torch.nn.LSTM(8, 5, proj_size=3, bidirectional=True, batch_first=True, device="meta"), meta(4, 6, 8)
+)
+
+
+@pytest.mark.parametrize("call", RECURRENT.values(), ids=RECURRENT.keys())
+def test_recurrent_layers_answer_what_the_meta_run_answers(
+    call: Callable[[], tuple[torch.Tensor, object]],
+) -> None:
+    """torch runs them on meta step by step (30 to 60 ms a call)."""
+    with torch.no_grad():
+        expected = _recurrent_outcome(call)
+        with MetaFormulas():
+            assert _recurrent_outcome(call) == expected

@@ -14,6 +14,7 @@ from torchx.core._errors import ShapeError, format_shape, torch_message
 from torchx.core._layer import Layer
 from torchx.core._leaf import (
     LeafLayer,
+    _runs_hooks,
     all_or_nothing,
     explain_failure,
     formula_calls,
@@ -111,9 +112,10 @@ def build(
         # Built parts compute on meta stand-ins: the unbuilt layers hold only pending tensors.
         built = [module for module in modules if not isinstance(module, LeafLayer)]
 
-        # Torch functions answer from their formulas where plain modules run (constructors under
-        # the mode would pay it on every torch call, so not for a model of TorchX layers alone).
-        formulas = MetaFormulas() if any(record_of(module) is None for module in built) else nullcontext()
+        # Torch functions answer from their formulas where plain modules or call hooks run (constructors
+        # under the mode would pay it on every torch call, so not for a model of TorchX layers alone).
+        plain = any(record_of(module) is None or _runs_hooks(module) for module in modules)
+        formulas = MetaFormulas() if plain else nullcontext()
 
         def build_on(probe: int) -> None:
             with build_target(target, dtype) as building, torch.no_grad(), formula_calls(built), formulas:

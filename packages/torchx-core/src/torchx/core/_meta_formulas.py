@@ -16,7 +16,9 @@ contiguous; an elementwise op's as the operand of the output's shape whose
 strides decide torch's layout rule (dense with no dim of size 1, or, alone,
 exactly contiguous), or contiguous for two exactly contiguous operands
 broadcast together; an activation's or a dropout's as its input's, or the
-input itself where torch returns it (in place, dropout that drops nothing).
+input itself where torch returns it (in place, dropout that drops nothing);
+a recurrent layer's (``torch.lstm``, which torch runs step by step: 30 to 60
+ms a call) contiguous in time-major order, its final states as its initial.
 Any other call runs as torch runs it, so its errors stay
 torch's own (torchx-core's test_meta_formulas.py checks thousands of calls
 against torch's meta run).
@@ -322,6 +324,39 @@ def _attention(
     return torch.empty(batch, heads, length, v_width, dtype=query.dtype, device="meta")
 
 
+def _recurrent(
+    input: Any,
+    hx: Any,
+    params: Any,
+    has_biases: Any,
+    num_layers: Any,
+    dropout: Any,
+    train: Any,
+    bidirectional: Any,
+    batch_first: Any,
+) -> tuple[torch.Tensor, ...] | None:
+    """The formula of ``torch.lstm``, ``torch.gru`` and ``torch.rnn_*`` on a padded
+    batch (``hx``: the initial states, whose shapes the final ones have): torch
+    runs them on meta step by step, 30 to 60 ms a call."""
+    states = tuple(hx) if isinstance(hx, (tuple, list)) else (hx,)
+    if not (isinstance(params, (tuple, list)) and params and _plain(input, *states, *params)):
+        return None
+    if type(bidirectional) is not bool or type(batch_first) is not bool or type(num_layers) is not int:
+        return None
+    directions, (weight_ih, weight_hh) = 2 if bidirectional else 1, params[:2]
+    if input.dim() != 3 or weight_ih.dim() != 2 or weight_hh.dim() != 2 or input.shape[2] != weight_ih.shape[1]:
+        return None
+    length, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
+    sizes = [(directions * num_layers, batch, weight_hh.shape[1]), (directions * num_layers, batch, weight_ih.shape[0] // 4)]
+    if [tuple(state.shape) for state in states] != sizes[: len(states)] or input.numel() == 0:
+        return None
+    if not input.dtype.is_floating_point or any(tensor.dtype != input.dtype for tensor in (*states, *params)):
+        return None
+    output = torch.empty(length, batch, directions * weight_hh.shape[1], dtype=input.dtype, device="meta")
+    finals = (torch.empty(state.shape, dtype=input.dtype, device="meta") for state in states)
+    return (output.transpose(0, 1) if batch_first else output, *finals)
+
+
 def _linear(input: Any, weight: Any, bias: Any = None) -> torch.Tensor | None:
     """The formula of ``F.linear`` in one dtype (a tied head's ``F.linear(h, embedding.weight)``)."""
     if not _plain(input, weight) or input.dim() == 0 or weight.dim() != 2:
@@ -372,6 +407,7 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
     F.elu: _activation(alpha=_number),
     F.gelu: _activation(approximate=lambda value: value in ("none", "tanh")),
     F.dropout: _dropout,
+    **dict.fromkeys((torch.lstm, torch.gru, torch.rnn_tanh, torch.rnn_relu), _recurrent),
     **dict.fromkeys((torch.bitwise_not, torch.Tensor.bitwise_not, torch.Tensor.__invert__), _unary(False)),
 }
 
@@ -379,7 +415,7 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
 class MetaFormulas(TorchFunctionMode):
     """Inside the block, the ops of :data:`_FORMULAS` (norms, attention,
     ``linear``, ``cat``, ``roll``, ``arange``, arithmetic, comparisons,
-    functions of each element, activations, dropout) on
+    functions of each element, activations, dropout, recurrent layers) on
     meta tensors answer from their formula where it is certain (see the
     module's docstring); everything else runs as it would."""
 
