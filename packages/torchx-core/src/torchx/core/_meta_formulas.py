@@ -344,10 +344,12 @@ def _recurrent(
     if type(bidirectional) is not bool or type(batch_first) is not bool or type(num_layers) is not int:
         return None
     directions, (weight_ih, weight_hh) = 2 if bidirectional else 1, params[:2]
-    if input.dim() != 3 or weight_ih.dim() != 2 or weight_hh.dim() != 2 or input.shape[2] != weight_ih.shape[1]:
+    matrices = weight_ih.dim() == weight_hh.dim() == 2
+    if input.dim() != 3 or not matrices or input.shape[2] != weight_ih.shape[1]:
         return None
     length, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
-    sizes = [(directions * num_layers, batch, weight_hh.shape[1]), (directions * num_layers, batch, weight_ih.shape[0] // 4)]
+    stacked = directions * num_layers
+    sizes = [(stacked, batch, weight_hh.shape[1]), (stacked, batch, weight_ih.shape[0] // 4)]
     if [tuple(state.shape) for state in states] != sizes[: len(states)] or input.numel() == 0:
         return None
     if not input.dtype.is_floating_point or any(tensor.dtype != input.dtype for tensor in (*states, *params)):
@@ -383,7 +385,7 @@ def _arange(*bounds: Any, dtype: torch.dtype | None = None, device: Any = None) 
     return torch.empty(-((start - end) // step), dtype=dtype or torch.long, device="meta")
 
 
-_FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | None]] = {
+_FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | tuple[torch.Tensor, ...] | None]] = {
     torch.arange: _arange,
     F.linear: _linear,
     F.batch_norm: _batch_norm,
