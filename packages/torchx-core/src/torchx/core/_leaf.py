@@ -1109,7 +1109,7 @@ def formula_calls(modules: Iterable[nn.Module]) -> Iterator[None]:
                     graphs.enter_context(module.answering_meta_calls())  # type: ignore[operator]
             yield
     finally:
-        for module, call in zip(leaves, replaced, strict=True):
+        for module, call in reversed(list(zip(leaves, replaced, strict=True))):  # a module given twice too
             if call is _ABSENT:
                 del module.__dict__["_compiled_call_impl"]
             else:

@@ -349,6 +349,8 @@ def _recurrent(
         return None
     length, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
     stacked = directions * num_layers
+    if num_layers < 1 or len(params) % stacked or not 2 <= len(params) // stacked <= 5:
+        return None  # weights, biases and projections per layer and direction
     sizes = [(stacked, batch, weight_hh.shape[1]), (stacked, batch, weight_ih.shape[0] // 4)]
     if [tuple(state.shape) for state in states] != sizes[: len(states)] or input.numel() == 0:
         return None
