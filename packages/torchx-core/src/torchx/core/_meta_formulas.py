@@ -216,15 +216,18 @@ def _unary(floating: bool) -> Callable[..., torch.Tensor | None]:
     return formula
 
 
+_each_float = _unary(True)
+"""The formula of a function of each element of a float tensor (``cos``...)."""
+
+
 def _activation(**valid: Callable[[Any], bool]) -> Callable[..., torch.Tensor | None]:
     """The formula of an activation of floats (``F.relu``, ``F.gelu``...) given
-    options that pass their tests in ``valid``: :func:`_unary`'s, or in place
-    (``inplace=True``) the input itself."""
-    unary = _unary(True)
+    options that pass their tests in ``valid``: :data:`_each_float`'s, or in
+    place (``inplace=True``) the input itself."""
 
     def formula(input: Any, inplace: Any = False, **options: Any) -> torch.Tensor | None:
         known = all(name in valid and valid[name](value) for name, value in options.items())
-        output = unary(input) if known and type(inplace) is bool else None
+        output = _each_float(input) if known and type(inplace) is bool else None
         return input if inplace and output is not None else output
 
     return formula
@@ -239,7 +242,7 @@ def _dropout(input: Any, p: Any = 0.5, training: Any = True, inplace: Any = Fals
     (eval mode, ``p=0``) or works in place, as torch returns it."""
     if not _number(p) or not 0 <= p <= 1 or type(training) is not bool or type(inplace) is not bool:
         return None
-    output = _unary(True)(input)
+    output = _each_float(input)
     return input if output is not None and (inplace or not training or p == 0) else output
 
 
@@ -402,7 +405,7 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | tuple[torch.Ten
         for name, kind in _BINARY.items()
         if hasattr(owner, name)
     },
-    **{getattr(owner, name): _unary(True) for owner in (torch, torch.Tensor) for name in _FLOATING},
+    **{getattr(owner, name): _each_float for owner in (torch, torch.Tensor) for name in _FLOATING},
     **dict.fromkeys(
         (F.relu, torch.relu, torch.Tensor.relu, F.relu6, F.silu, F.hardswish, F.hardsigmoid, F.mish, F.selu),
         _activation(),
