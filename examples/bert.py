@@ -28,16 +28,16 @@ EPS = 1e-12
 """BERT's LayerNorm epsilon."""
 
 
-def _attention(x: Placeholder, padding: Placeholder, name: str, heads: int, dropout: float) -> Placeholder:
-    """Multi-head self-attention that ignores the padded keys, as BERT's ``attention.self``."""
+def _attention(x: Placeholder, attended: Placeholder, name: str, heads: int, dropout: float) -> Placeholder:
+    """Multi-head self-attention over the ``attended`` keys (not padding), as BERT's ``attention.self``."""
     b, t, width = x.shape
     q, k, v = (
         L.Linear(width, name=f"{name}.{part}")(x).view(b, t, heads, width // heads).transpose(1, 2)
         for part in ("query", "key", "value")
     )
     # attention dropout in train mode only: a graph's dropout_p follows model.train()/eval()
-    attended = F.scaled_dot_product_attention(q, k, v, attn_mask=~padding, dropout_p=dropout)
-    return attended.transpose(1, 2).reshape(b, t, width)
+    output = F.scaled_dot_product_attention(q, k, v, attn_mask=attended, dropout_p=dropout)
+    return output.transpose(1, 2).reshape(b, t, width)
 
 
 def _residual(x: Placeholder, branch: Placeholder, name: str, dropout: float) -> Placeholder:
@@ -46,10 +46,10 @@ def _residual(x: Placeholder, branch: Placeholder, name: str, dropout: float) ->
     return L.LayerNorm(eps=EPS, name=f"{name}.LayerNorm")(x + out)
 
 
-def _layer(x: Placeholder, padding: Placeholder, name: str, heads: int, dropout: float) -> Placeholder:
+def _layer(x: Placeholder, attended: Placeholder, name: str, heads: int, dropout: float) -> Placeholder:
     """A post-norm encoder layer: attention, then a GELU feed-forward, each a residual."""
-    attended = _attention(x, padding, f"{name}.attention.self", heads, dropout)
-    x = _residual(x, attended, f"{name}.attention.output", dropout)
+    attention = _attention(x, attended, f"{name}.attention.self", heads, dropout)
+    x = _residual(x, attention, f"{name}.attention.output", dropout)
     hidden = L.GELU()(L.Linear(4 * x.shape[-1], name=f"{name}.intermediate.dense")(x))
     return _residual(x, hidden, f"{name}.output", dropout)
 
@@ -75,9 +75,9 @@ def bert(
         + L.Embedding(positions, width, name="embeddings.position_embeddings")(torch.arange(ids.shape[1]))
     )
     h = L.Dropout(dropout)(L.LayerNorm(eps=EPS, name="embeddings.LayerNorm")(h))
-    padding = mask[:, None, None, :] == 0  # (batch, 1, 1, sequence): the keys no query attends to
+    attended = mask[:, None, None, :] != 0  # (batch, 1, 1, sequence): the keys every query attends to
     for index in range(layers):
-        h = _layer(h, padding, f"encoder.layer.{index}", heads, dropout)
+        h = _layer(h, attended, f"encoder.layer.{index}", heads, dropout)
     pooled = L.Tanh()(L.Linear(width, name="pooler.dense")(h[:, 0]))
     return Functional(
         inputs={"input_ids": ids, "attention_mask": mask, "token_type_ids": token_types},

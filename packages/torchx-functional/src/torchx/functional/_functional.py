@@ -500,11 +500,13 @@ _RESERVED_NAMES: dict[type[Functional], frozenset[str]] = {}
 
 
 def _reserved_names(cls: type[Functional]) -> frozenset[str]:
-    """What :meth:`Functional.reserved_names` gives, worked out once per class (``dir`` of a module class is slow)."""
+    """What :meth:`Functional.reserved_names` gives, worked out once per class (its attributes, as
+    ``dir`` lists them, and a module's own)."""
     names = _RESERVED_NAMES.get(cls)
     if names is None:
         names = _RESERVED_NAMES[cls] = frozenset(
-            {*dir(cls), *vars(nn.Module()), "_torchx", "_torchx_code", "_torchx_program"}
+            {*(name for klass in cls.__mro__ for name in vars(klass)), *vars(nn.Module())}
+            | {"_torchx", "_torchx_code", "_torchx_program"}
         )
     return names
 

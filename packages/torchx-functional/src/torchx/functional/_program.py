@@ -213,8 +213,8 @@ def as_identifier(name: str) -> str:
         text = "".join(char if f"_{char}".isidentifier() else "_" for char in normal_form(name)) or "value"
     if not text[0].isidentifier():
         text = f"_{text}"
-    if not text.isidentifier() or normal_form(text) != text:  # a rare composition: ASCII is safe
-        text = _NOT_ASCII_WORD.sub("_", text)
+    if not text.isascii() and (not text.isidentifier() or normal_form(text) != text):  # a rare composition
+        text = _NOT_ASCII_WORD.sub("_", text)  # ASCII is safe
     return f"_{text}" if keyword.iskeyword(text) else text
 
 
