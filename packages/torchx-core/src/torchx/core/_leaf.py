@@ -376,7 +376,7 @@ class LeafLayer(Layer):
         # a ``__new__`` typed ``-> Any`` makes pyright type every call ``Any`` and
         # skip ``__init__``. Only the type changes: the object is this class's until
         # its build.
-        if len(args) > _positional_count(cls):
+        if args and len(args) > _positional_count(cls):
             raise positional_error(cls, args, kwargs)
         return super().__new__(cls)
 
