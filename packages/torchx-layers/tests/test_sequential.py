@@ -78,6 +78,19 @@ def test_ordered_dict_names_indexing_slicing_append() -> None:
     assert head(torch.zeros(1, 5)).shape == (1, 8)
 
 
+def test_a_subclass_add_module_sees_every_child_of_the_constructor() -> None:
+    added: list[str] = []
+
+    class Tracked(L.Sequential):
+        def add_module(self, name: str, module: nn.Module | None) -> None:
+            added.append(name)
+            super().add_module(name, module)
+
+    Tracked(L.Linear(4), L.ReLU(name="act"))
+    Tracked(OrderedDict(first=L.Linear(4)))
+    assert added == ["0", "act", "first"]
+
+
 def test_appending_after_build_builds_the_new_layer() -> None:
     model = L.Sequential(L.Linear(8))
     model(torch.zeros(2, 3))

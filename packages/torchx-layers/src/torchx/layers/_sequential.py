@@ -53,10 +53,14 @@ class Sequential(Container, nn.Sequential):
     def __init__(self, *layers: nn.Module | OrderedDict[str, nn.Module], name: str | None = None) -> None:
         Container.__init__(self, name=name)
         object.__setattr__(self, "_torchx_ready", False)
-        # A fresh container: nothing ready or placed to forget, so each child goes straight to nn.Module's add_module.
+        # A fresh container has nothing ready or placed to forget: its children go straight to
+        # nn.Module's add_module, unless a subclass has its own.
+        add_module = type(self).add_module
+        if add_module is Sequential.add_module:
+            add_module = nn.Module.add_module
         if len(layers) == 1 and isinstance(layers[0], OrderedDict):
             for key, module in layers[0].items():
-                nn.Module.add_module(self, key, module)
+                add_module(self, key, module)
             return
         places: dict[str, int] = {}
         for index, layer in enumerate(layers):
@@ -75,7 +79,7 @@ class Sequential(Container, nn.Sequential):
                     fix="give each layer of a Sequential its own name without dots, like 'stem' or 'head'",
                 )
             places[key] = index
-            nn.Module.add_module(self, key, layer)
+            add_module(self, key, layer)
 
     # -- keep "ready" honest under every way of adding a module ----------------
 
