@@ -152,7 +152,7 @@ def _parameters_of(init: Callable[..., None]) -> dict[str, inspect.Parameter]:
 def _evaluated_hint(cls: type, name: str) -> Any:
     init = cls.__init__  # type: ignore[misc]
     hint = getattr(init, "__annotations__", {}).get(name, Any)
-    if isinstance(hint, str):  # the class's own source, as typing evaluates it (a name of it: no eval)
+    if isinstance(hint, str):  # in the class's module, as typing evaluates it; a name there: looked up
         namespace = inspect.unwrap(init).__globals__
         hint = namespace[hint] if hint in namespace else eval(hint, namespace)
     return type(None) if hint is None else hint

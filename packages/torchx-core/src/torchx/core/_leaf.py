@@ -1254,9 +1254,7 @@ def _checked_dtype(
     if len(dtypes) == 1 and (  # ids of one dtype into a layer of ids; floating inputs in the weights' dtype
         dtypes <= {torch.long, torch.int} and layer_class.output_dtype_of is not None
         if layer_class.integer_input
-        else dtypes == {weights}
-        if weights is not None
-        else next(iter(dtypes)).is_floating_point
+        else not _dtype_differs(layer_class, inputs, weights)
     ):
         return _output_dtype(layer_class, module, inputs)
     try:
