@@ -4,6 +4,7 @@ the formula is not certain."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from torchx.core._meta_formulas import MetaFormulas
+from torchx.core._meta_formulas import MetaFormulas, _reshape
 
 
 def meta(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -340,6 +341,47 @@ def test_other_formulas_answer_what_the_meta_run_answers(call: Callable[[], torc
     expected = _outcome(call)
     with MetaFormulas():
         assert _outcome(call) == expected
+
+
+def _reshapes() -> dict[str, tuple[torch.Tensor, tuple[int, ...]]]:
+    """Every layout of a few shapes (attention's heads transposed before they
+    merge among them) with sizes that merge, split, move or add size-1 dims,
+    with a ``-1``, and sizes that do not fit."""
+    cases = {}
+    for shape in ((2, 4, 7, 16), (5, 1, 3), (1, 6), (6,), ()):
+        numel = math.prod(shape)
+        targets = {(numel,), (-1,), (1, numel), (numel, 1), (1, -1, 1), (numel + 1,), (-1, -1), (0, -1), ()}
+        if len(shape) > 1:
+            targets |= {(*shape[:-2], -1), (shape[0], -1), (-1, shape[-1]), tuple(reversed(shape))}
+        layouts = _layouts(shape)
+        if len(shape) == 4:
+            targets |= {(2, 7, 64), (2, 7, 4, 16), (8, 7, 16), (2, 4, 7, 4, 4), (2, 4, 112)}
+            layouts["heads transposed"] = meta(*shape).transpose(1, 2)
+        for layout, x in layouts.items():
+            for sizes in targets:
+                cases[f"{shape} {layout} -> {sizes}"] = (x, sizes)
+    return cases
+
+
+@pytest.mark.parametrize("reshape", [torch.Tensor.reshape, torch.reshape])
+def test_reshape_answers_what_the_meta_run_answers(reshape: Callable[..., torch.Tensor]) -> None:
+    """Its output's shape, strides and dtype, and whether it is a view of the
+    input (what decides where a graph may work in place), or torch's error;
+    each output torch gives, the formula gives by itself (no meta run)."""
+
+    def outcome(call: Callable[[], torch.Tensor]) -> tuple[object, ...]:
+        result = _outcome(call)
+        return (*result, call()._is_view()) if len(result) == 4 else result
+
+    differ = {}
+    for name, (x, sizes) in _reshapes().items():
+        expected = outcome(partial(reshape, x, sizes))
+        with MetaFormulas():
+            answered = outcome(partial(reshape, x, sizes))
+        alone = outcome(partial(_reshape, x, sizes)) if len(expected) == 5 and x.numel() else expected
+        if not answered == alone == expected:
+            differ[name] = (answered, alone, expected)
+    assert not differ, differ
 
 
 def test_a_tensor_that_records_gradients_runs_as_torch_runs_it() -> None:

@@ -1,9 +1,10 @@
 """Meta outputs answered from their formula.
 
 torch computes ``batch_norm``, ``layer_norm``, ``scaled_dot_product_attention``,
-``cat``, ``roll``, ``arange``, ``linear`` and even ``add``, ``mul``, ``eq``,
-``cos``, ``relu``, ``dropout``... on the meta device through its Python decompositions: 0.15 ms a
-call for ``x * y``, 0.3 ms for ``roll``, 1 to 3 ms for a norm or an attention,
+``cat``, ``roll``, ``arange``, ``linear``, a ``reshape`` that copies and even ``add``, ``mul``,
+``eq``, ``cos``, ``relu``, ``dropout``... on the meta device through its Python decompositions:
+0.15 ms a call for ``x * y``, 0.3 ms for ``roll`` or a process's first copying
+``reshape`` (attention's heads merged), 1 to 3 ms for a norm or an attention,
 where a convolution takes 0.02 ms; and the first of them in a process imports
 sympy (every ``torch._check`` does, on torch 2.13) or torch's compiler (half a
 second to a second and a half). So they dominate a build's meta forward (a free
@@ -18,7 +19,8 @@ exactly contiguous), or contiguous for two exactly contiguous operands
 broadcast together; an activation's or a dropout's as its input's, or the
 input itself where torch returns it (in place, dropout that drops nothing);
 a recurrent layer's (``torch.lstm``, which torch runs step by step: 30 to 60
-ms a call) contiguous in time-major order, its final states as its initial.
+ms a call) contiguous in time-major order, its final states as its initial;
+a reshape's as torch's ``view`` of those sizes where one exists, else contiguous.
 Any other call runs as torch runs it, so its errors stay
 torch's own (torchx-core's test_meta_formulas.py checks thousands of calls
 against torch's meta run).
@@ -364,6 +366,41 @@ def _recurrent(
     return (output.transpose(0, 1) if batch_first else output, *finals)
 
 
+def _reshape(input: Any, *shape: Any) -> torch.Tensor | None:
+    """The formula of ``reshape`` of a non-empty tensor to sizes (one ``-1``
+    at most): torch's view where one exists, else a contiguous copy."""
+    sizes = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    if not _plain(input) or not input.numel() or any(type(size) is not int for size in sizes):
+        return None
+    known = math.prod(size for size in sizes if size != -1)
+    if sizes.count(-1) == 1 and known > 0:
+        sizes = tuple(input.numel() // known if size == -1 else size for size in sizes)
+    if min(sizes, default=1) < 1 or math.prod(sizes) != input.numel():
+        return None  # torch says why
+    tensor: torch.Tensor = input
+    return (
+        tensor.view(sizes) if _views(tensor, sizes) else torch.empty(sizes, dtype=tensor.dtype, device="meta")
+    )
+
+
+def _views(tensor: torch.Tensor, sizes: Sequence[int]) -> bool:
+    """Whether ``tensor.view(sizes)`` (sizes of its number of elements) exists,
+    as torch's ``computeStride`` decides: each run of dims that the sizes
+    merge or split is laid out as one block."""
+    shape, stride = tensor.shape, tensor.stride()
+    view_dim, block_stride, tensor_numel, view_numel = len(sizes) - 1, stride[-1] if stride else 1, 1, 1
+    for dim in range(tensor.dim() - 1, -1, -1):
+        tensor_numel *= shape[dim]
+        if dim == 0 or (shape[dim - 1] != 1 and stride[dim - 1] != tensor_numel * block_stride):
+            while view_dim >= 0 and (view_numel < tensor_numel or sizes[view_dim] == 1):
+                view_numel *= sizes[view_dim]
+                view_dim -= 1
+            if view_numel != tensor_numel:
+                return False
+            block_stride, tensor_numel, view_numel = stride[dim - 1], 1, 1
+    return True
+
+
 def _linear(input: Any, weight: Any, bias: Any = None) -> torch.Tensor | None:
     """The formula of ``F.linear`` in one dtype (a tied head's ``F.linear(h, embedding.weight)``)."""
     if not _plain(input, weight) or input.dim() == 0 or weight.dim() != 2:
@@ -399,6 +436,8 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | tuple[torch.Ten
     torch.cat: _cat,
     torch.roll: _roll,
     torch.Tensor.roll: _roll,
+    torch.reshape: _reshape,
+    torch.Tensor.reshape: _reshape,
     **{
         getattr(owner, name): _binary(kind)
         for owner in (torch, torch.Tensor)
@@ -421,7 +460,7 @@ _FORMULAS: dict[Callable[..., Any], Callable[..., torch.Tensor | tuple[torch.Ten
 
 class MetaFormulas(TorchFunctionMode):
     """Inside the block, the ops of :data:`_FORMULAS` (norms, attention,
-    ``linear``, ``cat``, ``roll``, ``arange``, arithmetic, comparisons,
+    ``linear``, ``cat``, ``roll``, ``arange``, ``reshape``, arithmetic, comparisons,
     functions of each element, activations, dropout, recurrent layers) on
     meta tensors answer from their formula where it is certain (see the
     module's docstring); everything else runs as it would."""
