@@ -363,7 +363,7 @@ def _reshapes() -> dict[str, tuple[torch.Tensor, tuple[int, ...]]]:
     return cases
 
 
-@pytest.mark.parametrize("reshape", [torch.Tensor.reshape, torch.reshape])
+@pytest.mark.parametrize("reshape", [torch.Tensor.reshape, torch.reshape], ids=["x.reshape", "torch.reshape"])
 def test_reshape_answers_what_the_meta_run_answers(reshape: Callable[..., torch.Tensor]) -> None:
     """Its output's shape, strides and dtype, and whether it is a view of the
     input (what decides where a graph may work in place), or torch's error;
