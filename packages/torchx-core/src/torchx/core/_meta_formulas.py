@@ -384,20 +384,21 @@ def _reshape(input: Any, *shape: Any) -> torch.Tensor | None:
 
 
 def _views(tensor: torch.Tensor, sizes: Sequence[int]) -> bool:
-    """Whether ``tensor.view(sizes)`` (sizes of its number of elements) exists,
-    as torch's ``computeStride`` decides: each run of dims that the sizes
-    merge or split is laid out as one block."""
+    """Whether ``tensor.view(sizes)`` exists, for positive sizes of its number
+    of elements, as torch's ``computeStride`` decides: each run of dims that
+    the sizes merge or split is laid out as one block (a size 1 fits anywhere)."""
     shape, stride = tensor.shape, tensor.stride()
     view_dim, block_stride, tensor_numel, view_numel = len(sizes) - 1, stride[-1] if stride else 1, 1, 1
     for dim in range(tensor.dim() - 1, -1, -1):
         tensor_numel *= shape[dim]
         if dim == 0 or (shape[dim - 1] != 1 and stride[dim - 1] != tensor_numel * block_stride):
-            while view_dim >= 0 and (view_numel < tensor_numel or sizes[view_dim] == 1):
+            while view_dim >= 0 and view_numel < tensor_numel:
                 view_numel *= sizes[view_dim]
                 view_dim -= 1
             if view_numel != tensor_numel:
                 return False
-            block_stride, tensor_numel, view_numel = stride[dim - 1], 1, 1
+            if dim:
+                block_stride, tensor_numel, view_numel = stride[dim - 1], 1, 1
     return True
 
 
