@@ -124,6 +124,25 @@ def test_a_shape_error_at_definition_names_the_operation_and_shapes() -> None:
         torch.cat([a, b], dim=0)
 
 
+def test_a_recorded_call_with_a_formula_gives_what_torch_gives_or_its_refusal() -> None:
+    """Recorded calls answered by a shape formula (a copying reshape, an
+    attention) give torch's shapes, dtypes and layouts under each probe, and
+    torch's refusal where the formula has no answer."""
+    q = Placeholder((None, 4, 7, 16))
+    merged = q.transpose(1, 2).reshape(-1, 7, 64)
+    attended = F.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
+    assert (merged.shape, attended.shape, attended.node.meta.dtype) == (
+        (None, 7, 64),
+        (None, 4, 7, 16),
+        torch.float32,
+    )
+    for probe in (0, 1):
+        meta = q.node.meta_under(probe)
+        assert merged.node.meta_under(probe).stride() == meta.transpose(1, 2).reshape(-1, 7, 64).stride()
+    with pytest.raises(ShapeError, match=r"^Tensor.reshape: cannot take"):
+        q.reshape(-1, 5)
+
+
 def test_a_layer_error_on_a_dynamic_placeholder_shows_the_dim_as_none() -> None:
     with pytest.raises(ShapeError, match=r"got \(None, 32, 32\) \(3-d\)") as info:
         L.Conv2d(8, 3)(Placeholder((None, 32, 32)))
