@@ -370,12 +370,12 @@ def _reshape(input: Any, *shape: Any) -> torch.Tensor | None:
     """The formula of ``reshape`` of a non-empty tensor to sizes (one ``-1``
     at most): torch's view where one exists, else a contiguous copy."""
     sizes = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    if not _plain(input) or not input.numel() or any(type(size) is not int for size in sizes):
+    if not _plain(input) or any(type(size) is not int for size in sizes):
         return None
-    known = math.prod(size for size in sizes if size != -1)
+    numel, known = input.numel(), math.prod(size for size in sizes if size != -1)
     if sizes.count(-1) == 1 and known > 0:
-        sizes = tuple(input.numel() // known if size == -1 else size for size in sizes)
-    if min(sizes, default=1) < 1 or math.prod(sizes) != input.numel():
+        sizes = tuple(numel // known if size == -1 else size for size in sizes)
+    if not numel or min(sizes, default=1) < 1 or math.prod(sizes) != numel:
         return None  # torch says why
     tensor: torch.Tensor = input
     return (
